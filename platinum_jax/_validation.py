@@ -1,0 +1,157 @@
+"""Input validation at the public boundary.
+
+Checks run once, eagerly, on concrete arrays and raise ``ValueError`` messages that name the
+input, the property that failed and what to do.  Traced arrays (inside ``jit``/``vmap``) are
+skipped here; :func:`runtime_checks` offers the in-graph alternative via ``eqx.error_if``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["is_concrete", "validate_primitives", "runtime_checks"]
+
+SYMMETRY_RTOL = 1e-8
+PSD_RTOL = 1e-8
+
+
+def is_concrete(*arrays: Any) -> bool:
+    """True when none of ``arrays`` is a JAX tracer (so values can be inspected)."""
+    return not any(isinstance(a, jax.core.Tracer) for a in arrays if a is not None)
+
+
+def _as_float_array(name: str, x: Any) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be real, got complex dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0]) if arr.ndim else ()
+        raise ValueError(
+            f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf), first at index "
+            f"{where}; replace or remove them before calling"
+        )
+    return arr
+
+
+def _check_square(name: str, X: np.ndarray, size: int | None, size_from: str) -> None:
+    if X.ndim != 2 or X.shape[0] != X.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {X.shape}")
+    if size is not None and X.shape[0] != size:
+        raise ValueError(f"{name} has shape {X.shape} but {size_from}: it must be {size} x {size}")
+
+
+def _check_symmetric(name: str, X: np.ndarray) -> None:
+    scale = max(1.0, float(np.max(np.abs(X))))
+    asym = float(np.max(np.abs(X - X.T)))
+    if asym > SYMMETRY_RTOL * scale:
+        raise ValueError(
+            f"{name} is not symmetric: max |{name} - {name}^T| = {asym:.3g}; "
+            f"if the asymmetry is rounding, pass ({name} + {name}.T) / 2"
+        )
+
+
+def _check_definite(name: str, X: np.ndarray, *, strict: bool) -> None:
+    eig = np.linalg.eigvalsh(X)
+    smallest = float(eig[0])
+    scale = max(1.0, float(np.max(np.abs(eig))))
+    if strict and smallest <= PSD_RTOL * scale * 1e-4:
+        raise ValueError(
+            f"{name} is not positive definite: smallest eigenvalue {smallest:.6g} "
+            f"(it must be > 0; add a small ridge to the diagonal or fix the construction)"
+        )
+    if not strict and smallest < -PSD_RTOL * scale:
+        raise ValueError(
+            f"{name} is not positive semi-definite: smallest eigenvalue {smallest:.6g} "
+            f"(tolerance -{PSD_RTOL:g} x {scale:.3g})"
+        )
+
+
+def validate_primitives(
+    *,
+    A: Any = None,
+    C: Any = None,
+    Sigma: Any = None,
+    w: Any = None,
+    r: Any = None,
+    M: Any = None,
+    v: Any = None,
+) -> None:
+    """Check the primitives of the principal-agent model and raise a named ``ValueError``.
+
+    Properties checked (only for the arguments given, and only for concrete arrays):
+
+    * every entry finite;
+    * shapes agree: ``A`` is ``(m, n)``, ``C`` is ``(n, n)``, ``Sigma`` and ``M`` are ``(m, m)``,
+      ``w`` and ``v`` are ``(m,)``;
+    * ``C``, ``Sigma``, ``M`` symmetric (max asymmetry <= 1e-8 x max(1, max |X|));
+    * ``C`` and ``Sigma`` positive definite (smallest eigenvalue > 0);
+    * ``M`` positive semi-definite (smallest eigenvalue >= -1e-8 x max(1, |largest eigenvalue|));
+    * ``r`` a scalar >= 0.
+    """
+    given = {k: x for k, x in dict(A=A, C=C, Sigma=Sigma, w=w, r=r, M=M, v=v).items()
+             if x is not None}
+    if not is_concrete(*given.values()):
+        return
+    arr = {k: _as_float_array(k, x) for k, x in given.items()}
+
+    m: int | None = None
+    m_from = ""
+    n: int | None = None
+    if "A" in arr:
+        if arr["A"].ndim != 2:
+            raise ValueError(f"A must be a matrix of shape (m tasks, n activities), got {arr['A'].shape}")
+        m, n = arr["A"].shape
+        m_from = f"A has {m} rows (m = {m} tasks)"
+    for name in ("Sigma", "M"):
+        if name in arr:
+            _check_square(name, arr[name], m, m_from)
+            if m is None:
+                m, m_from = arr[name].shape[0], f"{name} is {arr[name].shape[0]} x {arr[name].shape[0]}"
+    if "C" in arr:
+        _check_square("C", arr["C"], n, f"A has {n} columns (n = {n} activities)")
+    for name in ("w", "v"):
+        if name in arr:
+            x = arr[name]
+            if x.ndim != 1:
+                raise ValueError(f"{name} must be a vector of shape (m,), got shape {x.shape}")
+            if m is not None and x.shape[0] != m:
+                raise ValueError(f"{name} has length {x.shape[0]} but {m_from}: it must have length {m}")
+    if "r" in arr:
+        r_arr = arr["r"]
+        if r_arr.ndim != 0:
+            raise ValueError(f"r (risk aversion) must be a scalar, got shape {r_arr.shape}")
+        if float(r_arr) < 0:
+            raise ValueError(f"r (risk aversion) must be >= 0, got {float(r_arr):g}")
+    for name, strict in (("C", True), ("Sigma", True), ("M", False)):
+        if name in arr:
+            _check_symmetric(name, arr[name])
+            _check_definite(name, arr[name], strict=strict)
+
+
+def runtime_checks(M: jax.Array, Sigma: jax.Array, w: jax.Array, r: jax.Array) -> jax.Array:
+    """In-graph checks for traced inputs: returns ``M`` wrapped in ``eqx.error_if`` guards.
+
+    Use inside ``jit`` when the eager checks cannot see values.  Raises at run time (an
+    ``EqxRuntimeError``) if any input is non-finite, ``r < 0`` or ``Sigma`` is not positive
+    definite (its Cholesky factor has NaNs).
+    """
+    finite = (
+        jnp.all(jnp.isfinite(M)) & jnp.all(jnp.isfinite(Sigma)) & jnp.all(jnp.isfinite(w))
+        & jnp.isfinite(r)
+    )
+    M = eqx.error_if(M, ~finite, "non-finite value in M, Sigma, w or r")
+    M = eqx.error_if(M, r < 0, "r (risk aversion) must be >= 0")
+    chol_ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(Sigma)))
+    M = eqx.error_if(M, ~chol_ok, "Sigma is not positive definite")
+    return M

@@ -1,0 +1,67 @@
+"""The principal-agent model of benchmark aggregation (seed 000, sections 2–3)."""
+
+from platinum_jax.agency._concepts import (
+    ConceptBasis,
+    PlatinumItems,
+    commutator_norm,
+    concept_basis,
+    concept_shrinkage,
+    item_loadings,
+    platinum_items,
+    platinum_lower_bound,
+    signal_noise_cost_ratio,
+    weight_decomposition,
+    welfare_alignment,
+)
+from platinum_jax.agency._core import (
+    certainty_equivalent,
+    effort_cost,
+    lab_best_response,
+    optimal_weights,
+    optimal_weights_by_ascent,
+    optimal_welfare,
+    output_cost,
+    welfare,
+)
+from platinum_jax.agency._primitives import Primitives
+from platinum_jax.agency._statics import (
+    CostDecrease,
+    add_activity,
+    comparative_statics,
+    concept_shift,
+    cost_decrease,
+    uniform_cost_change,
+    weight_jacobians,
+    welfare_gradient,
+)
+
+__all__ = [
+    "ConceptBasis",
+    "CostDecrease",
+    "PlatinumItems",
+    "Primitives",
+    "add_activity",
+    "certainty_equivalent",
+    "commutator_norm",
+    "comparative_statics",
+    "concept_basis",
+    "concept_shift",
+    "concept_shrinkage",
+    "cost_decrease",
+    "effort_cost",
+    "item_loadings",
+    "lab_best_response",
+    "optimal_weights",
+    "optimal_weights_by_ascent",
+    "optimal_welfare",
+    "output_cost",
+    "platinum_items",
+    "platinum_lower_bound",
+    "signal_noise_cost_ratio",
+    "uniform_cost_change",
+    "weight_decomposition",
+    "weight_jacobians",
+    "welfare",
+    "welfare_alignment",
+    "welfare_gradient",
+]

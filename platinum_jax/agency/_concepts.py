@@ -1,0 +1,254 @@
+"""Latent concepts and platinum items (seed 000, end of section 2).
+
+Two bases are offered.  When ``M`` and ``Σ`` commute (the paper's assumption) they share an
+orthonormal eigenbasis ``Q``: ``M = Q diag(λ) Qᵀ``, ``Σ = Q diag(σ) Qᵀ`` and, in rotated
+coordinates, ``v̂_j = λ_j / (λ_j + rσ_j) · ŵ_j`` (eq. 2).
+
+For any ``M ⪰ 0`` and ``Σ ≻ 0`` the *generalised* basis solves ``M q = λ Σ q`` with
+``QᵀΣQ = I``.  Then ``M + rΣ = ΣQ diag(λ + r) QᵀΣ`` and
+
+    v* = Σ_j q_j · λ_j / (λ_j + r) · q_jᵀΣw,
+
+which is eq. 2 with ``σ_j = 1`` in the Σ-inner product: the simultaneous-diagonalisability
+assumption is not needed.  Both bases are held by :class:`ConceptBasis`, whose ``metric`` is the
+inner product the concept vectors are orthonormal in (``I`` or ``Σ``); every formula below is
+written once for both.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import equinox as eqx
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+import pandas as pd
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from platinum_jax._validation import is_concrete, validate_primitives
+
+__all__ = [
+    "ConceptBasis",
+    "concept_basis",
+    "commutator_norm",
+    "welfare_alignment",
+    "item_loadings",
+    "signal_noise_cost_ratio",
+    "concept_shrinkage",
+    "weight_decomposition",
+    "platinum_lower_bound",
+    "PlatinumItems",
+    "platinum_items",
+]
+
+COMMUTE_RTOL = 1e-8
+
+
+class ConceptBasis(eqx.Module):
+    """Concept directions ``q_j`` (columns of ``vectors``), with ``λ_j`` and ``σ_j``.
+
+    ``metric`` is ``I`` for the commuting (orthonormal) basis and ``Σ`` for the generalised one;
+    ``vectors.T @ metric @ vectors = I`` in both cases.  Columns are ordered by decreasing
+    signal-to-noise-cost ratio ``λ_j/σ_j`` and, when built with ``w``, signed so that
+    ``q_jᵀ metric w ≥ 0`` (the paper's cosines are then non-negative for aligned concepts).
+    """
+
+    vectors: Float[Array, "m J"]
+    eigenvalues: Float[Array, " J"]
+    noise: Float[Array, " J"]
+    metric: Float[Array, "m m"]
+    kind: str = eqx.field(static=True)
+
+    def coordinates(self, x: ArrayLike) -> Float[Array, "... J"]:
+        """Concept coordinates ``x̂ = Qᵀ metric x`` (so that ``x = Q x̂``)."""
+        return jnp.asarray(x) @ self.metric @ self.vectors
+
+
+def commutator_norm(M: ArrayLike, Sigma: ArrayLike) -> Float[Array, ""]:
+    """Relative commutator ``‖MΣ − ΣM‖_F / (‖M‖_F ‖Σ‖_F)``; zero iff ``M`` and ``Σ`` commute."""
+    M, Sigma = jnp.asarray(M), jnp.asarray(Sigma)
+    denom = jnp.linalg.norm(M) * jnp.linalg.norm(Sigma)
+    return jnp.linalg.norm(M @ Sigma - Sigma @ M) / jnp.where(denom > 0, denom, 1.0)
+
+
+def _commuting_basis(M, Sigma):
+    # A generic combination M + tΣ has the shared eigenvectors (ties resolved jointly).
+    t = 0.6180339887498949 * jnp.linalg.norm(M) / jnp.linalg.norm(Sigma)
+    _, Q = jnp.linalg.eigh(M + t * Sigma)
+    lam = jnp.einsum("ij,ik,kj->j", Q, M, Q)
+    sig = jnp.einsum("ij,ik,kj->j", Q, Sigma, Q)
+    return Q, lam, sig, jnp.eye(M.shape[0], dtype=M.dtype)
+
+
+def _generalized_basis(M, Sigma):
+    # Σ = LLᵀ turns M q = λ Σ q into the symmetric problem (L⁻¹ M L⁻ᵀ) u = λ u, q = L⁻ᵀ u.
+    L = jnp.linalg.cholesky(Sigma)
+    B = jsl.solve_triangular(L, jsl.solve_triangular(L, M, lower=True).T, lower=True)
+    lam, U = jnp.linalg.eigh(0.5 * (B + B.T))
+    Q = jsl.solve_triangular(L.T, U, lower=False)
+    return Q, lam, jnp.ones_like(lam), Sigma
+
+
+def concept_basis(
+    M: Float[ArrayLike, "m m"],
+    Sigma: Float[ArrayLike, "m m"],
+    w: Float[ArrayLike, " m"] | None = None,
+    *,
+    method: Literal["auto", "commuting", "generalized"] = "auto",
+) -> ConceptBasis:
+    """The concept eigenbasis of ``(M, Σ)``.
+
+    ``method="commuting"`` requires ``MΣ = ΣM`` (relative commutator ≤ 1e-8, else
+    ``ValueError``) and returns the shared orthonormal eigenbasis; ``"generalized"`` always
+    applies; ``"auto"`` picks ``"commuting"`` when the matrices commute and are concrete, else
+    ``"generalized"``.  Pass ``w`` to orient each ``q_j`` towards the welfare vector.
+    """
+    if method not in ("auto", "commuting", "generalized"):
+        raise ValueError(f"method must be 'auto', 'commuting' or 'generalized', got {method!r}")
+    validate_primitives(M=M, Sigma=Sigma, w=w)
+    M, Sigma = jnp.asarray(M), jnp.asarray(Sigma)
+    concrete = is_concrete(M, Sigma)
+    if method == "auto":
+        method = ("commuting" if concrete and float(commutator_norm(M, Sigma)) <= COMMUTE_RTOL
+                  else "generalized")
+    if method == "commuting":
+        if concrete and (c := float(commutator_norm(M, Sigma))) > COMMUTE_RTOL:
+            raise ValueError(
+                f"M and Sigma do not commute (relative commutator {c:.3g} > {COMMUTE_RTOL:g}), so "
+                "they share no orthonormal eigenbasis; use method='generalized'"
+            )
+        Q, lam, sig, metric = _commuting_basis(M, Sigma)
+    else:
+        Q, lam, sig, metric = _generalized_basis(M, Sigma)
+    order = jnp.argsort(-lam / sig)
+    Q, lam, sig = Q[:, order], lam[order], sig[order]
+    if w is not None:
+        sign = jnp.where(jnp.asarray(w) @ metric @ Q < 0, -1.0, 1.0)
+        Q = Q * sign
+    return ConceptBasis(Q, lam, sig, metric, method)
+
+
+def welfare_alignment(basis: ConceptBasis, w: Float[ArrayLike, " m"]) -> Float[Array, " J"]:
+    """``cos φ_j = q_jᵀ w / ‖w‖`` (inner product and norm in the basis' metric)."""
+    w = jnp.asarray(w)
+    return basis.coordinates(w) / jnp.sqrt(w @ basis.metric @ w)
+
+
+def item_loadings(basis: ConceptBasis) -> Float[Array, "m J"]:
+    """``cos θ_ij = e_iᵀq_j``: the loading of item ``i`` on concept ``j``.
+
+    A true cosine in the commuting basis; in the generalised basis the Σ-normalised coordinate
+    that plays the same role in the weight decomposition.
+    """
+    return basis.vectors
+
+
+def concept_shrinkage(basis: ConceptBasis, r: ArrayLike) -> Float[Array, " J"]:
+    """``λ_j / (λ_j + rσ_j) = 1 / (1 + rσ_j/λ_j)``, the factor eq. 2 applies to ``ŵ_j``."""
+    denom = basis.eigenvalues + r * basis.noise
+    return jnp.where(denom > 0, basis.eigenvalues / jnp.where(denom > 0, denom, 1.0), 0.0)
+
+
+def signal_noise_cost_ratio(basis: ConceptBasis, r: ArrayLike) -> Float[Array, " J"]:
+    """``λ_j / (rσ_j)``, the signal-to-noise-cost ratio of Definition 1 (``inf`` when ``r = 0``)."""
+    return basis.eigenvalues / (r * basis.noise)
+
+
+def weight_decomposition(
+    basis: ConceptBasis, w: Float[ArrayLike, " m"], r: ArrayLike
+) -> Float[Array, "m J"]:
+    """Per-concept contributions to each item's optimal weight.
+
+    ``v_i = ‖w‖ Σ_j cos θ_ij cos φ_j / (1 + rσ_j/λ_j)``; entry ``(i, j)`` is the ``j`` term, so
+    the rows sum to ``v*``.
+    """
+    w = jnp.asarray(w)
+    coeff = concept_shrinkage(basis, r) * basis.coordinates(w)
+    return basis.vectors * coeff
+
+
+def platinum_lower_bound(tau_w: ArrayLike, tau_m: ArrayLike, tau_e: ArrayLike) -> Array:
+    """``τ_w τ_m / (1 + 1/τ_e)``: the weight a platinum witness term guarantees when ``‖w‖ = 1``.
+
+    It bounds ``v_i`` itself whenever no other concept contributes negatively to item ``i``.
+    """
+    return tau_w * tau_m / (1.0 + 1.0 / tau_e)
+
+
+class PlatinumItems(NamedTuple):
+    """Result of :func:`platinum_items`."""
+
+    flags: Bool[Array, " m"]
+    witness: Int[Array, " m"]  # best witnessing concept, -1 if the item is not platinum
+    alignment: Float[Array, " J"]
+    loadings: Float[Array, "m J"]
+    ratio: Float[Array, " J"]
+    basis: ConceptBasis
+
+    def to_frame(self, item_names=None, concept_names=None) -> pd.DataFrame:
+        """One row per item: ``platinum``, ``witness`` concept, its cosines and ratio."""
+        flags = np.asarray(self.flags)
+        witness = np.asarray(self.witness)
+        m = flags.shape[0]
+        items = list(item_names) if item_names is not None else [f"item_{i}" for i in range(m)]
+        J = np.asarray(self.alignment).shape[0]
+        concepts = (list(concept_names) if concept_names is not None
+                    else [f"concept_{j}" for j in range(J)])
+        safe = np.where(witness >= 0, witness, 0)
+        ok = witness >= 0
+        return pd.DataFrame(
+            {
+                "platinum": flags,
+                "witness": [concepts[j] if o else None for j, o in zip(safe, ok, strict=True)],
+                "cos_phi": np.where(ok, np.asarray(self.alignment)[safe], np.nan),
+                "cos_theta": np.where(ok, np.asarray(self.loadings)[np.arange(m), safe], np.nan),
+                "ratio": np.where(ok, np.asarray(self.ratio)[safe], np.nan),
+            },
+            index=pd.Index(items, name="item"),
+        )
+
+
+def _check_thresholds(tau_w, tau_m, tau_e):
+    if not is_concrete(tau_w, tau_m, tau_e):
+        return
+    for name, value in (("tau_w", tau_w), ("tau_m", tau_m)):
+        if not 0.0 < float(value) < 1.0:
+            raise ValueError(f"{name} must lie in (0, 1) (Definition 1), got {float(value):g}")
+    if not float(tau_e) > 0.0:
+        raise ValueError(f"tau_e (minimum signal-to-noise-cost ratio) must be > 0, got {float(tau_e):g}")
+
+
+def platinum_items(
+    M: Float[ArrayLike, "m m"],
+    Sigma: Float[ArrayLike, "m m"],
+    w: Float[ArrayLike, " m"],
+    r: ArrayLike,
+    tau_w: ArrayLike,
+    tau_m: ArrayLike,
+    tau_e: ArrayLike,
+    *,
+    basis: ConceptBasis | None = None,
+    method: Literal["auto", "commuting", "generalized"] = "auto",
+) -> PlatinumItems:
+    """Definition 1: item ``i`` is platinum if some concept ``j`` has ``cos φ_j ≥ τ_w``,
+    ``cos θ_ij ≥ τ_m`` and ``λ_j/(rσ_j) ≥ τ_e``.
+
+    The witness is the qualifying concept with the largest term
+    ``cos θ_ij cos φ_j / (1 + rσ_j/λ_j)``.  Jittable when ``basis`` is given or
+    ``method="generalized"``.
+    """
+    _check_thresholds(tau_w, tau_m, tau_e)
+    validate_primitives(M=M, Sigma=Sigma, w=w, r=r)
+    if basis is None:
+        basis = concept_basis(M, Sigma, w, method=method)
+    cos_phi = welfare_alignment(basis, w)
+    cos_theta = item_loadings(basis)
+    ratio = signal_noise_cost_ratio(basis, r)
+    concept_ok = (cos_phi >= tau_w) & (ratio >= tau_e)
+    qualifies = concept_ok[None, :] & (cos_theta >= tau_m)
+    term = cos_theta * cos_phi * concept_shrinkage(basis, r)
+    score = jnp.where(qualifies, term, -jnp.inf)
+    flags = jnp.any(qualifies, axis=1)
+    witness = jnp.where(flags, jnp.argmax(score, axis=1), -1)
+    return PlatinumItems(flags, witness, cos_phi, cos_theta, ratio, basis)

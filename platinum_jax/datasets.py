@@ -1,0 +1,151 @@
+"""Synthetic benchmark worlds with known ground truth (the package's embedded default data).
+
+:func:`demo_world` builds a principal-agent instance (seed 000) whose items fall into named
+concept groups with chosen welfare relevance, improvement cost and measurement noise, so that
+which items are platinum is known by construction rather than computed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from platinum_jax.agency import Primitives
+
+__all__ = ["ConceptSpec", "DEMO_CONCEPTS", "DemoWorld", "demo_world"]
+
+
+@dataclass(frozen=True)
+class ConceptSpec:
+    """One latent concept of a synthetic world and the items that measure it.
+
+    ``welfare`` is the concept's share of the welfare vector (before normalisation), ``lam`` its
+    ease of improvement λ (large = cheap) and ``sigma`` its measurement noise σ.
+    """
+
+    name: str
+    n_items: int
+    welfare: float
+    lam: float
+    sigma: float
+
+
+# Each group isolates one reason an item is (not) platinum at r = 1, tau = (0.3, 0.4, 2).
+DEMO_CONCEPTS: tuple[ConceptSpec, ...] = (
+    ConceptSpec("math reasoning", 5, welfare=0.60, lam=4.0, sigma=0.5),  # aligned, cheap, precise
+    ConceptSpec("code repair", 4, welfare=0.55, lam=3.0, sigma=0.6),  # aligned, cheap, precise
+    ConceptSpec("agentic planning", 3, welfare=0.50, lam=0.3, sigma=0.6),  # too costly to improve
+    ConceptSpec("open-ended writing", 4, welfare=0.45, lam=3.0, sigma=6.0),  # too noisy
+    ConceptSpec("trivia recall", 4, welfare=0.05, lam=5.0, sigma=0.3),  # not welfare-relevant
+)
+# Directions inside a group (one item against another) are expensive, noisy, welfare-neutral.
+CONTRAST_LAMBDA = 0.2
+CONTRAST_SIGMA = 2.0
+
+
+@dataclass(frozen=True)
+class DemoWorld:
+    """A synthetic instance with its labels and the truth it was built from."""
+
+    primitives: Primitives
+    items: pd.DataFrame  # index item; columns concept, platinum (truth)
+    concepts: pd.DataFrame  # index concept; welfare_alignment, lam, sigma, ratio, platinum (truth)
+    tau_w: float
+    tau_m: float
+    tau_e: float
+
+    @property
+    def item_names(self) -> list[str]:
+        return list(self.items.index)
+
+
+def _group_basis(size: int) -> np.ndarray:
+    # Orthonormal basis whose first column is the uniform direction of the group.
+    X = np.eye(size)
+    X[:, 0] = 1.0
+    Q, _ = np.linalg.qr(X)
+    return Q * np.sign(Q[0, 0])
+
+
+def demo_world(
+    seed: int = 0,
+    *,
+    concepts: tuple[ConceptSpec, ...] = DEMO_CONCEPTS,
+    n_activities: int | None = None,
+    r: float = 1.0,
+    tau_w: float = 0.3,
+    tau_m: float = 0.4,
+    tau_e: float = 2.0,
+) -> DemoWorld:
+    """A benchmark world with ``m = Σ n_items`` tasks whose ``M`` and ``Σ`` share a concept basis.
+
+    Construction: each concept is the uniform direction over its items (loading
+    ``1/√n_items``); within-group contrasts complete an orthonormal basis ``Q``.
+    ``M = Q diag(λ) Qᵀ`` and ``Σ = Q diag(σ) Qᵀ``; ``w ∝ Σ_g welfare_g u_g`` with ``‖w‖ = 1``.
+    The activity side is random but exact: ``C = LLᵀ`` (seeded, well conditioned) and
+    ``A = Q [diag(√λ) 0] R Lᵀ`` with ``R`` a random rotation, so ``AC⁻¹Aᵀ = M``.  The truth
+    (which concepts and items are platinum) follows from the specs and thresholds directly.
+    """
+    if r <= 0:
+        raise ValueError(f"r must be > 0 for the demo world, got {r}")
+    rng = np.random.default_rng(seed)
+    sizes = [c.n_items for c in concepts]
+    m = int(sum(sizes))
+    n = m if n_activities is None else int(n_activities)
+    if n < m:
+        raise ValueError(f"n_activities must be >= the number of items ({m}), got {n}")
+
+    Q = np.zeros((m, m))
+    lam = np.zeros(m)
+    sig = np.zeros(m)
+    w = np.zeros(m)
+    item_concept: list[str] = []
+    col, row = 0, 0
+    for spec in concepts:
+        if spec.n_items < 1 or spec.lam <= 0 or spec.sigma <= 0:
+            raise ValueError(f"concept {spec.name!r} needs n_items >= 1, lam > 0 and sigma > 0")
+        B = _group_basis(spec.n_items)
+        Q[row:row + spec.n_items, col:col + spec.n_items] = B
+        lam[col], sig[col] = spec.lam, spec.sigma
+        lam[col + 1:col + spec.n_items] = CONTRAST_LAMBDA
+        sig[col + 1:col + spec.n_items] = CONTRAST_SIGMA
+        w[row:row + spec.n_items] = spec.welfare * B[:, 0]
+        item_concept += [spec.name] * spec.n_items
+        col += spec.n_items
+        row += spec.n_items
+    w /= np.linalg.norm(w)
+    M = (Q * lam) @ Q.T
+    Sigma = (Q * sig) @ Q.T
+
+    G = rng.normal(size=(n, n))
+    C = G @ G.T / n + np.eye(n)
+    L = np.linalg.cholesky(C)
+    R, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    root = np.zeros((m, n))
+    root[:, :m] = np.diag(np.sqrt(lam))
+    A = Q @ root @ R @ L.T
+
+    names = []
+    for spec in concepts:
+        stem = spec.name.split()[0]
+        names += [f"{stem}-{k + 1:02d}" for k in range(spec.n_items)]
+    welfare_norm = float(np.sqrt(sum(c.welfare**2 for c in concepts)))
+    concept_rows = []
+    for spec in concepts:
+        alignment = spec.welfare / welfare_norm
+        ratio = spec.lam / (r * spec.sigma)
+        loading = 1.0 / np.sqrt(spec.n_items)
+        concept_rows.append(
+            dict(concept=spec.name, welfare_alignment=alignment, lam=spec.lam, sigma=spec.sigma,
+                 ratio=ratio, item_loading=loading,
+                 platinum=bool(alignment >= tau_w and ratio >= tau_e and loading >= tau_m))
+        )
+    concept_df = pd.DataFrame(concept_rows).set_index("concept")
+    items = pd.DataFrame(
+        {"concept": item_concept,
+         "platinum": [bool(concept_df.loc[c, "platinum"]) for c in item_concept]},
+        index=pd.Index(names, name="item"),
+    )
+    return DemoWorld(Primitives(A, C, Sigma, w, r), items, concept_df, tau_w, tau_m, tau_e)

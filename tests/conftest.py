@@ -1,0 +1,30 @@
+"""Shared fixtures: float64 for the numerical checks and the path to the public Epoch data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import pytest
+
+# Tests compare against NumPy/SciPy in double precision; the library itself never forces this.
+jax.config.update("jax_enable_x64", True)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+EPOCH_DIR = REPO_ROOT.parent / "shared" / "data" / "epoch-benchmark-stitching"
+
+
+@pytest.fixture(scope="session")
+def epoch_dir() -> Path:
+    """Directory of the public Epoch AI benchmark-stitching data (``../shared/data/...``)."""
+    if not (EPOCH_DIR / "scores_long.csv").exists():
+        pytest.fail(
+            f"the shared Epoch data is missing: expected {EPOCH_DIR.relative_to(REPO_ROOT.parent)} "
+            "beside the repository checkout"
+        )
+    return EPOCH_DIR
+
+
+@pytest.fixture(scope="session")
+def scores_long_csv(epoch_dir: Path) -> Path:
+    return epoch_dir / "scores_long.csv"
