@@ -116,7 +116,6 @@ def demo_world(
         col += spec.n_items
         row += spec.n_items
     w /= np.linalg.norm(w)
-    M = (Q * lam) @ Q.T
     Sigma = (Q * sig) @ Q.T
 
     G = rng.normal(size=(n, n))

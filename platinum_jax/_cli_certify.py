@@ -1,0 +1,184 @@
+"""``platinum-jax certify``: rubric-score benchmark items with an LLM judge and certify platinum items."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+_DESCRIPTION = """\
+Certify platinum items with an LLM judge (seed 000, section 4 and appendix A).
+
+For each concept j the judge scores welfare alignment W_j (1-5), marginal improvement cost K_j
+and measurement noise N_j (low/medium/high); for each item i and concept j it scores the
+measurement strength S_ij (0-3).  Then
+
+    Q_j = gamma(W_j) eta(K_j) pi(N_j)   with gamma(W) = W, eta = pi = 1, 1/2, 1/4
+    P_i = max_j S_ij Q_j
+
+By default an item is certified when some concept has W >= 4, K in {low, medium} and S >= 2
+(the appendix rule; its "w_c in {low, medium}" means the cost K_c).  With --threshold T an
+item is certified when P_i >= T instead.
+
+ITEMS.jsonl holds one JSON object per line: {"item_id": ..., "text": ..., "reference": ...}
+(reference optional).  The API key is read from OPENAI_API_KEY or ANTHROPIC_API_KEY (or the
+variable named by --api-key-env).  Every finished call is stored in a SQLite cache, so rerunning
+the same command costs nothing and an interrupted run picks up where it stopped.
+
+Outputs in --out DIR:
+  items.csv     item_id, platinum_score, certified, concept (argmax_j S_ij Q_j), S_<concept>...
+  concepts.csv  W, K, N, Q per concept, with judge agreement
+  weights.csv   uniform, rubric (P_i / sum P) and model (v* of the agency model) weights
+  judgments.csv every judge call: values, errors, raw replies (the audit trail)
+  report.html   summary, figure and failures for a curator
+  audit.csv, review.csv  with --expert: agreement with expert labels, cells to review first
+  rankings.csv  with --results: model scores and ranks, uniform vs reweighted
+"""
+
+_EPILOG = """\
+examples:
+  # OpenAI, default OECD concepts, appendix certification rule
+  export OPENAI_API_KEY=...
+  platinum-jax certify items.jsonl --judge openai:gpt-4o-mini --out cert/
+
+  # a local vLLM / Ollama / llama.cpp server speaking the OpenAI API, 3 samples per cell
+  export OPENAI_API_KEY=local
+  platinum-jax certify items.jsonl --judge openai:qwen2.5-7b-instruct \\
+      --base-url http://localhost:8000/v1 --samples 3 --out cert/
+
+  # two judges, own concept set, threshold rule P_i >= 6, audit against expert labels
+  platinum-jax certify items.jsonl --judge openai:gpt-4o --judge anthropic:claude-sonnet-4-5 \\
+      --concepts my_concepts.yaml --threshold 6 --expert expert.csv --out cert/
+
+  # after fixing a provider problem, redo only the calls recorded as failed
+  platinum-jax certify items.jsonl --judge openai:gpt-4o-mini --out cert/ --retry-failed
+"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "certify", help="score items with an LLM judge and certify platinum items",
+        description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("items", metavar="ITEMS.jsonl", help="benchmark items, one JSON object per line")
+    p.add_argument("--judge", action="append", required=True, metavar="PROVIDER:MODEL",
+                   help="openai:MODEL or anthropic:MODEL; repeat for several judges")
+    p.add_argument("--concepts", default="oecd", metavar="oecd|FILE",
+                   help="built-in concept set or a YAML/JSON/CSV file of name, definition (default: oecd)")
+    p.add_argument("--base-url", default=None, help="API base URL, e.g. http://localhost:8000/v1 for vLLM "
+                   "(for anthropic: the root URL, without /v1)")
+    p.add_argument("--api-key-env", default=None, metavar="VAR",
+                   help="environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY)")
+    p.add_argument("--samples", type=int, default=1, help="replies per judge and cell, aggregated (default 1)")
+    p.add_argument("--threshold", type=float, default=None, metavar="T",
+                   help="certify when P_i >= T instead of the appendix rule")
+    p.add_argument("--cache", default=None, metavar="FILE", help="SQLite cache (default: DIR/judgments.sqlite)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if needed)")
+    p.add_argument("--concurrency", type=int, default=4, help="parallel requests (default 4)")
+    p.add_argument("--rate-limit", type=float, default=None, metavar="RPS", help="max requests per second")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    p.add_argument("--max-retries", type=int, default=5, help="retries on 429/5xx/timeouts (default 5)")
+    p.add_argument("--parse-retries", type=int, default=2, help="re-asks after an invalid reply (default 2)")
+    p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    p.add_argument("--max-tokens", type=int, default=512, help="reply token limit (default 512)")
+    p.add_argument("--retry-failed", action="store_true", help="redo calls the cache records as failed")
+    p.add_argument("--expert", default=None, metavar="CSV",
+                   help="expert labels (field, concept, item_id, value) to audit the judge against")
+    p.add_argument("--results", default=None, metavar="CSV",
+                   help="models x items scores in [0, 1] (first column: model); compares rankings "
+                        "under uniform and reweighted scores (Kendall tau)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # the model route solves linear systems
+    import numpy as np
+    import pandas as pd
+
+    from platinum_jax.judge import JudgeConfig, audit, load_items, run_judgments, write_report
+    from platinum_jax.rubric import (
+        certify,
+        item_weights,
+        load_concepts,
+        model_weights,
+        quality_factors,
+        ranking_change,
+    )
+
+    items = load_items(args.items)
+    concepts = load_concepts(args.concepts)
+    judges = [JudgeConfig.from_spec(spec, base_url=args.base_url, api_key_env=args.api_key_env,
+                                    temperature=args.temperature, max_tokens=args.max_tokens,
+                                    timeout=args.timeout, max_retries=args.max_retries,
+                                    parse_retries=args.parse_retries) for spec in args.judge]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = Path(args.cache) if args.cache else out / "judgments.sqlite"
+    res = run_judgments(items, concepts, judges, samples=args.samples, cache=cache,
+                        concurrency=args.concurrency, rate_limit=args.rate_limit,
+                        retry_failed=args.retry_failed, progress=not args.no_progress)
+
+    cs = res.concept_scores
+    rule = "threshold" if args.threshold is not None else "appendix"
+    cert = certify(res.strengths, cs[["W", "K", "N"]], rule=rule, threshold=args.threshold, allow_missing=True)
+    S = res.strengths.copy()
+    S.columns = [f"S_{c}" for c in S.columns]
+    items_out = cert[["platinum_score", "certified", "concept", "certifying_concept", "complete"]].join(S.astype("Int64"))
+    items_out.to_csv(out / "items.csv", index_label="item_id")
+    concepts_out = concepts.to_frame().join(cs)
+    concepts_out.insert(4, "Q", quality_factors(cs[["W", "K", "N"]], allow_missing=True))
+    concepts_out.to_csv(out / "concepts.csv", index_label="concept")
+
+    notes = []
+    weights = pd.DataFrame({"uniform_weight": np.full(len(items_out), 1.0 / len(items_out))}, index=items_out.index)
+    complete = bool(cert["complete"].all()) and not cs[["W", "K", "N"]].isna().any().any()
+    if complete:
+        weights["rubric_weight"] = item_weights(cert)
+        try:
+            weights["model_weight"] = model_weights(res.strengths, cs[["W", "K", "N"]])
+        except ValueError as exc:
+            weights["model_weight"] = np.nan
+            notes.append(f"model weights not computed: {exc}")
+    else:
+        weights["rubric_weight"] = np.nan
+        weights["model_weight"] = np.nan
+        notes.append("weights not computed: some judge calls failed (see failures); fix the cause and "
+                     "rerun with --retry-failed")
+    weights.to_csv(out / "weights.csv", index_label="item_id")
+    res.records.drop(columns=["key"]).to_csv(out / "judgments.csv", index=False)
+
+    if args.results:
+        if not complete:
+            notes.append("rankings not compared: the weights are incomplete")
+        else:
+            results = pd.read_csv(args.results, index_col=0)
+            results.columns = results.columns.astype(str)
+            schemes = {"rubric": weights["rubric_weight"]}
+            if weights["model_weight"].notna().all():
+                schemes["model"] = weights["model_weight"]
+            rc = ranking_change(results, schemes)
+            rc.scores.join(rc.ranks.add_suffix("_rank")).to_csv(out / "rankings.csv", index_label="model")
+            notes.append("ranking change vs uniform averaging: " + "; ".join(
+                f"{name}: Kendall tau {r.kendall_tau:.3f}, {int(r.models_moved)} model(s) moved"
+                for name, r in rc.kendall.iterrows()))
+    if args.expert:
+        rep = audit(res, args.expert)
+        rep.agreement.to_csv(out / "audit.csv")
+        rep.review.to_csv(out / "review.csv", index=False)
+        notes.append("agreement with expert labels: " + "; ".join(
+            f"{j}/{f}: exact {r.exact_agreement:.2f}, kappa {r.qw_kappa:.2f} (n={r.n_labelled})"
+            for (j, f), r in rep.agreement.iterrows() if r.n_labelled))
+    rule_text = f"P_i >= {args.threshold:g}" if rule == "threshold" else "W >= 4, K in {low, medium}, S >= 2"
+    write_report(out / "report.html", cert, concepts_out, rule=rule_text, stats=res.stats,
+                 failures=res.failures, threshold=args.threshold, notes=notes)
+    for n in notes:
+        print(f"note: {n}", file=sys.stderr)
+    n_cert = int(cert["certified"].fillna(False).astype(bool).sum())
+    st = res.stats
+    print(f"{n_cert} of {len(cert)} items certified platinum; calls made {st['calls_made']}, "
+          f"cached {st['cached']}, failed {st['failed']}; wrote {out}/items.csv, concepts.csv, "
+          f"weights.csv, judgments.csv, report.html")
+    return 0
