@@ -1,0 +1,505 @@
+"""The sweep entry point: evaluate outputs over the full grid of a list of axes.
+
+The grid is the Cartesian product of the axes' values, flattened in C order.  Points are
+evaluated in fixed-size chunks by one compiled function (the last chunk is padded by repeating
+its final index, so nothing recompiles), optionally sharded over all devices, optionally written
+chunk by chunk to a store so an interrupted sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array
+
+from platinum_jax.sweeps._axes import (
+    Axis,
+    Basis,
+    DenseState,
+    SpectralState,
+    _Context,
+)
+from platinum_jax.sweeps._fast import SweepPoint, base_basis, dense_point, spectral_point
+from platinum_jax.sweeps._shard import gather, place_indices, points_mesh, shard_points
+from platinum_jax.sweeps._store import ChunkStore, as_store
+
+__all__ = [
+    "Output",
+    "Weights",
+    "WeightSummary",
+    "Welfare",
+    "EffortCost",
+    "Platinum",
+    "UserOutput",
+    "sweep",
+    "grid_size",
+]
+
+logger = logging.getLogger("platinum_jax.sweeps")
+
+
+# --------------------------------------------------------------------------------------------
+# Outputs
+
+
+class Output(eqx.Module):
+    """Base class: ``variables(m)`` gives ``{name: (trailing dims, trailing shape, dtype)}`` and
+    ``evaluate(point)`` gives ``{name: array}`` for one :class:`SweepPoint`."""
+
+    def variables(self, m: int) -> dict[str, tuple[tuple[str, ...], tuple[int, ...], str]]:
+        raise NotImplementedError
+
+    def evaluate(self, point: SweepPoint) -> dict[str, Array]:
+        raise NotImplementedError
+
+    def fingerprint(self) -> tuple:
+        return (type(self).__name__,)
+
+
+class Weights(Output):
+    """The optimal weights ``v*`` (item,) at every grid point, as variable ``"v"``."""
+
+    def variables(self, m):
+        return {"v": (("item",), (m,), "float")}
+
+    def evaluate(self, point):
+        return {"v": point.v}
+
+
+class WeightSummary(Output):
+    """Per-point summaries of ``v*`` for grids too large to keep every weight.
+
+    ``v_max`` (largest weight), ``v_argmax`` (its item index), ``v_l1`` (``Σ|v_i|``), ``v_l2``
+    (``‖v‖₂``) and ``v_align`` (cosine between ``v*`` and ``w``).
+    """
+
+    def variables(self, m):
+        return {"v_max": ((), (), "float"), "v_argmax": ((), (), "int32"),
+                "v_l1": ((), (), "float"), "v_l2": ((), (), "float"),
+                "v_align": ((), (), "float")}
+
+    def evaluate(self, point):
+        v, w = point.v, point.w
+        l2 = jnp.sqrt(v @ v)
+        return {"v_max": jnp.max(v), "v_argmax": jnp.argmax(v).astype(jnp.int32),
+                "v_l1": jnp.sum(jnp.abs(v)), "v_l2": l2,
+                "v_align": (v @ w) / (l2 * jnp.sqrt(w @ w))}
+
+
+class Welfare(Output):
+    """Welfare at the optimum ``W(v*) = wᵀMv* − ½v*ᵀMv* − (r/2)v*ᵀΣv*``, variable ``"welfare"``."""
+
+    def variables(self, m):
+        return {"welfare": ((), (), "float")}
+
+    def evaluate(self, point):
+        return {"welfare": point.welfare}
+
+
+class EffortCost(Output):
+    """The lab's effort cost at the optimum ``½v*ᵀMv*``, variable ``"effort_cost"``."""
+
+    def variables(self, m):
+        return {"effort_cost": ((), (), "float")}
+
+    def evaluate(self, point):
+        return {"effort_cost": point.effort_cost}
+
+
+class Platinum(Output):
+    """Platinum flags (item,) bool (seed 000, Definition 1), variable ``"platinum"``.
+
+    Item ``i`` is platinum when some concept ``j`` has welfare alignment ``cos φ_j ≥ τ_w``,
+    loading ``cos θ_ij ≥ τ_m`` and signal-to-noise-cost ratio ``λ_j/(rσ_j) ≥ τ_e``, exactly as
+    :func:`platinum_jax.platinum_items` decides.  On the fast path the basis is fixed, so only
+    ``λ``, ``σ`` and ``w`` are updated per point; on the general path the basis is recomputed.
+    """
+
+    tau_w: float = eqx.field(static=True)
+    tau_m: float = eqx.field(static=True)
+    tau_e: float = eqx.field(static=True)
+
+    def __init__(self, tau_w: float, tau_m: float, tau_e: float):
+        for label, tau, hi in (("tau_w", tau_w, 1.0), ("tau_m", tau_m, 1.0), ("tau_e", tau_e, None)):
+            if not np.isfinite(tau) or tau <= 0 or (hi is not None and tau >= hi):
+                rng = "in (0, 1)" if hi is not None else "> 0"
+                raise ValueError(f"Platinum: {label} must be {rng}, got {tau!r}")
+        self.tau_w, self.tau_m, self.tau_e = float(tau_w), float(tau_m), float(tau_e)
+
+    def variables(self, m):
+        return {"platinum": (("item",), (m,), "bool")}
+
+    def evaluate(self, point):
+        from platinum_jax.sweeps._fast import platinum_flags
+
+        return {"platinum": platinum_flags(point, self.tau_w, self.tau_m, self.tau_e)}
+
+    def fingerprint(self):
+        return ("Platinum", self.tau_w, self.tau_m, self.tau_e)
+
+
+class UserOutput(Output):
+    """Any function of a grid point: ``fn(point: SweepPoint) -> array``.
+
+    ``dims`` names the trailing dimensions of the returned array (use ``"item"`` for an (m,)
+    result to get item labels).  ``fn`` must be traceable (jax.numpy), it is vmapped and jitted.
+    """
+
+    name: str = eqx.field(static=True)
+    fn: Callable = eqx.field(static=True)
+    dims: tuple[str, ...] = eqx.field(static=True)
+
+    def __init__(self, name: str, fn: Callable[[SweepPoint], Any], dims: Sequence[str] = ()):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"UserOutput: name must be a non-empty string, got {name!r}")
+        if not callable(fn):
+            raise ValueError(f"UserOutput({name!r}): fn must be callable, got {fn!r}")
+        self.name, self.fn, self.dims = name, fn, tuple(dims)
+
+    def variables(self, m):
+        raise RuntimeError("UserOutput shapes are found by tracing; see _user_shapes")
+
+    def evaluate(self, point):
+        return {self.name: jnp.asarray(self.fn(point))}
+
+    def fingerprint(self):
+        return ("UserOutput", self.name, getattr(self.fn, "__qualname__", repr(self.fn)),
+                self.dims)
+
+
+# --------------------------------------------------------------------------------------------
+# The compiled plan
+
+
+class _Plan(eqx.Module):
+    axes: tuple[Axis, ...]
+    outputs: tuple[Output, ...]
+    dense0: DenseState
+    spectral0: SpectralState | None
+    basis: Basis | None
+    shape: tuple[int, ...] = eqx.field(static=True)
+    order: tuple[int, ...] = eqx.field(static=True)
+    fast: bool = eqx.field(static=True)
+
+
+def _evaluate_point(plan: _Plan, i: Array) -> dict[str, Array]:
+    idx = jnp.unravel_index(i, plan.shape)
+    if plan.fast:
+        state = plan.spectral0
+        for k in plan.order:
+            state = plan.axes[k].spectral(state, plan.axes[k].values[idx[k]])
+        point = spectral_point(state, plan.basis)
+    else:
+        state = plan.dense0
+        for k in plan.order:
+            state = plan.axes[k].dense(state, plan.axes[k].values[idx[k]])
+        point = dense_point(state)
+    out: dict[str, Array] = {}
+    for o in plan.outputs:
+        out.update(o.evaluate(point))
+    return out
+
+
+def _evaluate_chunk(plan: _Plan, idx: Array) -> dict[str, Array]:
+    return jax.vmap(lambda i: _evaluate_point(plan, i))(idx)
+
+
+@eqx.filter_jit
+def _run_chunk(plan: _Plan, idx: Array, mesh) -> dict[str, Array]:
+    if mesh is None:
+        return _evaluate_chunk(plan, idx)
+    dyn, static = eqx.partition(plan, eqx.is_array)
+    fn = shard_points(lambda d, j: _evaluate_chunk(eqx.combine(d, static), j), mesh)
+    return fn(dyn, idx)
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+_SHAPE_CACHE: dict = {}
+
+
+def _output_shapes(plan: _Plan) -> dict:
+    """Shapes and dtypes of one point's outputs (traced once per plan structure, then cached)."""
+    leaves, treedef = jax.tree.flatten(plan)
+    key = (treedef, tuple((getattr(x, "shape", None), str(getattr(x, "dtype", type(x))))
+                          for x in leaves))
+    try:
+        return _SHAPE_CACHE[key]
+    except TypeError:  # unhashable static data: just trace
+        return jax.eval_shape(lambda p: _evaluate_chunk(p, jnp.zeros((1,), jnp.int32)), plan)
+    except KeyError:
+        pass
+    if len(_SHAPE_CACHE) > 256:
+        _SHAPE_CACHE.clear()
+    out = jax.eval_shape(lambda p: _evaluate_chunk(p, jnp.zeros((1,), jnp.int32)), plan)
+    _SHAPE_CACHE[key] = out
+    return out
+
+
+def grid_size(axes: Sequence[Axis]) -> int:
+    """Number of grid points of ``axes`` (product of their lengths)."""
+    return math.prod(len(a.values) for a in axes)
+
+
+def _base_arrays(base: Any):
+    missing = [k for k in ("Sigma", "w", "r", "M") if not hasattr(base, k)]
+    if missing:
+        raise ValueError(
+            "base must be platinum_jax.Primitives (or have M, Sigma, w, r attributes); "
+            f"got {type(base).__name__} without {missing}"
+        )
+    A = np.asarray(base.A, dtype=np.float64) if getattr(base, "A", None) is not None else None
+    C = np.asarray(base.C, dtype=np.float64) if getattr(base, "C", None) is not None else None
+    M = np.asarray(base.M, dtype=np.float64)  # Primitives.M = AC⁻¹Aᵀ by Cholesky solves
+    Sigma = np.asarray(base.Sigma, dtype=np.float64)
+    w = np.asarray(base.w, dtype=np.float64)
+    r = float(np.asarray(base.r))
+    return M, Sigma, w, r, A, C
+
+
+def _default_chunk_size(m: int, fast: bool, n_points: int) -> int:
+    # Keep the per-chunk working set near 64 MiB: O(m) floats a point on the fast path,
+    # a few (m, m) matrices a point on the general path.
+    per_point = 8 * (8 * m + 16) if fast else 8 * (4 * m * m + 8 * m)
+    return int(max(1, min(n_points, 65536, (64 << 20) // per_point)))
+
+
+def _to_device(tree):
+    return jax.tree.map(lambda x: jnp.asarray(x) if isinstance(x, np.ndarray) else x, tree)
+
+
+def _fingerprint(M, Sigma, w, r, axes, outputs, chunk_size, fast, items) -> str:
+    h = hashlib.sha256()
+    for arr in (M, Sigma, w, np.asarray(r)):
+        h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+    h.update(repr([a.fingerprint() for a in axes]).encode())
+    h.update(repr([o.fingerprint() for o in outputs]).encode())
+    h.update(repr((chunk_size, fast, tuple(items), str(jnp.zeros(()).dtype))).encode())
+    return h.hexdigest()
+
+
+_CHECKED = ("v", "welfare", "effort_cost", "v_max", "v_l2")
+
+
+def _check_finite(part: dict, start: int, shape: tuple[int, ...], axes) -> None:
+    """Fail loudly, naming the grid point, if a built-in output is NaN or infinite."""
+    for name in _CHECKED:
+        if name in part:
+            bad = ~np.isfinite(part[name].reshape(part[name].shape[0], -1)).all(axis=1)
+            if bad.any():
+                idx = np.unravel_index(start + int(np.argmax(bad)), shape)
+                where = ", ".join(f"{a.name}={a.coords()[i]:g}" for a, i in zip(axes, idx, strict=True))
+                raise ValueError(
+                    f"{name} is not finite at grid point ({where}): M + r Sigma is singular or "
+                    "ill-conditioned there (r = 0 with a singular M?); change that part of the grid"
+                )
+
+
+def sweep(
+    base: Any,
+    axes: Sequence[Axis],
+    outputs: Sequence[Output] | None = None,
+    *,
+    chunk_size: int | None = None,
+    store: ChunkStore | str | None = None,
+    resume: bool = False,
+    method: Literal["auto", "fast", "general"] = "auto",
+    items: Sequence[str] | None = None,
+    devices: Sequence[jax.Device] | None = None,
+    progress: bool = True,
+    on_chunk: Callable[[int, int], None] | None = None,
+):
+    """Evaluate ``outputs`` at every point of the grid spanned by ``axes``.
+
+    Args:
+        base: the base primitives (:class:`platinum_jax.Primitives`): ``M = AC⁻¹Aᵀ`` (m, m),
+            ``Σ`` (m, m), ``w`` (m,), ``r``.
+        axes: axis objects (:class:`RiskAversion`, :class:`CostScale`, :class:`ConceptShift`,
+            :class:`NoiseScale`, :class:`WelfareShift`, :class:`RandomPrimitives`,
+            :class:`PrimitiveSamples`); names must be distinct.  They are applied in the order
+            listed, except that draws/samples (which replace matrices) are applied first.
+        outputs: what to keep per point; default ``(Weights(), Welfare(), EffortCost())``.
+        chunk_size: grid points per compiled call (default: about 64 MiB of working memory).
+        store: directory (netCDF chunk files, or Zarr when it ends in ``.zarr``) or a store
+            object; each finished chunk is written there as soon as it is computed.
+        resume: continue a sweep found in ``store``, reading its finished chunks.
+        method: ``"fast"`` (spectral, O(m²) a point; needs axes that keep the concept basis),
+            ``"general"`` (Cholesky solve a point, O(m³)) or ``"auto"`` (fast when possible).
+        items: item names for the ``item`` dimension (default ``item_0 … item_{m-1}``).
+        devices: devices to shard each chunk over (default: all of ``jax.devices()``).
+        progress: show a tqdm progress bar over chunks.
+        on_chunk: called as ``on_chunk(k, n_chunks)`` after chunk ``k`` is computed and stored.
+
+    Returns:
+        ``xarray.Dataset`` with one dimension per axis (coordinates = axis values), ``item``
+        labelled by ``items``; attributes ``path`` (``"fast"``/``"general"``), ``path_reason``,
+        ``chunk_size``, ``n_chunks``, ``chunks_computed``, ``chunks_reused``, ``n_devices``.
+        Use float64 (``jax.config.update("jax_enable_x64", True)``) for accurate results.
+    """
+    import xarray as xr
+
+    M, Sigma, w, r, A, C = _base_arrays(base)
+    m = M.shape[0]
+    items = tuple(f"item_{i}" for i in range(m)) if items is None else tuple(map(str, items))
+    if len(items) != m:
+        raise ValueError(f"items has {len(items)} names but the primitives have m = {m} items")
+    axes = tuple(axes)
+    if not axes:
+        raise ValueError("axes is empty; give at least one axis, e.g. RiskAversion([0.5, 1, 2])")
+    for a in axes:
+        if not isinstance(a, Axis):
+            raise ValueError(f"axes must hold Axis objects (RiskAversion, CostScale, ...), got {a!r}")
+    names = [a.name for a in axes]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes or "item" in names:
+        raise ValueError(
+            f"axis names must be distinct and not 'item'; repeated: {dupes or ['item']}; "
+            "pass name=... to tell them apart"
+        )
+    outputs = (Weights(), Welfare(), EffortCost()) if outputs is None else tuple(outputs)
+    if not outputs:
+        raise ValueError("outputs is empty; keep at least one output, e.g. Weights()")
+    if method not in ("auto", "fast", "general"):
+        raise ValueError(f"method must be 'auto', 'fast' or 'general', got {method!r}")
+
+    breaking = [a for a in axes if not a.keeps_basis]
+    needs_basis = any(getattr(a, "concept", None) is not None for a in axes)
+    from platinum_jax._validation import validate_primitives
+
+    if method == "general" and not needs_basis:
+        validate_primitives(M=M, Sigma=Sigma, w=w, r=r)
+        basis = None
+    else:
+        validate_primitives(w=w, r=r)
+        basis = base_basis(M, Sigma, w)  # concept_basis validates M and Sigma
+    ctx = _Context(M, Sigma, w, r, A, C, basis, items)
+    axes = tuple(a.bind(ctx) for a in axes)
+
+    if method == "general":
+        fast, reason = False, "method='general' requested"
+    elif breaking:
+        reason = (f"axis {breaking[0].name!r} ({type(breaking[0]).__name__}) changes the concept "
+                  "basis, so each point needs its own solve")
+        if method == "fast":
+            raise ValueError(f"method='fast' is impossible: {reason}; use method='auto'")
+        fast = False
+    elif basis is None:
+        reason = "M and Sigma have no full joint concept basis"
+        if method == "fast":
+            raise ValueError(f"method='fast' is impossible: {reason}; use method='auto'")
+        fast = False
+    else:
+        fast, reason = True, f"all axes keep the {basis.kind} concept basis"
+    path = "fast" if fast else "general"
+
+    shape = tuple(len(a.values) for a in axes)
+    n_points = math.prod(shape)
+    mesh = points_mesh(devices) if (devices is not None or len(jax.devices()) > 1) else None
+    n_dev = 1 if mesh is None else mesh.devices.size
+    if mesh is not None and n_dev == 1:
+        mesh = None
+    if chunk_size is None:
+        chunk_size = _default_chunk_size(m, fast, n_points)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    chunk_size = int(min(chunk_size, n_points))
+    chunk_size = -(-chunk_size // n_dev) * n_dev  # whole slices per device
+    n_chunks = -(-n_points // chunk_size)
+
+    order = tuple([k for k, a in enumerate(axes) if a.replaces]
+                  + [k for k, a in enumerate(axes) if not a.replaces])
+    dense0 = DenseState(M, Sigma, w, np.asarray(r))
+    spectral0 = None
+    if fast:
+        spectral0 = SpectralState(np.asarray(basis.lam), np.asarray(basis.sig),
+                                  np.asarray(basis.P).T @ w, np.asarray(r))
+    plan = _to_device(_Plan(axes, outputs, dense0, spectral0, basis if fast else None,
+                            shape, order, fast))
+
+    # Output variables: built-ins declare them; user outputs are traced once for their shapes.
+    shapes = _output_shapes(plan)
+    var_dims: dict[str, tuple[str, ...]] = {}
+    for o in outputs:
+        if isinstance(o, UserOutput):
+            nd = len(shapes[o.name].shape) - 1
+            if len(o.dims) != nd:
+                raise ValueError(
+                    f"UserOutput({o.name!r}) returns {nd}-D values (shape "
+                    f"{shapes[o.name].shape[1:]}) but dims={o.dims} names {len(o.dims)}; "
+                    "give one name per dimension"
+                )
+            declared = {o.name: o.dims}
+        else:
+            declared = {name: dims for name, (dims, _, _) in o.variables(m).items()}
+        for name, dims in declared.items():
+            if name in var_dims or name in names:
+                raise ValueError(
+                    f"output variable {name!r} is produced twice or clashes with an axis name; "
+                    "give each output and axis a distinct name"
+                )
+            var_dims[name] = dims
+    spec = {name: (tuple(s.shape[1:]), np.dtype(s.dtype).str) for name, s in shapes.items()}
+
+    store = as_store(store)
+    done: set[int] = set()
+    if store is not None:
+        fp = _fingerprint(M, Sigma, w, r, axes, outputs, chunk_size, fast, items)
+        store.open(fp, spec, n_points, chunk_size, resume)
+        done = store.finished() if resume else set()
+
+    msg = (f"sweep: {n_points} points, {n_chunks} chunk(s) of {chunk_size}, {path} path "
+           f"({reason}), {n_dev} device(s)")
+    logger.info(msg)
+
+    results = {name: np.empty((n_points, *s.shape[1:]), dtype=s.dtype) for name, s in shapes.items()}
+    computed = 0
+    chunk_iter = range(n_chunks)
+    if progress:
+        from tqdm.auto import tqdm
+
+        chunk_iter = tqdm(chunk_iter, desc=f"sweep [{path} path]", unit="chunk")
+    for k in chunk_iter:
+        start = k * chunk_size
+        stop = min(start + chunk_size, n_points)
+        if k in done:
+            part = store.read(k)
+        else:
+            # Pad the last chunk by repeating its final index: same shapes, no recompilation.
+            idx = np.minimum(np.arange(start, start + chunk_size), n_points - 1)
+            out = gather(_run_chunk(plan, place_indices(idx.astype(np.int32), mesh), mesh))
+            part = {name: np.asarray(a)[: stop - start] for name, a in out.items()}
+            _check_finite(part, start, shape, axes)
+            if store is not None:
+                store.write(k, part)
+            computed += 1
+            if on_chunk is not None:
+                on_chunk(k, n_chunks)
+        for name, a in part.items():
+            results[name][start:stop] = a
+
+    coords: dict[str, Any] = {a.name: a.coords() for a in axes}
+    coords["item"] = list(items)
+    data = {}
+    for name, arr in results.items():
+        dims = tuple(names) + var_dims[name]
+        data[name] = (dims, arr.reshape(shape + arr.shape[1:]))
+    ds = xr.Dataset(data, coords=coords)
+    ds.attrs.update(
+        path=path, path_reason=reason, chunk_size=chunk_size, n_chunks=n_chunks,
+        chunks_computed=computed, chunks_reused=n_chunks - computed, n_devices=n_dev,
+        basis_kind=basis.kind if (fast and basis is not None) else "none",
+        axis_kinds=json.dumps({a.name: [type(a).__name__, getattr(a, "concept", None)]
+                               for a in axes}),
+    )
+    return ds
