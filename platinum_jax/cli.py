@@ -15,6 +15,10 @@ import sys
 _COMMAND_MODULES = (
     "platinum_jax._cli_demo",
     "platinum_jax._cli_certify",
+    "platinum_jax.analysis._cli",
+    "platinum_jax.sweeps._cli",
+    "platinum_jax.stitching._bayes_cli",
+    "platinum_jax.stitching._cli",
 )
 
 _DESCRIPTION = """\

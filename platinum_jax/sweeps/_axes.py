@@ -460,17 +460,27 @@ class RandomPrimitives(Axis):
         return super().fingerprint() + (np.asarray(key).tobytes(), qual)
 
 
-def _check_pd_stack(label: str, stack: np.ndarray) -> None:
+@jax.jit
+def _stack_defects(stack: Array) -> tuple[Array, Array]:
+    """Per matrix of ``stack`` (n, k, k): its largest asymmetry relative to its scale, and
+    whether it is positive definite (one compiled pass: no per-sample host round trips)."""
+    scale = jnp.maximum(1.0, jnp.abs(stack).max(axis=(1, 2)))
+    asym = jnp.abs(stack - jnp.swapaxes(stack, 1, 2)).max(axis=(1, 2)) / scale
+    # A failed factorisation comes back as an all-NaN matrix, so its diagonal tells.  The
+    # transpose is the column-major operand LAPACK wants, with no strided copy.
+    L = jax.lax.linalg.cholesky(jnp.swapaxes(stack, 1, 2), symmetrize_input=False)
+    return asym, jnp.isfinite(jnp.diagonal(L, axis1=1, axis2=2)).all(axis=1)
+
+
+def _check_pd_stack(label: str, stack: Array) -> None:
     """Every matrix of ``stack`` (n, k, k) symmetric and positive definite (one batched check)."""
     if stack.ndim != 3 or stack.shape[1] != stack.shape[2]:
         raise ValueError(f"{label} must be a stack of square matrices (n, k, k), got {stack.shape}")
-    scale = np.maximum(1.0, np.abs(stack).max(axis=(1, 2)))
-    asym = np.abs(stack - np.swapaxes(stack, 1, 2)).max(axis=(1, 2))
-    if (asym > 1e-8 * scale).any():
-        i = int(np.argmax(asym > 1e-8 * scale))
-        raise ValueError(f"{label} sample {i} is not symmetric (max asymmetry {asym[i]:.3g})")
-    # Batched Cholesky in XLA: NaNs mark the samples that are not positive definite.
-    ok = np.asarray(jnp.isfinite(jnp.linalg.cholesky(jnp.asarray(stack))).all(axis=(1, 2)))
+    asym, ok = (np.asarray(x) for x in _stack_defects(stack))
+    if (asym > 1e-8).any():
+        i = int(np.argmax(asym > 1e-8))
+        scale = max(1.0, float(np.abs(np.asarray(stack[i])).max()))
+        raise ValueError(f"{label} sample {i} is not symmetric (max asymmetry {asym[i] * scale:.3g})")
     if not ok.all():
         i = int(np.argmin(ok))
         raise ValueError(f"{label} sample {i} is not positive definite; fix or drop that sample")
@@ -520,15 +530,20 @@ class PrimitiveSamples(Axis):
         m = ctx.M.shape[0]
         if (self.A is None) != (self.C is None) and (ctx.A is None or ctx.C is None):
             raise ValueError(f"{label}: the base has no (A, C); give both A= and C= samples")
-        for key, stack in (("C", self.C), ("Sigma", self.Sigma)):
-            if stack is not None:
-                _check_pd_stack(f"{label}: {key}", stack)
         if self.Sigma is not None and self.Sigma.shape[1:] != (m, m):
             raise ValueError(f"{label}: Sigma samples are {self.Sigma.shape[1:]}, expected ({m}, {m})")
         if self.A is not None and self.A.shape[1] != m:
             raise ValueError(f"{label}: A samples have {self.A.shape[1]} rows, expected m = {m}")
-        return PrimitiveSamples(A=self.A, C=self.C, Sigma=self.Sigma, name=self.name,
-                                base_A=ctx.A, base_C=ctx.C)
+        # Copy each stack to the device once: the checks and every chunk of the sweep share it.
+        stacks = {k: None if x is None else jnp.asarray(x)
+                  for k, x in (("A", self.A), ("C", self.C), ("Sigma", self.Sigma))}
+        for key in ("C", "Sigma"):
+            if stacks[key] is not None:
+                _check_pd_stack(f"{label}: {key}", stacks[key])
+        # Already validated at construction: swap in the device copies without re-checking.
+        fields = lambda a: (a.A, a.C, a.Sigma, a.base_A, a.base_C)  # noqa: E731
+        return eqx.tree_at(fields, self, (stacks["A"], stacks["C"], stacks["Sigma"], ctx.A, ctx.C),
+                           is_leaf=lambda x: x is None)
 
     def dense(self, state, value):
         i = value.astype(jnp.int32)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
+from jax import lax
 from jaxtyping import Array
 
 from platinum_jax.sweeps._axes import Basis, DenseState, SpectralState
@@ -48,10 +48,13 @@ class SweepPoint(eqx.Module):
 def dense_point(state: DenseState) -> SweepPoint:
     """Solve one grid point directly: ``(M + rΣ) v = M w`` by Cholesky (never an inverse)."""
     M, Sigma, w, r = state
-    L = jnp.linalg.cholesky(M + r * Sigma)
+    # K = M + rΣ is symmetric, so factorise Kᵀ: LAPACK wants column-major operands and Kᵀ in
+    # row-major order is exactly that, which spares XLA a strided transpose of every K.  potrf
+    # reads one triangle only, so the symmetrising pass is skipped too.
+    L = lax.linalg.cholesky((M + r * Sigma).T, symmetrize_input=False)
     # Two triangular solves with the Cholesky factor: K v = LLᵀ v = M w.
-    y = jsl.solve_triangular(L, M @ w, lower=True)
-    v = jsl.solve_triangular(L, y, lower=True, trans=1)
+    y = lax.linalg.triangular_solve(L, (M @ w)[:, None], left_side=True, lower=True)
+    v = lax.linalg.triangular_solve(L, y, left_side=True, lower=True, transpose_a=True)[:, 0]
     Mv = M @ v
     quad_m = v @ Mv
     W = w @ Mv - 0.5 * quad_m - 0.5 * r * (v @ (Sigma @ v))

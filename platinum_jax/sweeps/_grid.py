@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
+from platinum_jax.agency import Primitives
 from platinum_jax.sweeps._axes import (
     Axis,
     Basis,
@@ -253,7 +254,11 @@ def grid_size(axes: Sequence[Axis]) -> int:
 
 
 def _base_arrays(base: Any):
-    missing = [k for k in ("Sigma", "w", "r", "M") if not hasattr(base, k)]
+    # Primitives.M factorises C through eager JAX calls on every access (milliseconds, which
+    # dominate small sweeps), so for Primitives M is derived once here in NumPy instead.
+    names = ("Sigma", "w", "r") if isinstance(base, Primitives) else ("Sigma", "w", "r", "M")
+    got = {k: getattr(base, k, None) for k in names}
+    missing = [k for k, x in got.items() if x is None]
     if missing:
         raise ValueError(
             "base must be platinum_jax.Primitives (or have M, Sigma, w, r attributes); "
@@ -261,11 +266,27 @@ def _base_arrays(base: Any):
         )
     A = np.asarray(base.A, dtype=np.float64) if getattr(base, "A", None) is not None else None
     C = np.asarray(base.C, dtype=np.float64) if getattr(base, "C", None) is not None else None
-    M = np.asarray(base.M, dtype=np.float64)  # Primitives.M = AC⁻¹Aᵀ by Cholesky solves
-    Sigma = np.asarray(base.Sigma, dtype=np.float64)
-    w = np.asarray(base.w, dtype=np.float64)
-    r = float(np.asarray(base.r))
+    M = _output_cost_np(A, C) if "M" not in got else np.asarray(got["M"], dtype=np.float64)
+    Sigma = np.asarray(got["Sigma"], dtype=np.float64)
+    w = np.asarray(got["w"], dtype=np.float64)
+    r = float(np.asarray(got["r"]))
     return M, Sigma, w, r, A, C
+
+
+def _output_cost_np(A: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """``M = AC⁻¹Aᵀ = XᵀX`` with ``X = L⁻¹Aᵀ``, ``C = LLᵀ`` (as :func:`platinum_jax.output_cost`)."""
+    from scipy.linalg import solve_triangular
+
+    scale = max(1.0, float(np.abs(C).max()))
+    if np.abs(C - C.T).max() > 1e-8 * scale:
+        raise ValueError("base.C is not symmetric; pass (C + C.T) / 2 if the asymmetry is rounding")
+    try:
+        L = np.linalg.cholesky(C)
+    except np.linalg.LinAlgError:
+        raise ValueError("base.C is not positive definite; fix the cost matrix of the base "
+                         "primitives (add a small ridge to its diagonal)") from None
+    X = solve_triangular(L, A.T, lower=True)
+    return X.T @ X
 
 
 def _default_chunk_size(m: int, fast: bool, n_points: int) -> int:

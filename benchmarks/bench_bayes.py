@@ -1,0 +1,224 @@
+"""Bayesian stitching: our NumPyro NUTS against the same model and priors written in PyMC.
+
+Both samplers fit the Gaussian-likelihood stitching model (Winogrande anchor, the default
+:class:`Priors`, the same standardised parameterisation) to the Epoch ``scores_long.csv``.
+Reported per sampler: wall time (compilation included), the minimum bulk ESS over all free
+capabilities, difficulties and slopes, and min-ESS per second.  Ours also reports the checks
+of the real-data target: divergences, max R-hat, min bulk ESS and the Spearman correlation of
+posterior-mean capabilities with the MAP fit.
+
+    python benchmarks/bench_bayes.py            # 4 chains x 1000 draws after 1000 warmup
+    python benchmarks/bench_bayes.py --quick    # 2 chains x 200 draws after 200 warmup
+    python benchmarks/bench_bayes.py --skip-pymc --chain-method sequential
+
+PyMC is in the ``bench`` extra (``pip install -e ".[bench]"``).  The last lines are JSON, one
+per case: name, ours_s, baseline_s, ratio (= baseline_s / ours_s), max_abs_diff (largest gap
+between the two posterior-mean capabilities) and the ESS figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+DATA = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "data"
+    / "epoch-benchmark-stitching"
+    / "scores_long.csv"
+)
+
+
+def _min_ess(idata, names=("capability", "difficulty", "slope")):
+    import arviz as az
+
+    post = idata.posterior
+    ess = az.ess(post[list(names)], method="bulk")
+    sd = post[list(names)].std(("chain", "draw"))
+    vals = [ess[n].values[sd[n].values > 0] for n in names]  # anchored entries are constant
+    return float(np.min(np.concatenate(vals)))
+
+
+def run_ours(table, args):
+    from platinum_jax.stitching.bayes import fit_stitching_bayes
+
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = fit_stitching_bayes(
+            table,
+            chains=args.chains,
+            samples=args.samples,
+            warmup=args.warmup,
+            seed=args.seed,
+            chain_method=args.chain_method,
+            target_accept=args.target_accept,
+        )
+    wall = time.perf_counter() - start
+    for w in caught:
+        if "SamplingWarning" in type(w.message).__name__:
+            print(f"  ours: {w.message}", file=sys.stderr)
+    return fit, wall
+
+
+def run_pymc(table, args):
+    try:
+        import pymc as pm
+        import pytensor.tensor as pt
+    except ImportError as exc:  # the bench extra is optional
+        raise SystemExit(
+            "bench_bayes.py needs PyMC for the baseline: pip install -e '.[bench]' "
+            f"(or pip install pymc), or pass --skip-pymc ({exc})"
+        ) from exc
+    from platinum_jax.stitching import BenchmarkAnchor, ParameterLayout
+    from platinum_jax.stitching.bayes import Priors
+
+    pr = Priors()
+    layout = ParameterLayout.from_table(table, BenchmarkAnchor())
+    free_c, free_d, free_s = layout.free_positions()
+    mi = np.asarray(table.model_index)
+    bi = np.asarray(table.benchmark_index)
+    y = np.asarray(table.scores)
+    se2 = np.nan_to_num(table.data["stderr"].to_numpy(dtype=float, na_value=np.nan)) ** 2
+
+    def fill(n, free_idx, free_vals, fixed_idx, fixed_vals):
+        out = pt.zeros(n)
+        out = pt.set_subtensor(out[free_idx], free_vals)
+        if fixed_idx:
+            out = pt.set_subtensor(out[list(fixed_idx)], np.asarray(fixed_vals))
+        return out
+
+    with pm.Model():
+        mu_c = pm.Normal("capability_mu", pr.capability_loc, pr.capability_loc_scale)
+        tau_c = pm.HalfNormal("capability_tau", pr.capability_scale)
+        z_c = pm.ZeroSumNormal("capability_z", sigma=1.0, shape=layout.n_free_capability)
+        z_d = pm.Normal("difficulty_z", 0.0, 1.0, shape=layout.n_free_difficulty)
+        z_s = pm.Normal("slope_z", 0.0, 1.0, shape=layout.n_free_slope)
+        cap = fill(layout.n_models, free_c, mu_c + tau_c * z_c, (), ())
+        diff = fill(
+            layout.n_benchmarks,
+            free_d,
+            mu_c + tau_c * (pr.difficulty_loc + pr.difficulty_scale * z_d),
+            layout.fixed_difficulty,
+            layout.fixed_difficulty_values,
+        )
+        slope = fill(
+            layout.n_benchmarks,
+            free_s,
+            pt.exp(pr.log_slope_loc + pr.log_slope_scale * z_s) / tau_c,
+            layout.fixed_slope,
+            layout.fixed_slope_values,
+        )
+        pm.Deterministic("capability", cap)
+        pm.Deterministic("difficulty", diff)
+        pm.Deterministic("slope", slope)
+        nu = pm.Normal("noise_log_mu", pr.log_noise_loc, pr.log_noise_loc_scale)
+        spread = pm.HalfNormal("noise_log_tau", pr.log_noise_spread)
+        z_n = pm.Normal("noise_z", 0.0, 1.0, shape=layout.n_benchmarks)
+        sigma = pt.exp(nu + spread * z_n)
+        mean = pm.math.sigmoid(slope[bi] * (cap[mi] - diff[bi]))
+        pm.Normal("y", mean, pt.sqrt(sigma[bi] ** 2 + se2), observed=y)
+        start = time.perf_counter()
+        idata = pm.sample(
+            draws=args.samples,
+            tune=args.warmup,
+            chains=args.chains,
+            cores=min(args.chains, 2),
+            target_accept=args.target_accept,
+            random_seed=args.seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+        wall = time.perf_counter() - start
+    return idata, wall
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--quick", action="store_true", help="2 chains x 200 draws after 200 warmup")
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--samples", type=int, default=1000)
+    p.add_argument("--warmup", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--chain-method", default="auto", help="auto | vectorized | sequential | parallel"
+    )
+    p.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance")
+    p.add_argument("--skip-pymc", action="store_true", help="time our sampler only")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.chains, args.samples, args.warmup = 2, 200, 200
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from scipy.stats import spearmanr
+
+    from platinum_jax.stitching import ScoreTable, fit_stitching
+
+    if not DATA.exists():
+        raise SystemExit(f"the Epoch data is missing: expected {DATA.name} in ../shared/data/")
+    table = ScoreTable.from_csv(DATA)
+    if not args.skip_pymc:
+        try:
+            import pymc  # noqa: F401
+        except ImportError as exc:
+            raise SystemExit(
+                "bench_bayes.py needs PyMC for the baseline: pip install -e '.[bench]' "
+                f"(or pip install pymc), or pass --skip-pymc ({exc})"
+            ) from exc
+    print(
+        f"{table!r}; {args.chains} chains x {args.samples} draws after {args.warmup} warmup",
+        file=sys.stderr,
+    )
+    fit, ours_s = run_ours(table, args)
+    map_fit = fit_stitching(table)
+    rho = spearmanr(
+        fit.capabilities["mean"].reindex(map_fit.capabilities.index),
+        map_fit.capabilities["capability"],
+    ).statistic
+    ours_ess = _min_ess(fit.idata)
+    d = fit.diagnostics
+    record = {
+        "name": f"stitch_nuts_gaussian_{args.chains}x{args.samples}",
+        "ours_s": round(ours_s, 2),
+        "ours_min_ess_bulk": round(ours_ess, 1),
+        "ours_ess_per_s": round(ours_ess / ours_s, 2),
+        "divergences": d["n_divergent"],
+        "max_r_hat": round(d["max_r_hat"], 4),
+        "spearman_vs_map": round(float(rho), 4),
+        "chain_method": fit.info.get("chain_method"),
+    }
+    if args.skip_pymc:
+        record.update(baseline_s=None, ratio=None, max_abs_diff=None)
+    else:
+        idata_pm, base_s = run_pymc(table, args)
+        base_ess = _min_ess(idata_pm)
+        ours_c = fit.idata.posterior["capability"].mean(("chain", "draw")).values
+        base_c = idata_pm.posterior["capability"].mean(("chain", "draw")).values
+        record.update(
+            baseline_s=round(base_s, 2),
+            ratio=round(base_s / ours_s, 3),
+            max_abs_diff=float(np.max(np.abs(ours_c - base_c))),
+            baseline_sampling_only_s=round(
+                float(idata_pm.sample_stats.attrs.get("sampling_time", np.nan)), 2
+            ),
+            baseline_min_ess_bulk=round(base_ess, 1),
+            baseline_ess_per_s=round(base_ess / base_s, 2),
+            ess_per_s_ratio=round((ours_ess / ours_s) / (base_ess / base_s), 3),
+        )
+    print(json.dumps(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

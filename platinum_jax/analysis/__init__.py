@@ -1,0 +1,85 @@
+"""Analyses on the stitched capability scale (Ho et al., "A Rosetta Stone for AI Benchmarks", s3).
+
+Each analysis is a function returning an immutable result with tidy pandas frames, a
+``summary()`` that puts our figure beside the paper's (``paper_reference`` column), and a
+matching ``plot_*`` function:
+
+* trends and forecasts -- :func:`fit_frontier_trend`, :func:`forecast_capability`;
+* algorithmic progress -- :func:`fit_algorithmic_progress` (C = k log F + b within families);
+* acceleration -- :func:`detect_acceleration` and the synthetic-world study
+  :func:`simulate_detection`;
+* time horizons -- :func:`fit_time_horizons` (log METR horizon against capability);
+* robustness -- :func:`anchor_robustness`, :func:`leave_benchmarks_out`.
+
+Turn on float64 first: ``jax.config.update("jax_enable_x64", True)``.
+
+    >>> from platinum_jax.stitching import ScoreTable, fit_stitching
+    >>> from platinum_jax.analysis import fit_frontier_trend, forecast_capability
+    >>> fit = fit_stitching(ScoreTable.from_csv("scores_long.csv"))     # doctest: +SKIP
+    >>> trend = fit_frontier_trend(fit)                                 # doctest: +SKIP
+    >>> trend.summary()                                                 # doctest: +SKIP
+    >>> forecast_capability(trend, until="2028-10-01").tail(1)          # doctest: +SKIP
+
+Names are imported lazily (on first use), so the command line's ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# public name -> private module that defines it
+_EXPORTS = {
+    "PAPER_TREND_REFERENCE": "_trends",
+    "TrendFit": "_trends",
+    "as_capabilities": "_trends",
+    "bootstrap_capabilities": "_trends",
+    "decimal_year": "_trends",
+    "fit_frontier_trend": "_trends",
+    "forecast_capability": "_trends",
+    "frontier_mask": "_trends",
+    "frontier_models": "_trends",
+    "weighted_least_squares": "_trends",
+    "PAPER_PROGRESS_REFERENCE": "_progress",
+    "AlgorithmicProgress": "_progress",
+    "fit_algorithmic_progress": "_progress",
+    "within_family_slope": "_progress",
+    "BreakpointFit": "_acceleration",
+    "breakpoint_grid": "_acceleration",
+    "detect_acceleration": "_acceleration",
+    "fit_breakpoint": "_acceleration",
+    "piecewise_sse": "_acceleration",
+    "PAPER_SIMULATION_REFERENCE": "_simulate",
+    "DetectionStudy": "_simulate",
+    "WorldConfig": "_simulate",
+    "generate_world": "_simulate",
+    "refit_world": "_simulate",
+    "simulate_detection": "_simulate",
+    "PAPER_HORIZON_REFERENCE": "_horizons",
+    "HorizonFit": "_horizons",
+    "fit_time_horizons": "_horizons",
+    "RobustnessResult": "_robustness",
+    "anchor_robustness": "_robustness",
+    "compare_capabilities": "_robustness",
+    "leave_benchmarks_out": "_robustness",
+    "plot_acceleration": "_plots",
+    "plot_detection_study": "_plots",
+    "plot_horizons": "_plots",
+    "plot_progress": "_plots",
+    "plot_robustness": "_plots",
+    "plot_trend": "_plots",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value  # cache: later lookups skip this hook
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,235 @@
+"""``platinum-jax analyze``: the Rosetta Stone analyses on a tidy scores CSV."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DESCRIPTION = """\
+Fit the stitching model sigmoid(alpha_b (C_m - D_b)) to a tidy scores CSV (columns model,
+benchmark, score, model_release_date, ...; e.g. the Epoch scores_long.csv) and run one of the
+analyses on the capability scale, writing CSVs and PNGs to --out:
+
+  trends        frontier models (top at release), a linear trend with t-intervals, and a
+                forecast to --until with confidence and prediction bands
+  progress      C = k log F + b within organisations (family fixed effects), Delta b per
+                year for frontier models and the compute-reduction factor exp(Delta b / k);
+                needs training compute (--compute) and the distilled-model list (--raw-dir)
+  acceleration  one-breakpoint piecewise-linear fit of the frontier (slope ratio >= --threshold
+                flags an acceleration); --simulate adds the synthetic-world detection study
+  horizons      log METR 50% time horizon against capability (needs --raw-dir)
+  robustness    refits with other anchors (--anchors) and with each benchmark left out
+
+Side inputs are looked up next to DATA when not given: --compute defaults to
+DATA's folder/model_compute.csv and --raw-dir to DATA's folder/raw; the path used is printed,
+and a missing file is an error naming the option to pass.
+"""
+
+EPILOG = """\
+examples:
+  platinum-jax analyze trends scores_long.csv --out results/trends --until 2028-10-01
+  platinum-jax analyze trends scores_long.csv --out results/trends --bootstrap 200
+  platinum-jax analyze progress scores_long.csv --out results/progress --n-boot 2000
+  platinum-jax analyze acceleration scores_long.csv --out results/accel --simulate --quick
+  platinum-jax analyze horizons scores_long.csv --out results/horizons --raw-dir data/raw
+  platinum-jax analyze acceleration scores_long.csv --out results/accel \
+      --capabilities results/trends/capabilities.csv     # reuse a fit, skip refitting
+  platinum-jax analyze robustness scores_long.csv --out results/robust --anchors MMLU HellaSwag
+"""
+
+_ANALYSES = ("trends", "progress", "acceleration", "horizons", "robustness")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "analyze",
+        help="trends, forecasts, algorithmic progress, accelerations, time horizons, robustness",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("analysis", choices=_ANALYSES, help="which analysis to run")
+    p.add_argument("data", type=Path, help="tidy scores CSV (model, benchmark, score, dates)")
+    p.add_argument("--out", type=Path, required=True, help="output directory (created)")
+    p.add_argument("--anchor", default="Winogrande", help="anchor benchmark (D = 0, alpha = 1)")
+    p.add_argument("--l2", type=float, default=0.1, help="L2 strength of the fit (paper: 0.1)")
+    p.add_argument("--top-n", type=int, default=1, help="frontier = top N at release (default 1)")
+    p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--until", default="2028-10-01", help="trends: forecast horizon date")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="R",
+                   help="trends: also propagate a stitching bootstrap of R refits into the "
+                        "forecast (draw_* columns); 0 = regression uncertainty only")
+    p.add_argument("--compute", type=Path, help="progress: model_compute.csv (FLOP per model)")
+    p.add_argument("--raw-dir", type=Path, help="progress/horizons: Epoch raw/ directory")
+    p.add_argument("--keep-distilled", action="store_true",
+                   help="progress: keep models listed as distilled (excluded by default)")
+    p.add_argument("--n-boot", type=int, default=1000, help="progress: bootstrap replicates")
+    p.add_argument("--threshold", type=float, default=2.0, help="acceleration: slope ratio flag")
+    p.add_argument("--simulate", action="store_true", help="acceleration: run the detection study")
+    p.add_argument("--replicates", type=int, default=20, help="acceleration: worlds per cell")
+    p.add_argument("--noise", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0],
+                   help="acceleration: noise levels (x baseline)")
+    p.add_argument("--factors", type=float, nargs="+", default=[1.0, 2.0, 4.0],
+                   help="acceleration: acceleration factors (1 = none)")
+    p.add_argument("--quick", action="store_true",
+                   help="acceleration: 3 replicates, noise 1 and 4, factors 1 and 2")
+    p.add_argument("--anchors", nargs="+", default=["MMLU", "HellaSwag"],
+                   help="robustness: alternative anchor benchmarks")
+    p.add_argument("--leave-out", nargs="*", default=None,
+                   help="robustness: benchmarks to leave out (default: every non-anchor one)")
+    p.add_argument("--capabilities", type=Path,
+                   help="reuse capabilities from an earlier run (its capabilities.csv: model, "
+                        "capability, release_date) instead of refitting DATA; not for robustness")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.set_defaults(func=run)
+
+
+def _side_file(given: Path | None, data: Path, name: str, option: str, what: str) -> Path:
+    path = given if given is not None else data.parent / name
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{what} not found at {path}" + ("" if given else f" (looked beside {data.name})")
+            + f"; pass {option} PATH"
+        )
+    print(f"{what}: {path}" + ("" if given else f" (found beside {data.name})"))
+    return path
+
+
+def _save(fig, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
+def run(args: argparse.Namespace) -> int:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from platinum_jax import analysis as an
+    from platinum_jax.stitching import BenchmarkAnchor, ScoreTable, fit_stitching
+
+    if not args.data.is_file():
+        raise FileNotFoundError(f"scores file {args.data} does not exist; pass a tidy scores CSV")
+    out: Path = args.out
+    # side inputs are resolved before the (slow) fit so a missing file fails at once
+    compute_path = raw_dir = None
+    if args.analysis == "progress":
+        compute_path = _side_file(args.compute, args.data, "model_compute.csv", "--compute",
+                                  "compute table")
+    if args.analysis == "horizons" or (args.analysis == "progress" and not args.keep_distilled):
+        raw_dir = _side_file(args.raw_dir, args.data, "raw", "--raw-dir", "Epoch raw directory")
+    out.mkdir(parents=True, exist_ok=True)
+    pd.set_option("display.width", 160)
+    if args.capabilities is not None:
+        if args.analysis == "robustness":
+            raise ValueError("--capabilities cannot be used with robustness, which refits DATA")
+        if not args.capabilities.is_file():
+            raise FileNotFoundError(f"--capabilities file {args.capabilities} does not exist")
+        fit = an.as_capabilities(pd.read_csv(args.capabilities), name=str(args.capabilities))
+        print(f"capabilities: {args.capabilities} ({len(fit)} models; no refit)")
+    else:
+        table = ScoreTable.from_csv(args.data)
+        fit = fit_stitching(table, BenchmarkAnchor(args.anchor), args.l2)
+        print(f"stitching fit: {table.n_models} models, {table.n_benchmarks} benchmarks, "
+              f"cost {fit.cost:.4f}, converged {fit.converged}")
+        fit.capabilities.to_csv(out / "capabilities.csv")
+
+    if args.analysis == "trends":
+        trend = an.fit_frontier_trend(fit, top_n=args.top_n)
+        draws = None
+        if args.bootstrap:
+            if args.capabilities is not None:
+                raise ValueError("--bootstrap needs a fit of DATA; drop --capabilities")
+            from platinum_jax.stitching._uncertainty import bootstrap
+
+            draws = bootstrap(fit, args.bootstrap, seed=args.seed, level=args.level, progress=True)
+        fc = an.forecast_capability(trend, until=args.until, level=args.level,
+                                    capability_draws=draws)
+        trend.models.to_csv(out / "frontier.csv")
+        trend.summary(args.level).to_csv(out / "trend_summary.csv")
+        fc.to_csv(out / "forecast.csv")
+        print(trend.summary(args.level).to_string())
+        last = fc.iloc[-1]
+        print(f"forecast {fc.index[-1].date()}: {last['capability']:.2f} "
+              f"(CI {last['ci_low']:.2f}-{last['ci_high']:.2f}, PI {last['pi_low']:.2f}-"
+              f"{last['pi_high']:.2f}); paper: {an.PAPER_TREND_REFERENCE['forecast_capability']}")
+        fig, ax = plt.subplots(figsize=(9, 5))
+        an.plot_trend(trend, fc, ax=ax)
+        _save(fig, out / "trend.png")
+    elif args.analysis == "progress":
+        from platinum_jax.stitching._epoch import read_distilled_models, read_model_compute
+
+        compute = read_model_compute(compute_path)
+        distilled = None if args.keep_distilled else read_distilled_models(raw_dir)
+        res = an.fit_algorithmic_progress(fit, compute, distilled=distilled, top_n=args.top_n,
+                                          n_boot=args.n_boot, level=args.level, seed=args.seed)
+        res.models.to_csv(out / "progress_models.csv")
+        res.summary().to_csv(out / "progress_summary.csv")
+        res.bootstrap.to_csv(out / "progress_bootstrap.csv")
+        res.excluded.to_csv(out / "progress_excluded.csv", index=False)
+        print(res.summary().to_string())
+        fig, ax = plt.subplots(figsize=(9, 5))
+        an.plot_progress(res, ax=ax)
+        _save(fig, out / "progress.png")
+    elif args.analysis == "acceleration":
+        bp = an.detect_acceleration(fit, threshold=args.threshold, top_n=args.top_n)
+        bp.summary().to_csv(out / "breakpoint.csv", index=False)
+        bp.grid.to_csv(out / "breakpoint_grid.csv", index=False)
+        print(bp.summary().T.to_string())
+        fig, ax = plt.subplots(figsize=(9, 5))
+        an.plot_acceleration(bp, ax=ax)
+        _save(fig, out / "breakpoint.png")
+        if args.simulate:
+            reps, noise, factors = args.replicates, args.noise, args.factors
+            if args.quick:
+                reps, noise, factors = 3, [1.0, 4.0], [1.0, 2.0]
+            study = an.simulate_detection(
+                factors=factors, noise_levels=noise, n_replicates=reps,
+                threshold=args.threshold, seed=args.seed,
+            )
+            study.runs.to_csv(out / "detection_runs.csv", index=False)
+            study.summary.to_csv(out / "detection_summary.csv", index=False)
+            study.paper_comparison().to_csv(out / "detection_vs_paper.csv")
+            print(study.summary.to_string())
+            print(study.paper_comparison().to_string())
+            fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+            an.plot_detection_study(study, axes=axes)
+            _save(fig, out / "detection.png")
+    elif args.analysis == "horizons":
+        from platinum_jax.stitching._epoch import read_metr_horizons
+
+        hz = an.fit_time_horizons(fit, read_metr_horizons(raw_dir))
+        hz.data.to_csv(out / "horizon_data.csv")
+        hz.summary(args.level).to_csv(out / "horizon_summary.csv")
+        grid = hz.predict(pd.Series(range(0, 9)) * 0.5, level=args.level)
+        grid.to_csv(out / "horizon_mapping.csv")
+        print(hz.summary(args.level).to_string())
+        if len(hz.unmatched):
+            print(f"{len(hz.unmatched)} METR model(s) have no capability in DATA: "
+                  f"{', '.join(hz.unmatched['model'])}")
+        fig, ax = plt.subplots(figsize=(8, 5))
+        an.plot_horizons(hz, ax=ax)
+        _save(fig, out / "horizons.png")
+    else:
+        anchors = an.anchor_robustness(table, args.anchors, baseline=fit, l2=args.l2,
+                                       progress=True)
+        loo = an.leave_benchmarks_out(table, args.leave_out, baseline=fit, l2=args.l2)
+        anchors.summary.to_csv(out / "anchor_robustness.csv")
+        anchors.capabilities.to_csv(out / "anchor_capabilities.csv")
+        loo.summary.to_csv(out / "leave_out_robustness.csv")
+        print(anchors.summary.to_string())
+        print(loo.summary[["spearman", "kendall", "mean_abs_shift"]].describe().to_string())
+        fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+        an.plot_robustness(anchors, ax=axes[0])
+        an.plot_robustness(loo, ax=axes[1])
+        _save(fig, out / "robustness.png")
+    return 0

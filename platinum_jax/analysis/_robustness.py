@@ -1,0 +1,190 @@
+"""Robustness of the capability scale to the anchor and to the benchmark set.
+
+Two checks from the paper's discussion of identifiability:
+
+* :func:`anchor_robustness` refits with other anchor benchmarks (e.g. MMLU, HellaSwag instead of
+  Winogrande) -- the anchor fixes the scale, so absolute capabilities move while the ranking
+  should not;
+* :func:`leave_benchmarks_out` refits with each benchmark left out in turn.
+
+Both report, per variant, the Spearman and Kendall rank correlations of the capabilities with
+the baseline fit, the mean and mean absolute shift C_variant - C_base, and the affine map
+C_variant ~ a + b C_base (least squares) that best aligns the two scales.
+
+Leaving benchmarks out defaults to *masking* (weight 0 on that benchmark's scores) so every
+variant has the baseline's static shapes and all run in one ``vmap``-ed solve.  The masked
+benchmark's own D and alpha then only feel the L2 penalty (they go to 0) and the penalty's
+normaliser M + 2B - 1 still counts it, a relative change of 2 / (M + 2B - 1) in the effective
+L2 strength (about 1% on the paper's data); ``method="refit"`` drops the benchmark for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["RobustnessResult", "anchor_robustness", "compare_capabilities", "leave_benchmarks_out"]
+
+
+def compare_capabilities(base: pd.Series, other: pd.Series) -> dict[str, float]:
+    """Rank agreement and shift between two capability vectors (matched on model names)."""
+    common = base.index.intersection(other.index)
+    if len(common) < 3:
+        raise ValueError(f"only {len(common)} models in common; need >= 3 to compare")
+    x = base.loc[common].to_numpy(dtype=np.float64)
+    y = other.loc[common].to_numpy(dtype=np.float64)
+    diff = y - x
+    b, a = np.polyfit(x, y, 1)
+    return {
+        "n_models": float(len(common)),
+        "spearman": float(stats.spearmanr(x, y).statistic),
+        "kendall": float(stats.kendalltau(x, y).statistic),
+        "pearson": float(np.corrcoef(x, y)[0, 1]),
+        "mean_shift": float(diff.mean()),
+        "mean_abs_shift": float(np.abs(diff).mean()),
+        "max_abs_shift": float(np.abs(diff).max()),
+        "affine_intercept": float(a),
+        "affine_slope": float(b),
+        "rms_after_affine": float(np.sqrt(np.mean((y - (a + b * x)) ** 2))),
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class RobustnessResult:
+    """``summary``: one row per variant (comparison statistics); ``capabilities``: models x
+    variants (the baseline column is ``"baseline"``); ``costs`` per variant."""
+
+    summary: pd.DataFrame
+    capabilities: pd.DataFrame
+    kind: str
+
+
+def _check_benchmarks(table, names: Sequence[str], what: str) -> list[str]:
+    from platinum_jax.stitching import UnknownNameError
+    from platinum_jax.stitching._table import close_matches_message
+
+    out = []
+    for n in names:
+        if n not in table.benchmarks:
+            raise UnknownNameError(close_matches_message(f"{what} benchmark", n, table.benchmarks))
+        out.append(n)
+    return out
+
+
+def anchor_robustness(
+    table: Any,
+    anchors: Sequence[str] = ("MMLU", "HellaSwag"),
+    *,
+    baseline: Any = None,
+    l2: float = 0.1,
+    progress: bool = False,
+) -> RobustnessResult:
+    """Refit ``table`` with each benchmark in ``anchors`` as the anchor (D = 0, alpha = 1).
+
+    ``baseline``: an existing :class:`StitchingFit` to compare against (default: refit with
+    the default Winogrande anchor).  Returns a :class:`RobustnessResult`.
+    """
+    from tqdm import tqdm
+
+    from platinum_jax.stitching import BenchmarkAnchor, fit_stitching
+
+    names = _check_benchmarks(table, anchors, "anchor")
+    base = fit_stitching(table, BenchmarkAnchor(), l2) if baseline is None else baseline
+    base_c = base.capabilities["capability"]
+    caps = {"baseline": base_c}
+    rows = []
+    for name in tqdm(names, desc="anchors", disable=not progress):
+        fit = fit_stitching(table, BenchmarkAnchor(name), l2)
+        c = fit.capabilities["capability"]
+        caps[name] = c
+        rows.append({"variant": name, "cost": fit.cost, "converged": fit.converged,
+                     **compare_capabilities(base_c, c)})
+    return RobustnessResult(
+        summary=pd.DataFrame(rows).set_index("variant"),
+        capabilities=pd.DataFrame(caps),
+        kind="anchor",
+    )
+
+
+def _masked_solver(layout, max_steps):
+    from platinum_jax.stitching import fit_theta
+
+    def one(w, theta0, mi, bi, y, l2):
+        return fit_theta(theta0, layout, mi, bi, y, w, l2, max_steps=max_steps)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None, None)))
+
+
+def leave_benchmarks_out(
+    table: Any,
+    benchmarks: Sequence[str] | None = None,
+    *,
+    baseline: Any = None,
+    l2: float = 0.1,
+    method: str = "mask",
+    max_steps: int = 500,
+    progress: bool = False,
+) -> RobustnessResult:
+    """Refit with each of ``benchmarks`` (default: every non-anchor benchmark) left out.
+
+    ``method="mask"`` (default) zero-weights the benchmark's scores and solves all variants in
+    one vmapped call; ``method="refit"`` drops it from the table and refits one by one.  The
+    anchor benchmark cannot be left out (change the anchor instead: :func:`anchor_robustness`).
+    """
+    from tqdm import tqdm
+
+    from platinum_jax.stitching import BenchmarkAnchor, fit_stitching
+
+    if method not in ("mask", "refit"):
+        raise ValueError(f"method must be 'mask' or 'refit', got {method!r}")
+    base = fit_stitching(table, BenchmarkAnchor(), l2) if baseline is None else baseline
+    anchor_name = getattr(base.anchor, "benchmark", None)
+    if benchmarks is None:
+        benchmarks = [b for b in table.benchmarks if b != anchor_name]
+    names = _check_benchmarks(table, benchmarks, "left-out")
+    if anchor_name in names:
+        raise ValueError(
+            f"{anchor_name!r} is the anchor and cannot be left out; compare anchors with "
+            "anchor_robustness instead"
+        )
+    base_c = base.capabilities["capability"]
+    caps = {"baseline": base_c}
+    rows = []
+    if method == "mask":
+        bidx = np.asarray(table.benchmark_index)
+        pos = np.array([table.benchmarks.index(n) for n in names])
+        weights = (bidx[None, :] != pos[:, None]).astype(np.float64)
+        solve = _masked_solver(base.layout, int(max_steps))
+        theta, cost, conv = solve(
+            jnp.asarray(weights), jnp.asarray(base.theta), jnp.asarray(table.model_index),
+            jnp.asarray(bidx), jnp.asarray(table.scores), float(l2)
+        )
+        all_c = np.asarray(jax.vmap(lambda t: base.layout.unpack(t).capability)(theta))
+        models = pd.Index(table.models, name="model")
+        for i, n in enumerate(names):
+            # models scored only on the left-out benchmark have no data left: drop them
+            keep = np.bincount(np.asarray(table.model_index)[weights[i] > 0],
+                               minlength=len(models)) > 0
+            c = pd.Series(all_c[i][keep], index=models[keep])
+            caps[n] = c
+            rows.append({"variant": n, "cost": float(cost[i]), "converged": bool(conv[i]),
+                         **compare_capabilities(base_c, c)})
+    else:
+        for n in tqdm(names, desc="leave-one-out", disable=not progress):
+            fit = fit_stitching(table.drop_benchmarks([n]), base.anchor, l2)
+            c = fit.capabilities["capability"]
+            caps[n] = c
+            rows.append({"variant": n, "cost": fit.cost, "converged": fit.converged,
+                         **compare_capabilities(base_c, c)})
+    return RobustnessResult(
+        summary=pd.DataFrame(rows).set_index("variant"),
+        capabilities=pd.DataFrame(caps),
+        kind="leave_out",
+    )

@@ -1,0 +1,218 @@
+"""``platinum-jax stitch-bayes``: the Bayesian stitching fit from the command line.
+
+:func:`add_bayes_arguments` and :func:`run_bayes` are also the hook through which a ``stitch``
+command can offer ``--bayes``: add the arguments to its parser and call ``run_bayes(args)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DESCRIPTION = """\
+Fit the stitching model score = sigmoid(alpha_b (C_m - D_b)) by Bayesian inference (NumPyro
+NUTS, or SVI for large tables) and write posterior summaries with 94% intervals.
+
+Likelihoods (--likelihood):
+  gaussian  score ~ N(mu, sqrt(sigma_b^2 + stderr^2)): the Bayesian twin of least squares
+  beta      score ~ Beta with mean mu and precision phi_b; exact 0/1 scores are moved inwards by
+            half an item (or by 0.005 when n_items is unknown) and the count is reported
+  binomial  round(score * n_items) ~ Binomial(n_items, mu): large benchmarks weigh more;
+            needs an n_items column
+
+Outputs in --out:
+  capabilities.csv   model, mean, sd, hdi_3%, hdi_97% (+ r_hat, ess_bulk, ess_tail, release_date)
+  benchmarks.csv     the same for difficulty_* and slope_* per benchmark, and noise_sd_mean
+  summary.csv        every parameter with r_hat, ess_bulk, ess_tail
+  posterior.nc       the ArviZ InferenceData (arviz.from_netcdf); groups posterior,
+                     sample_stats, log_likelihood, posterior_predictive, observed_data
+  capabilities.png   capabilities over release date with posterior intervals
+  ppc.png            posterior predictive check: observed vs predicted scores
+  optimal_weights.csv  with --weights-config: posterior of v* = (M + r Sigma)^-1 M w per
+                     benchmark, Sigma = diag(posterior noise variance), and P(v*_b >= threshold)
+
+Diagnostics (divergences, R-hat > 1.01, bulk ESS < 400) are printed as warnings that say
+what to try.  Computation runs in float64.
+"""
+
+EPILOG = """\
+examples:
+  platinum-jax stitch-bayes scores_long.csv --anchor-benchmark Winogrande --out bayes
+      4 NUTS chains x 1000 draws, Gaussian likelihood, the paper's anchor
+  platinum-jax stitch-bayes scores_long.csv --likelihood beta --chains 2 --samples 500 --out beta
+      a quicker Beta-likelihood run
+  platinum-jax stitch-bayes big.csv --method svi --samples 2000 --out svi
+      variational fit (AutoNormal) for tables too large for NUTS
+  platinum-jax stitch-bayes scores_long.csv --weights-config weights.yaml --out bayes
+      adds the optimal-weights posterior; weights.yaml holds, e.g.:
+          r: 1.0
+          w: {MMLU: 1.0, GSM8K: 1.0, GPQA diamond: 2.0}
+          M: identity          # or a list (diagonal) or a matrix in the order of w
+          threshold: 0.5       # optional; default: an equal share sum(w) / m
+"""
+
+
+def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
+    """The Bayesian options (shared with a ``stitch --bayes`` command)."""
+    g = p.add_argument_group("Bayesian fit")
+    g.add_argument(
+        "--likelihood",
+        choices=("gaussian", "beta", "binomial"),
+        default="gaussian",
+        help="observation model (default gaussian)",
+    )
+    g.add_argument(
+        "--method",
+        choices=("nuts", "svi"),
+        default="nuts",
+        help="NUTS (exact MCMC, default) or SVI (variational, for large tables)",
+    )
+    g.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
+    g.add_argument(
+        "--samples",
+        type=int,
+        default=1000,
+        help="draws per chain after warmup (SVI: draws from the guide; default 1000)",
+    )
+    g.add_argument("--warmup", type=int, default=1000, help="NUTS warmup steps (default 1000)")
+    g.add_argument(
+        "--target-accept",
+        type=float,
+        default=0.9,
+        help="NUTS target acceptance; raise to 0.95-0.99 if divergences are reported",
+    )
+    g.add_argument("--svi-steps", type=int, default=5000, help="SVI optimisation steps")
+    g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    g.add_argument(
+        "--weights-config",
+        metavar="FILE",
+        help="YAML/JSON with r, w, M (and optional threshold): writes the posterior "
+        "of the optimal benchmark weights",
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "stitch-bayes",
+        help="Bayesian stitching: posterior capabilities, difficulties, slopes and weights",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "data",
+        metavar="DATA",
+        help="tidy CSV (model, benchmark, score[, n_items, stderr, dates]) or an "
+        "Epoch raw-data directory",
+    )
+    p.add_argument(
+        "--anchor-benchmark",
+        default="Winogrande",
+        help="benchmark fixed at difficulty 0, slope 1 (default Winogrande)",
+    )
+    p.add_argument(
+        "--duplicates",
+        choices=("error", "max", "mean", "first", "last"),
+        default="error",
+        help="what to do with repeated (model, benchmark) scores",
+    )
+    p.add_argument("--out", required=True, help="output directory (created if missing)")
+    add_bayes_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from ._table import ScoreTable
+
+    path = Path(args.data)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"DATA {path} does not exist; give a CSV file or an Epoch directory"
+        )
+    if path.is_dir():
+        table = ScoreTable.from_epoch(path, duplicates=args.duplicates)
+    else:
+        table = ScoreTable.from_csv(path, duplicates=args.duplicates)
+    return run_bayes(args, table)
+
+
+def run_bayes(args: argparse.Namespace, table) -> int:
+    """Fit ``table`` with the options of :func:`add_bayes_arguments` and write ``args.out``."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from ._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
+    from ._bayes_weights import load_weights_config, posterior_optimal_weights
+    from ._model import BenchmarkAnchor
+
+    weights_cfg = load_weights_config(args.weights_config) if args.weights_config else None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if hasattr(
+        args, "anchor_models"
+    ):  # called from `stitch --bayes`: honour all its anchor options
+        from ._cli import anchor_from_args
+
+        anchor = anchor_from_args(args)
+    else:
+        anchor = BenchmarkAnchor(getattr(args, "anchor_benchmark", "Winogrande"))
+    print(
+        f"{table!r}: {args.method.upper()} with the {args.likelihood} likelihood, anchor "
+        f"{anchor.describe()}"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = fit_stitching_bayes(
+            table,
+            anchor,
+            likelihood=args.likelihood,
+            method=args.method,
+            chains=args.chains,
+            samples=args.samples,
+            warmup=args.warmup,
+            seed=args.seed,
+            target_accept=args.target_accept,
+            svi_steps=args.svi_steps,
+            progress_bar=True,
+        )
+    for w in caught:
+        if issubclass(w.category, UserWarning) and not issubclass(w.category, FutureWarning):
+            print(f"warning: {w.message}")
+    cols = ["mean", "sd", "hdi_3%", "hdi_97%", "r_hat", "ess_bulk", "ess_tail", "release_date"]
+    fit.capabilities[cols].to_csv(out / "capabilities.csv")
+    fit.benchmarks.to_csv(out / "benchmarks.csv")
+    fit.summary.to_csv(out / "summary.csv", index=False)
+    fit.idata.to_netcdf(str(out / "posterior.nc"), engine="h5netcdf")
+    plot_capabilities(fit, path=out / "capabilities.png")
+    plot_ppc(fit, path=out / "ppc.png")
+    d = fit.diagnostics
+    print(
+        f"done in {d['wall_s']:.1f} s: divergences {d['n_divergent']}, max R-hat "
+        f"{d['max_r_hat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}"
+    )
+    print(fit.capabilities[["mean", "sd", "hdi_3%", "hdi_97%"]].nlargest(5, "mean").to_string())
+    if weights_cfg is not None:
+        weights = posterior_optimal_weights(
+            fit,
+            weights_cfg["M"],
+            weights_cfg["w"],
+            weights_cfg["r"],
+            threshold=weights_cfg["threshold"],
+            benchmarks=weights_cfg["benchmarks"],
+        )
+        weights.to_csv(out / "optimal_weights.csv")
+        print(
+            f"optimal weights (r = {weights.attrs['r']:g}, threshold "
+            f"{weights.attrs['threshold']:.3g}):"
+        )
+        print(weights[["w", "mean", "hdi_3%", "hdi_97%", "p_platinum"]].to_string())
+    print(f"wrote {out}/")
+    return 0

@@ -1,0 +1,627 @@
+"""Posterior inference for the stitching model: NUTS or SVI, results as ArviZ InferenceData."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from ._bayes_model import LIKELIHOODS, BayesData, Priors, prepare_data, stitching_model
+from ._model import BenchmarkAnchor, ModelAnchor, ParameterLayout
+from ._table import ScoreTable
+
+__all__ = [
+    "SamplingWarning",
+    "BayesStitchingFit",
+    "fit_stitching_bayes",
+    "check_diagnostics",
+    "choose_chain_method",
+    "posterior_summary",
+    "compare_likelihoods",
+    "plot_capabilities",
+    "plot_ppc",
+]
+
+HDI_PROB = 0.94  # ArviZ's default; the columns are named hdi_3% and hdi_97%
+_HDI_LO, _HDI_HI = "hdi_3%", "hdi_97%"
+_DETERMINISTIC = ("capability", "difficulty", "slope", "noise_variance", "sigma")
+_DIMS = {
+    "capability_z": ["free_capability"],
+    "difficulty_z": ["free_difficulty"],
+    "slope_z": ["free_slope"],
+    "sigma": ["benchmark"],
+    "noise_z": ["benchmark"],
+    "log_precision": ["benchmark"],
+    "capability": ["model"],
+    "difficulty": ["benchmark"],
+    "slope": ["benchmark"],
+    "noise_variance": ["benchmark"],
+    "y": ["score"],
+}
+
+
+class SamplingWarning(UserWarning):
+    """The sampler's diagnostics (divergences, R-hat, ESS) say the posterior is not trustworthy."""
+
+
+@dataclass(frozen=True, eq=False)
+class BayesStitchingFit:
+    """Posterior of the stitching model.
+
+    Attributes:
+        table, anchor, likelihood, method, priors: the inputs.
+        idata: ``arviz.InferenceData`` with groups posterior, sample_stats (NUTS), log_likelihood,
+            posterior_predictive, observed_data and constant_data; dims ``model``, ``benchmark``,
+            ``score`` (one per row of ``table.data``), ``chain`` and ``draw``.
+        summary: tidy frame, one row per scalar parameter: ``variable, name, mean, sd, hdi_3%,
+            hdi_97%, r_hat, ess_bulk, ess_tail`` (anchored entries have sd 0 and no diagnostics).
+        capabilities: index ``model``; ``mean, sd, hdi_3%, hdi_97%, r_hat, ess_bulk, ess_tail,
+            release_date`` of C_m.
+        benchmarks: index ``benchmark``; the same columns prefixed ``difficulty_`` and ``slope_``
+            for D_b and alpha_b, plus ``noise_sd_mean`` (posterior mean of sqrt(Sigma_bb)).
+        diagnostics: ``n_divergent``, ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail`` over the
+            free capabilities, difficulties and slopes, and ``wall_s``.
+        info: data handling notes (e.g. ``n_boundary_moved`` for the Beta likelihood).
+    """
+
+    table: ScoreTable
+    anchor: BenchmarkAnchor | ModelAnchor
+    likelihood: str
+    method: str
+    priors: Priors
+    layout: ParameterLayout
+    idata: object
+    summary: pd.DataFrame = field(repr=False)
+    capabilities: pd.DataFrame = field(repr=False)
+    benchmarks: pd.DataFrame = field(repr=False)
+    diagnostics: Mapping[str, float] = field(default_factory=dict)
+    info: Mapping[str, object] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        d = self.diagnostics
+        return (
+            f"BayesStitchingFit({self.likelihood}, {self.method}, {self.table.n_models} models, "
+            f"{self.table.n_benchmarks} benchmarks, divergent={d.get('n_divergent')}, "
+            f"max_r_hat={d.get('max_r_hat', float('nan')):.4f}, "
+            f"min_ess_bulk={d.get('min_ess_bulk', float('nan')):.0f})"
+        )
+
+
+def choose_chain_method(chains: int) -> str:
+    """How NUTS runs ``chains`` chains on this machine.
+
+    ``"parallel"`` (one chain per device via ``pmap``) when ``jax.local_device_count() >= chains``;
+    otherwise ``"vectorized"``: the chains are batched into one program, so each leapfrog step
+    evaluates all chains' gradients in one vectorised pass.  On a 2-core CPU that beats
+    ``"sequential"`` for this model because a gradient of ~1,300 scores is too small to keep a
+    core busy, so per-step overhead dominates and batching amortises it (see the benchmark).
+    To get ``"parallel"`` on a CPU, set ``XLA_FLAGS=--xla_force_host_platform_device_count=4``
+    before JAX is imported.
+    """
+    return "parallel" if jax.local_device_count() >= chains else "vectorized"
+
+
+def _check_connected(table: ScoreTable) -> None:
+    comps = table.components()
+    if len(comps) > 1:
+        sizes = sorted(((len(m), len(b)) for m, b in comps), reverse=True)
+        raise ValueError(
+            f"the score table falls into {len(comps)} disconnected groups (models, benchmarks) = "
+            f"{sizes[:5]}; scores in different groups cannot be put on one scale; keep one group "
+            "with table.select_models(...) or add scores that link them"
+        )
+
+
+def fit_stitching_bayes(
+    table: ScoreTable,
+    anchor: BenchmarkAnchor | ModelAnchor | None = None,
+    *,
+    likelihood: Literal["gaussian", "beta", "binomial"] = "gaussian",
+    method: Literal["nuts", "svi"] = "nuts",
+    chains: int = 4,
+    samples: int = 1000,
+    warmup: int = 1000,
+    seed: int = 0,
+    priors: Priors | None = None,
+    chain_method: str = "auto",
+    target_accept: float = 0.9,
+    max_tree_depth: int = 10,
+    dense_mass: bool = False,
+    svi_guide: Literal["normal", "lowrank"] = "normal",
+    svi_steps: int = 5000,
+    svi_learning_rate: float = 0.01,
+    beta_boundary: float = 0.005,
+    min_ess: float = 400.0,
+    max_r_hat: float = 1.01,
+    progress_bar: bool = False,
+) -> BayesStitchingFit:
+    """Posterior of C_m, D_b, alpha_b (and the noise) given the scores of ``table``.
+
+    Args:
+        table: a connected :class:`ScoreTable`.
+        anchor: as in :func:`fit_stitching` (default ``BenchmarkAnchor()``: Winogrande,
+            D = 0, alpha = 1); anchored entries are fixed, not sampled.
+        likelihood: ``"gaussian"`` (the Bayesian twin of least squares), ``"beta"`` or
+            ``"binomial"`` (needs ``n_items``); see :func:`stitching_model`.
+        method: ``"nuts"`` (exact MCMC, ``chains`` x ``samples`` draws after ``warmup``) or
+            ``"svi"`` (variational; ``svi_guide`` AutoNormal or AutoLowRankMultivariateNormal,
+            then ``samples`` draws from the guide; fast on large tables, no R-hat).
+        chain_method: ``"auto"`` uses :func:`choose_chain_method`.
+        target_accept, max_tree_depth, dense_mass: NUTS settings (a dense mass matrix needs a
+            long warmup to estimate ~300 x 300 entries; the diagonal default mixes well here).
+        beta_boundary: how far exact 0/1 scores move inwards for the Beta likelihood when
+            ``n_items`` is unknown (otherwise half an item).
+        min_ess, max_r_hat: thresholds of the :class:`SamplingWarning`.
+
+    Run in float64 (``jax.config.update("jax_enable_x64", True)``) for reliable diagnostics.
+    Returns a :class:`BayesStitchingFit`.
+    """
+    import numpyro
+    from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
+
+    if not isinstance(table, ScoreTable):
+        raise TypeError(f"table must be a ScoreTable, got {type(table).__name__}")
+    if method not in ("nuts", "svi"):
+        raise ValueError(f"method must be 'nuts' or 'svi', got {method!r}")
+    for name, value in (("chains", chains), ("samples", samples)):
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if int(warmup) != warmup or warmup < 0:
+        raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    priors = Priors() if priors is None else priors
+    anchor = BenchmarkAnchor() if anchor is None else anchor
+    _check_connected(table)
+    layout = ParameterLayout.from_table(table, anchor)
+    data, info = prepare_data(table, likelihood, beta_boundary=beta_boundary)
+    if info["n_boundary_moved"]:
+        warnings.warn(
+            f"Beta likelihood: {info['n_boundary_moved']} score(s) equal to exactly 0 or 1 were "
+            f"moved inwards by half an item (or by beta_boundary={beta_boundary:g} where n_items "
+            "is unknown) so the Beta density is finite; use the binomial likelihood if n_items "
+            "is known",
+            UserWarning,
+            stacklevel=2,
+        )
+    model_kw = {"likelihood": likelihood, "priors": priors}
+    key_fit, key_pp = jax.random.split(jax.random.PRNGKey(seed))
+    start = time.perf_counter()
+    stats: dict[str, np.ndarray] | None = None
+    if method == "nuts":
+        cm = choose_chain_method(chains) if chain_method == "auto" else chain_method
+        kernel = NUTS(
+            stitching_model,
+            target_accept_prob=target_accept,
+            max_tree_depth=max_tree_depth,
+            dense_mass=dense_mass,
+        )
+        mcmc = MCMC(
+            kernel,
+            num_warmup=int(warmup),
+            num_samples=int(samples),
+            num_chains=int(chains),
+            chain_method=cm,
+            progress_bar=progress_bar,
+        )
+        mcmc.run(
+            key_fit,
+            data,
+            layout,
+            extra_fields=("diverging", "num_steps", "energy", "accept_prob", "potential_energy"),
+            **model_kw,
+        )
+        grouped = mcmc.get_samples(group_by_chain=True)
+        extra = mcmc.get_extra_fields(group_by_chain=True)
+        stats = {
+            "diverging": np.asarray(extra["diverging"]),
+            "n_steps": np.asarray(extra["num_steps"]),
+            "acceptance_rate": np.asarray(extra["accept_prob"]),
+            "energy": np.asarray(extra["energy"]),
+            "lp": -np.asarray(extra["potential_energy"]),
+        }
+        info = {**info, "chain_method": cm}
+    else:
+        from numpyro.infer.autoguide import AutoLowRankMultivariateNormal, AutoNormal
+
+        guides = {"normal": AutoNormal, "lowrank": AutoLowRankMultivariateNormal}
+        if svi_guide not in guides:
+            raise ValueError(f"svi_guide must be one of {tuple(guides)}, got {svi_guide!r}")
+        guide = guides[svi_guide](stitching_model)
+        svi = SVI(stitching_model, guide, numpyro.optim.Adam(svi_learning_rate), Trace_ELBO())
+        result = svi.run(
+            key_fit, int(svi_steps), data, layout, progress_bar=progress_bar, **model_kw
+        )
+        draws = guide.sample_posterior(key_fit, result.params, sample_shape=(int(samples),))
+        grouped = {k: v[None] for k, v in draws.items()}  # one "chain" of independent draws
+        losses = np.asarray(result.losses)
+        info = {**info, "svi_guide": svi_guide, "final_elbo_loss": float(losses[-100:].mean())}
+        chains = 1
+    jax.block_until_ready(grouped)
+    wall = time.perf_counter() - start
+
+    latent = {k: v for k, v in grouped.items() if k not in _DETERMINISTIC}
+    flat_latent = {k: v.reshape((-1,) + v.shape[2:]) for k, v in latent.items()}
+    derived, loglik = _push_forward(key_pp, flat_latent, data, layout, likelihood, priors)
+    if likelihood == "binomial":
+        # Count pmf -> density of the score k/n (bin width 1/n), comparable with Gaussian / Beta.
+        loglik = loglik + jnp.log(data.n_items)
+
+    def by_chain(x):
+        x = np.asarray(x)
+        return x.reshape((chains, -1) + x.shape[1:])
+
+    posterior = {k: np.asarray(v) for k, v in latent.items()}
+    posterior.update({k: by_chain(v) for k, v in derived.items() if k != "y"})
+    idata = _to_inference_data(
+        table, layout, data, likelihood, posterior, stats, by_chain(loglik), by_chain(derived["y"])
+    )
+    idata.attrs.update(
+        {"likelihood": likelihood, "method": method, "anchor": anchor.describe(), "seed": int(seed)}
+    )
+    summary = posterior_summary(idata, with_diagnostics=(method == "nuts"))
+    capabilities, benchmarks = _named_tables(table, summary)
+    diagnostics = _diagnostics(idata, summary, method, wall)
+    fit = BayesStitchingFit(
+        table=table,
+        anchor=anchor,
+        likelihood=likelihood,
+        method=method,
+        priors=priors,
+        layout=layout,
+        idata=idata,
+        summary=summary,
+        capabilities=capabilities,
+        benchmarks=benchmarks,
+        diagnostics=diagnostics,
+        info=info,
+    )
+    if method == "nuts":
+        _warn_on_diagnostics(diagnostics, summary, min_ess=min_ess, max_r_hat=max_r_hat)
+    return fit
+
+
+@jax.jit(static_argnames=("layout", "likelihood", "priors"))
+def _push_forward(key, flat_latent, data, layout, likelihood, priors):
+    """Deterministic sites, posterior predictive ``y`` and pointwise log likelihood per draw.
+
+    One compiled program: NumPyro's ``Predictive`` and ``log_likelihood`` run op by op when
+    called eagerly, which compiles hundreds of small kernels.
+    """
+    from numpyro.infer import Predictive, log_likelihood
+
+    kw = {"likelihood": likelihood, "priors": priors}
+    sites = [k for k in _DETERMINISTIC if likelihood == "gaussian" or k != "sigma"] + ["y"]
+    derived = Predictive(stitching_model, posterior_samples=flat_latent, return_sites=sites)(
+        key, data, layout, observed=False, **kw
+    )
+    loglik = log_likelihood(stitching_model, flat_latent, data, layout, **kw)["y"]
+    return derived, loglik
+
+
+def _to_inference_data(table, layout, data: BayesData, likelihood, posterior, stats, loglik, pp):
+    import arviz as az
+
+    free_c, free_d, free_s = layout.free_positions()
+    models, benchmarks = np.asarray(table.models), np.asarray(table.benchmarks)
+    coords = {
+        "model": list(table.models),
+        "benchmark": list(table.benchmarks),
+        "free_capability": list(models[free_c]),
+        "free_difficulty": list(benchmarks[free_d]),
+        "free_slope": list(benchmarks[free_s]),
+        "score": np.arange(table.n_scores),
+    }
+    dims = {k: v for k, v in _DIMS.items()}
+    constant = {
+        "model_index": np.asarray(data.model_index),
+        "benchmark_index": np.asarray(data.benchmark_index),
+        "stderr": np.asarray(data.stderr),
+        "n_items": np.asarray(data.n_items),
+    }
+    dims.update({k: ["score"] for k in constant})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        idata = az.from_dict(
+            posterior=posterior,
+            sample_stats=stats,
+            log_likelihood={"y": loglik},
+            posterior_predictive={"y": pp},
+            observed_data={"y": np.asarray(data.scores)},
+            constant_data=constant,
+            coords=coords,
+            dims=dims,
+        )
+    # Label every score with its model and benchmark (non-index coordinates on ``score``).
+    labels = {
+        "score_model": ("score", models[np.asarray(data.model_index)]),
+        "score_benchmark": ("score", benchmarks[np.asarray(data.benchmark_index)]),
+    }
+    for group in ("observed_data", "constant_data"):
+        setattr(idata, group, getattr(idata, group).assign_coords(labels))
+    idata.observed_data.attrs["scale"] = (
+        "item counts k = round(score * n_items)" if likelihood == "binomial" else "scores in [0, 1]"
+    )
+    return idata
+
+
+def posterior_summary(
+    idata, *, var_names: Sequence[str] | None = None, with_diagnostics: bool = True
+) -> pd.DataFrame:
+    """Tidy summary of ``idata.posterior``: one row per scalar entry of each variable.
+
+    Columns ``variable, name, mean, sd, hdi_3%, hdi_97%, r_hat, ess_bulk, ess_tail``; ``name``
+    is the model or benchmark label ('' for scalars).  Constant entries (anchors) get NaN
+    diagnostics; so does everything when ``with_diagnostics`` is false (e.g. SVI draws).
+    """
+    import arviz as az
+
+    post = idata.posterior
+    names = (
+        list(var_names)
+        if var_names is not None
+        else [v for v in post.data_vars if not v.endswith("_z")]
+    )
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", (FutureWarning, RuntimeWarning))
+        hdi = az.hdi(post[names], hdi_prob=HDI_PROB)
+        if with_diagnostics:
+            rhat = az.rhat(post[names])
+            ess_b = az.ess(post[names], method="bulk")
+            ess_t = az.ess(post[names], method="tail")
+    for var in names:
+        x = post[var]
+        sample_dims = ("chain", "draw")
+        mean = x.mean(sample_dims).values.reshape(-1)
+        sd = (
+            x.std(sample_dims, ddof=1).values.reshape(-1)
+            if x.sizes["chain"] * x.sizes["draw"] > 1
+            else np.zeros_like(mean)
+        )
+        lo = hdi[var].sel(hdi="lower").values.reshape(-1)
+        hi = hdi[var].sel(hdi="higher").values.reshape(-1)
+        other = [d for d in x.dims if d not in sample_dims]
+        labels = [str(v) for v in x[other[0]].values] if other else [""]
+        if with_diagnostics:
+            rh = rhat[var].values.reshape(-1).astype(float)
+            eb = ess_b[var].values.reshape(-1).astype(float)
+            et = ess_t[var].values.reshape(-1).astype(float)
+        else:
+            rh = eb = et = np.full(mean.shape, np.nan)
+        fixed = sd == 0
+        rh, eb, et = (np.where(fixed, np.nan, a) for a in (rh, eb, et))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "variable": var,
+                    "name": labels,
+                    "mean": mean,
+                    "sd": sd,
+                    _HDI_LO: lo,
+                    _HDI_HI: hi,
+                    "r_hat": rh,
+                    "ess_bulk": eb,
+                    "ess_tail": et,
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True)
+
+
+_STAT_COLS = ["mean", "sd", _HDI_LO, _HDI_HI, "r_hat", "ess_bulk", "ess_tail"]
+
+
+def _named_tables(table: ScoreTable, summary: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def block(var, index_name):
+        part = summary.loc[summary["variable"] == var].set_index("name")[_STAT_COLS]
+        part.index.name = index_name
+        return part
+
+    capabilities = block("capability", "model").copy()
+    capabilities["release_date"] = (
+        table.model_release_dates().reindex(capabilities.index).to_numpy()
+    )
+    diff = block("difficulty", "benchmark").add_prefix("difficulty_")
+    slope = block("slope", "benchmark").add_prefix("slope_")
+    noise = block("noise_variance", "benchmark")["mean"]
+    benchmarks = diff.join(slope)
+    benchmarks["noise_sd_mean"] = np.sqrt(noise)
+    benchmarks["release_date"] = (
+        table.benchmark_release_dates().reindex(benchmarks.index).to_numpy()
+    )
+    return capabilities, benchmarks
+
+
+def _core_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    core = summary["variable"].isin(["capability", "difficulty", "slope"]) & (summary["sd"] > 0)
+    return summary.loc[core]
+
+
+def _diagnostics(idata, summary, method, wall) -> dict[str, float]:
+    core = _core_rows(summary)
+    out = {"wall_s": float(wall)}
+    if method == "nuts":
+        out["n_divergent"] = int(idata.sample_stats["diverging"].values.sum())
+        out["max_r_hat"] = float(core["r_hat"].max())
+        out["min_ess_bulk"] = float(core["ess_bulk"].min())
+        out["min_ess_tail"] = float(core["ess_tail"].min())
+    else:
+        out.update(
+            n_divergent=0,
+            max_r_hat=float("nan"),
+            min_ess_bulk=float("nan"),
+            min_ess_tail=float("nan"),
+        )
+    return out
+
+
+def check_diagnostics(idata, *, min_ess: float = 400.0, max_r_hat: float = 1.01) -> dict:
+    """Sampler diagnostics of a NUTS posterior, with a :class:`SamplingWarning` for each problem.
+
+    Over the free capabilities, difficulties and slopes (anchored entries are constants):
+    the number of divergent transitions, the largest rank-normalised split R-hat and the
+    smallest bulk and tail ESS (ArviZ).  Each failing check warns with what to try.  Returns
+    ``{"n_divergent", "max_r_hat", "min_ess_bulk", "min_ess_tail"}``.
+    """
+    summary = posterior_summary(idata, var_names=["capability", "difficulty", "slope"])
+    diag = _diagnostics(idata, summary, "nuts", float("nan"))
+    diag.pop("wall_s")
+    _warn_on_diagnostics(diag, summary, min_ess=min_ess, max_r_hat=max_r_hat)
+    return diag
+
+
+def _warn_on_diagnostics(diag, summary, *, min_ess, max_r_hat) -> None:
+    core = _core_rows(summary)
+    where = lambda col, fn: (
+        core.loc[fn(core[col]), ["variable", "name"]].astype(str).agg("[".join, axis=1) + "]"
+    )
+    if diag["n_divergent"] > 0:
+        warnings.warn(
+            f"NUTS reported {diag['n_divergent']} divergent transition(s): the posterior has "
+            "regions the step size cannot follow; try target_accept=0.95 or 0.99, more warmup, "
+            "or tighter priors (e.g. Priors(log_slope_scale=0.5))",
+            SamplingWarning,
+            stacklevel=3,
+        )
+    if not diag["max_r_hat"] <= max_r_hat:
+        worst = where("r_hat", lambda s: s == s.max()).iloc[0]
+        warnings.warn(
+            f"max R-hat = {diag['max_r_hat']:.3f} > {max_r_hat} (worst: {worst}): the chains "
+            "disagree; run more warmup and samples, or more chains, before trusting the intervals",
+            SamplingWarning,
+            stacklevel=3,
+        )
+    if not diag["min_ess_bulk"] >= min_ess:
+        worst = where("ess_bulk", lambda s: s == s.min()).iloc[0]
+        warnings.warn(
+            f"min bulk ESS = {diag['min_ess_bulk']:.0f} < {min_ess:g} (worst: {worst}): the "
+            "intervals are noisy; draw more samples (samples=..., chains=...) or use a tighter "
+            "prior on poorly identified benchmarks",
+            SamplingWarning,
+            stacklevel=3,
+        )
+
+
+def compare_likelihoods(
+    fits_or_table: ScoreTable | Mapping[str, BayesStitchingFit] | Sequence[BayesStitchingFit],
+    likelihoods: Sequence[str] = ("gaussian", "beta"),
+    *,
+    ic: Literal["loo", "waic"] = "loo",
+    **fit_kwargs,
+) -> pd.DataFrame:
+    """Rank likelihoods by expected log predictive density (PSIS-LOO or WAIC, via ArviZ).
+
+    Pass a :class:`ScoreTable` (each of ``likelihoods`` is fitted with ``fit_kwargs``) or fits
+    already made.  All log likelihoods are densities of the score on [0, 1] (the Binomial's
+    pmf of k is divided by the bin width 1/n), so the elpd values are comparable; Beta fits
+    evaluate moved boundary scores (see ``BayesStitchingFit.info``).  Returns ArviZ's
+    comparison frame (``rank, elpd_loo, p_loo, elpd_diff, weight, se, dse, warning``), indexed by
+    likelihood.
+    """
+    import arviz as az
+
+    if isinstance(fits_or_table, ScoreTable):
+        for lik in likelihoods:
+            if lik not in LIKELIHOODS:
+                raise ValueError(f"unknown likelihood {lik!r}; choose from {LIKELIHOODS}")
+        fits = {
+            lik: fit_stitching_bayes(fits_or_table, likelihood=lik, **fit_kwargs)
+            for lik in likelihoods
+        }
+    elif isinstance(fits_or_table, Mapping):
+        fits = dict(fits_or_table)
+    else:
+        fits = {f.likelihood: f for f in fits_or_table}
+    if len(fits) < 2:
+        raise ValueError(f"compare_likelihoods needs at least two fits, got {list(fits)}")
+    if ic not in ("loo", "waic"):
+        raise ValueError(f"ic must be 'loo' or 'waic', got {ic!r}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return az.compare({k: f.idata for k, f in fits.items()}, ic=ic)
+
+
+def plot_capabilities(fit: BayesStitchingFit, *, path=None, ax=None, label_top: int = 8):
+    """Posterior capabilities C_m against release date, with 94% HDI bars; returns the figure.
+
+    Models without a release date are left out (their count is in the title).  The
+    ``label_top`` most capable models are labelled.  Writes a PNG when ``path`` is given.
+    """
+    import matplotlib.pyplot as plt
+
+    caps = fit.capabilities
+    dated = caps.dropna(subset=["release_date"]).sort_values("release_date")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 5))
+    else:
+        fig = ax.figure
+    x = pd.to_datetime(dated["release_date"])
+    ax.errorbar(
+        x,
+        dated["mean"],
+        yerr=[dated["mean"] - dated[_HDI_LO], dated[_HDI_HI] - dated["mean"]],
+        fmt="o",
+        ms=3,
+        lw=0.8,
+        alpha=0.7,
+        capsize=0,
+    )
+    for name, row in dated.nlargest(label_top, "mean").iterrows():
+        ax.annotate(
+            name,
+            (pd.Timestamp(row["release_date"]), row["mean"]),
+            fontsize=7,
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
+    missing = len(caps) - len(dated)
+    title = f"Capabilities (posterior mean, 94% HDI), {fit.likelihood} likelihood, anchor {fit.anchor.describe()}"
+    if missing:
+        title += f"\n{missing} model(s) without a release date not shown"
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("model release date")
+    ax.set_ylabel("capability C_m")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def plot_ppc(fit: BayesStitchingFit, *, path=None, ax=None):
+    """Posterior predictive check: observed score against the predictive mean and 94% interval.
+
+    Points off the diagonal by more than their interval are scores the model does not
+    reproduce.  Binomial fits are shown on the score scale (k / n).  Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    pp = fit.idata.posterior_predictive["y"].values.reshape(-1, fit.table.n_scores)
+    obs = fit.idata.observed_data["y"].values
+    if fit.likelihood == "binomial":
+        n = fit.idata.constant_data["n_items"].values
+        pp, obs = pp / n, obs / n
+    lo, hi = np.quantile(pp, [0.03, 0.97], axis=0)
+    mean = pp.mean(0)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    else:
+        fig = ax.figure
+    outside = (obs < lo) | (obs > hi)
+    ax.errorbar(obs, mean, yerr=[mean - lo, hi - mean], fmt="o", ms=2, lw=0.5, alpha=0.5)
+    ax.plot([0, 1], [0, 1], color="k", lw=0.8)
+    ax.set_xlabel("observed score")
+    ax.set_ylabel("posterior predictive (mean, 94% interval)")
+    ax.set_title(
+        f"{fit.likelihood}: {outside.mean():.1%} of scores outside their 94% interval", fontsize=9
+    )
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig

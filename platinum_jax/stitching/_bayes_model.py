@@ -1,0 +1,230 @@
+"""The Bayesian stitching model as a plain NumPyro model function.
+
+score_i ~ Likelihood(mu_i, noise_b),   mu_i = sigmoid(alpha_b (C_m - D_b)),  b = b(i), m = m(i)
+
+with the same anchors as the MAP fit (:class:`ParameterLayout` fixes the anchored entries) and
+documented, overridable priors (:class:`Priors`).  The model is written against arrays only so a
+researcher can copy it, add a covariate or swap a prior, and hand it to any NumPyro inference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jaxtyping import Array, Float, Int
+
+from ._model import ParameterLayout, predict_scores
+
+__all__ = ["LIKELIHOODS", "Priors", "BayesData", "prepare_data", "stitching_model"]
+
+LIKELIHOODS = ("gaussian", "beta", "binomial")
+
+# Keeps sigmoid outputs strictly inside (0, 1) where Beta / Binomial log densities are finite.
+_MU_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Priors:
+    """Priors of the Bayesian stitching model, on a population-standardised scale.
+
+    The model is written in standardised units, as in item response theory: a model's
+    standardised ability z_m, a benchmark's standardised difficulty delta_b and log slope eta_b,
+    all a priori N(0, 1) after the affine maps below.  The anchor's scale is reached through the
+    population mean mu_C and spread tau_C of the capabilities:
+
+        C_m     = mu_C + tau_C z_m,          z ~ ZeroSumNormal(1) (N(0, 1) with sum_m z_m = 0)
+        D_b     = mu_C + tau_C (difficulty_loc + difficulty_scale u_b),   u_b ~ N(0, 1)
+        alpha_b = exp(log_slope_loc + log_slope_scale v_b) / tau_C,       v_b ~ N(0, 1)
+        mu_C ~ N(capability_loc, capability_loc_scale),  tau_C ~ HalfNormal(capability_scale)
+
+    so alpha_b (C_m - D_b) = exp(eta_b) (z_m - delta_b) does not involve (mu_C, tau_C) except on
+    anchored entries.  The shift and stretch of the whole scale, which only the anchor pins
+    down, are then two coordinates of their own instead of a direction shared by every
+    parameter: this is what lets NUTS mix on the real data (short trees, no funnel).  Slopes live
+    on the log scale, so alpha_b > 0.  Gaussian noise is hierarchical and non-centred on the log
+    scale, log sigma_b = nu + s n_b with n_b ~ N(0, 1), nu ~ N(log_noise_loc, log_noise_loc_scale),
+    s ~ HalfNormal(log_noise_spread): benchmarks with a handful of scores borrow their noise level
+    from the others, and sigma_b cannot collapse to 0 (which would make a funnel NUTS diverges
+    in).  Beta precision: log phi_b ~ N(log_precision_loc, log_precision_scale).  Anchored entries are
+    fixed, not sampled.
+
+    The defaults are weakly informative for scores in [0, 1] with the Winogrande anchor;
+    override any field, e.g. ``dataclasses.replace(Priors(), log_noise_loc=-2.5)``.
+    """
+
+    capability_loc: float = 0.0
+    capability_loc_scale: float = 2.0
+    capability_scale: float = 2.0
+    difficulty_loc: float = 0.0
+    difficulty_scale: float = 2.0
+    log_slope_loc: float = 0.5
+    log_slope_scale: float = 1.0
+    log_noise_loc: float = -3.0  # exp(-3) = 0.05 on the score scale
+    log_noise_loc_scale: float = 1.0
+    log_noise_spread: float = 0.5
+    log_precision_loc: float = 4.0
+    log_precision_scale: float = 1.5
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if not np.isfinite(value):
+                raise ValueError(f"Priors.{field.name} must be finite, got {value!r}")
+            if field.name.endswith(("_scale", "_spread")) and value <= 0:
+                raise ValueError(
+                    f"Priors.{field.name} is a scale and must be > 0, got {value!r}; "
+                    "use a small positive number for a tight prior"
+                )
+
+
+class BayesData(NamedTuple):
+    """Arrays the model conditions on, one entry per score (shape (n_scores,))."""
+
+    model_index: Int[Array, " n"]
+    benchmark_index: Int[Array, " n"]
+    # What the likelihood sees (Beta: boundary-adjusted; Binomial: item counts).
+    scores: Float[Array, " n"]
+    stderr: Float[Array, " n"]  # 0 where unknown
+    n_items: Float[Array, " n"]  # 1 where unknown (only the Binomial likelihood uses it)
+
+
+def prepare_data(table, likelihood: str, *, beta_boundary: float = 0.005) -> tuple[BayesData, dict]:
+    """Turn a :class:`ScoreTable` into :class:`BayesData` for ``likelihood``.
+
+    Beta needs scores strictly inside (0, 1).  Exact 0 and 1 scores are moved inwards by half an
+    item, 0.5 / n_items, when the benchmark size is known (the usual continuity correction), and
+    by ``beta_boundary`` otherwise; the number moved is returned in ``info`` and reported.
+    Binomial needs ``n_items`` for every score and uses the count k_i = round(score_i n_i).
+    Returns ``(data, info)``.
+    """
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
+    frame = table.data
+    scores = np.asarray(table.scores, dtype=np.float64)
+    stderr = frame["stderr"].to_numpy(dtype=np.float64, na_value=np.nan)
+    n_items = frame["n_items"].to_numpy(dtype=np.float64, na_value=np.nan)
+    if np.any(stderr[np.isfinite(stderr)] < 0):
+        raise ValueError("ScoreTable column 'stderr' has negative values; standard errors are >= 0")
+    info: dict = {"likelihood": likelihood, "n_boundary_moved": 0}
+    if likelihood == "beta":
+        if not 0 < beta_boundary < 0.5:
+            raise ValueError(f"beta_boundary must lie in (0, 0.5), got {beta_boundary!r}")
+        eps = np.where(np.isfinite(n_items) & (n_items > 0), 0.5 / n_items, beta_boundary)
+        at_zero, at_one = scores <= 0.0, scores >= 1.0
+        info["n_boundary_moved"] = int(at_zero.sum() + at_one.sum())
+        scores = np.where(at_zero, eps, np.where(at_one, 1.0 - eps, scores))
+    elif likelihood == "binomial":
+        missing = ~(np.isfinite(n_items) & (n_items >= 1))
+        if missing.any():
+            names = sorted(set(frame.loc[missing, "benchmark"]))
+            raise ValueError(
+                f"the binomial likelihood needs n_items for every score; {int(missing.sum())} "
+                f"score(s) lack it, on benchmark(s) {names[:8]}; add an 'n_items' column "
+                "(number of questions) or use likelihood='gaussian' or 'beta'"
+            )
+        scores = np.round(scores * n_items)
+    data = BayesData(
+        model_index=jnp.asarray(table.model_index, dtype=jnp.int32),
+        benchmark_index=jnp.asarray(table.benchmark_index, dtype=jnp.int32),
+        scores=jnp.asarray(scores),
+        stderr=jnp.asarray(np.nan_to_num(stderr, nan=0.0)),
+        n_items=jnp.asarray(np.where(np.isfinite(n_items), n_items, 1.0)),
+    )
+    return data, info
+
+
+def _per_benchmark_mean(values, benchmark_index, n_benchmarks):
+    total = jax.ops.segment_sum(values, benchmark_index, num_segments=n_benchmarks)
+    count = jax.ops.segment_sum(jnp.ones_like(values), benchmark_index, num_segments=n_benchmarks)
+    return total / jnp.maximum(count, 1.0)
+
+
+def stitching_model(
+    data: BayesData,
+    layout: ParameterLayout,
+    *,
+    likelihood: str = "gaussian",
+    priors: Priors = Priors(),
+    observed: bool = True,
+) -> None:
+    """NumPyro model of benchmark stitching.
+
+    Sites: ``capability_mu``, ``capability_tau``, ``capability_z`` (n_free_capability,),
+    ``difficulty_z`` (n_free_difficulty,), ``slope_z`` (n_free_slope,), and the noise
+    ``noise_log_mu``, ``noise_log_tau`` and ``noise_z`` with deterministic ``sigma`` (Gaussian)
+    or ``log_precision`` (Beta) per benchmark; deterministic ``capability``
+    (n_models,), ``difficulty`` and ``slope`` (n_benchmarks,) with anchors filled in, and
+    ``noise_variance`` (n_benchmarks,): the mean over a benchmark's scores of Var[score | theta],
+    the Sigma_bb of the optimal-weights problem.  Observed site ``y`` (n_scores,).
+
+    Likelihoods, with mu_i = sigmoid(alpha_b (C_m - D_b)) and s_i the known standard error:
+      gaussian: y_i ~ N(mu_i, sqrt(sigma_b^2 + s_i^2))   (measurement and misfit add as variances)
+      beta:     y_i ~ Beta(mu_i phi_i, (1 - mu_i) phi_i), phi_i chosen so the variance is
+                mu_i (1 - mu_i) / (1 + phi_b) + s_i^2, floored at phi_i >= 1
+      binomial: k_i ~ Binomial(n_i, mu_i)   (a benchmark counts by its items, not by its name)
+    Pass ``observed=False`` to sample ``y`` from the model (prior / posterior predictive).
+    """
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
+    n_b = layout.n_benchmarks
+    mu_c = numpyro.sample(
+        "capability_mu", dist.Normal(priors.capability_loc, priors.capability_loc_scale)
+    )
+    tau_c = numpyro.sample("capability_tau", dist.HalfNormal(priors.capability_scale))
+    # Zero-sum z: mu_C is then the mean free capability, not a shift that all z_m can mimic.
+    z_c = numpyro.sample(
+        "capability_z", dist.ZeroSumNormal(1.0, event_shape=(layout.n_free_capability,))
+    )
+    with numpyro.plate("free_difficulty", layout.n_free_difficulty):
+        z_d = numpyro.sample("difficulty_z", dist.Normal(0.0, 1.0))
+    with numpyro.plate("free_slope", layout.n_free_slope):
+        z_s = numpyro.sample("slope_z", dist.Normal(0.0, 1.0))
+    # Standardised parameterisation (see Priors): predictions off the anchor ignore mu_C, tau_C.
+    params = layout.assemble(
+        mu_c + tau_c * z_c,
+        mu_c + tau_c * (priors.difficulty_loc + priors.difficulty_scale * z_d),
+        jnp.exp(priors.log_slope_loc + priors.log_slope_scale * z_s) / tau_c,
+    )
+    numpyro.deterministic("capability", params.capability)
+    numpyro.deterministic("difficulty", params.difficulty)
+    numpyro.deterministic("slope", params.slope)
+
+    mi, bi = data.model_index, data.benchmark_index
+    mu = jnp.clip(predict_scores(params, mi, bi), _MU_EPS, 1.0 - _MU_EPS)
+    var_measure = data.stderr**2
+    if likelihood == "gaussian":
+        nu = numpyro.sample(
+            "noise_log_mu", dist.Normal(priors.log_noise_loc, priors.log_noise_loc_scale)
+        )
+        spread = numpyro.sample("noise_log_tau", dist.HalfNormal(priors.log_noise_spread))
+    with numpyro.plate("benchmark", n_b):
+        if likelihood == "gaussian":
+            z_n = numpyro.sample("noise_z", dist.Normal(0.0, 1.0))
+            sigma = numpyro.deterministic("sigma", jnp.exp(nu + spread * z_n))
+        elif likelihood == "beta":
+            log_phi = numpyro.sample(
+                "log_precision", dist.Normal(priors.log_precision_loc, priors.log_precision_scale)
+            )
+    if likelihood == "gaussian":
+        var_i = sigma[bi] ** 2 + var_measure
+        y_dist = dist.Normal(mu, jnp.sqrt(var_i))
+    elif likelihood == "beta":
+        phi_b = jnp.exp(log_phi)
+        var_i = mu * (1.0 - mu) / (1.0 + phi_b[bi]) + var_measure
+        # phi >= 1 keeps the Beta unimodal-or-flat even when the stderr is large.
+        phi_i = jnp.maximum(mu * (1.0 - mu) / var_i - 1.0, 1.0)
+        y_dist = dist.Beta(mu * phi_i, (1.0 - mu) * phi_i)
+    else:
+        var_i = mu * (1.0 - mu) / data.n_items
+        # Integer counts: NumPyro's binomial sampler indexes by total_count.
+        y_dist = dist.Binomial(total_count=data.n_items.astype(jnp.result_type(int)), probs=mu)
+    numpyro.deterministic("noise_variance", _per_benchmark_mean(var_i, bi, n_b))
+    with numpyro.plate("score", data.scores.shape[0]):
+        numpyro.sample("y", y_dist, obs=data.scores if observed else None)

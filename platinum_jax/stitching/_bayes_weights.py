@@ -1,0 +1,222 @@
+"""Optimal benchmark weights with posterior uncertainty (the two papers joined).
+
+Treat each benchmark as a task of the principal-agent model: the lab's output cost M and the
+designer's welfare weights w come from the user, and the noise covariance is the posterior of
+the stitching model's per-benchmark noise, Sigma = diag(Sigma_bb) with Sigma_bb the mean over the
+benchmark's scores of Var[score | theta] (Gaussian: sigma_b^2 + stderr^2).  Every posterior draw
+of Sigma is pushed through v* = (M + r Sigma)^-1 M w in one ``vmap``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from jaxtyping import Array, ArrayLike, Float
+
+from ._table import UnknownNameError, close_matches_message
+
+__all__ = ["optimal_weight_draws", "posterior_optimal_weights", "load_weights_config"]
+
+
+@jax.jit
+def _weights_per_draw(
+    M: Float[Array, "m m"], noise: Float[Array, "S m"], w: Float[Array, " m"], r: Float[Array, ""]
+) -> Float[Array, "S m"]:
+    from platinum_jax import optimal_weights
+
+    # Inputs were validated once on the posterior mean; no per-draw checks inside the vmap.
+    return jax.vmap(lambda s: optimal_weights(M, jnp.diag(s), w, r, check="none"))(noise)
+
+
+def _noise_draws(idata_or_fit):
+    idata = getattr(idata_or_fit, "idata", idata_or_fit)
+    post = getattr(idata, "posterior", None)
+    if post is None or "noise_variance" not in post:
+        raise ValueError(
+            "expected a BayesStitchingFit or an InferenceData whose posterior has "
+            "'noise_variance' (benchmark,), as made by fit_stitching_bayes"
+        )
+    return post["noise_variance"]
+
+
+def optimal_weight_draws(
+    idata_or_fit,
+    M: Float[ArrayLike, "m m"],
+    w: Float[ArrayLike, " m"],
+    r: float,
+    *,
+    benchmarks: Sequence[str] | None = None,
+):
+    """Posterior draws of the optimal weights v*, an ``xarray.DataArray`` (chain, draw, benchmark).
+
+    ``benchmarks`` names the rows of M and w (default: every benchmark of the fit, in order);
+    Sigma is restricted to them.  M must be symmetric positive semi-definite with M + r Sigma
+    positive definite, w finite, r >= 0 (checked once, on the posterior-mean Sigma).
+    """
+    import xarray as xr
+
+    from platinum_jax import validate_primitives
+
+    noise = _noise_draws(idata_or_fit)
+    known = [str(b) for b in noise["benchmark"].values]
+    names = list(known) if benchmarks is None else [str(b) for b in benchmarks]
+    for name in names:
+        if name not in known:
+            raise UnknownNameError(close_matches_message("benchmark", name, known))
+    if len(set(names)) != len(names):
+        raise ValueError(f"benchmarks lists a name twice: {names}")
+    m = len(names)
+    M = np.asarray(M, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    if M.shape != (m, m):
+        raise ValueError(
+            f"M has shape {M.shape} but there are {m} benchmarks: it must be {m} x {m}"
+        )
+    if w.shape != (m,):
+        raise ValueError(
+            f"w has shape {w.shape} but there are {m} benchmarks: it must have {m} entries"
+        )
+    if not np.isfinite(r) or r < 0:
+        raise ValueError(f"r (risk aversion) must be a finite number >= 0, got {r!r}")
+    sub = noise.sel(benchmark=names)
+    draws = sub.values.reshape(-1, m)
+    validate_primitives(M=M, Sigma=np.diag(draws.mean(0)), w=w, r=r)
+    v = np.asarray(
+        _weights_per_draw(jnp.asarray(M), jnp.asarray(draws), jnp.asarray(w), jnp.asarray(float(r)))
+    )
+    if not np.all(np.isfinite(v)):
+        raise ValueError(
+            "M + r Sigma is singular for some posterior draws (M singular and r Sigma too small?); "
+            "use r > 0 or a full-rank M"
+        )
+    return xr.DataArray(
+        v.reshape(sub.shape),
+        dims=("chain", "draw", "benchmark"),
+        coords={"chain": sub["chain"].values, "draw": sub["draw"].values, "benchmark": names},
+        name="optimal_weight",
+        attrs={"r": float(r), "formula": "v* = (M + r Sigma)^-1 M w, Sigma = diag(noise_variance)"},
+    )
+
+
+def posterior_optimal_weights(
+    idata_or_fit,
+    M: Float[ArrayLike, "m m"],
+    w: Float[ArrayLike, " m"],
+    r: float,
+    *,
+    threshold: float | None = None,
+    benchmarks: Sequence[str] | None = None,
+    hdi_prob: float = 0.94,
+) -> pd.DataFrame:
+    """Posterior of each benchmark's optimal weight and of its clearing a platinum threshold.
+
+    Returns a frame indexed by ``benchmark`` with columns ``w`` (welfare weight), ``mean``,
+    ``sd``, ``hdi_3%``, ``hdi_97%`` (HDI of ``hdi_prob``; the names follow ArviZ's 94% default),
+    ``plugin`` (v* at the posterior-mean Sigma), ``noise_sd`` (posterior mean of sqrt(Sigma_bb)) and
+    ``p_platinum`` = P(v*_b >= threshold | scores).  ``threshold`` defaults to an equal share,
+    sum(w) / m.  ``frame.attrs`` records ``r`` and ``threshold``.
+    """
+    import arviz as az
+
+    v = optimal_weight_draws(idata_or_fit, M, w, r, benchmarks=benchmarks)
+    names = [str(b) for b in v["benchmark"].values]
+    w = np.asarray(w, dtype=np.float64)
+    if threshold is None:
+        threshold = float(w.sum() / len(w))
+    if not np.isfinite(threshold):
+        raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+    noise = _noise_draws(idata_or_fit).sel(benchmark=names)
+    mean_sigma = noise.mean(("chain", "draw")).values
+    plugin = np.asarray(
+        _weights_per_draw(
+            jnp.asarray(np.asarray(M, dtype=np.float64)),
+            jnp.asarray(mean_sigma[None]),
+            jnp.asarray(w),
+            jnp.asarray(float(r)),
+        )
+    )[0]
+    flat = v.values.reshape(-1, len(names))
+    hdi = az.hdi(v.values.reshape(v.shape[0], v.shape[1], -1), hdi_prob=hdi_prob)
+    frame = pd.DataFrame(
+        {
+            "w": w,
+            "mean": flat.mean(0),
+            "sd": flat.std(0, ddof=1) if flat.shape[0] > 1 else np.zeros(len(names)),
+            "hdi_3%": hdi[:, 0],
+            "hdi_97%": hdi[:, 1],
+            "plugin": plugin,
+            "noise_sd": np.sqrt(noise).mean(("chain", "draw")).values,
+            "p_platinum": (flat >= threshold).mean(0),
+        },
+        index=pd.Index(names, name="benchmark"),
+    )
+    frame.attrs.update({"r": float(r), "threshold": float(threshold), "hdi_prob": hdi_prob})
+    return frame
+
+
+def load_weights_config(path: str | Path) -> dict:
+    """Read M, w, r (and optional ``benchmarks``, ``threshold``) from a YAML or JSON file.
+
+    Format::
+
+        r: 1.0                       # risk aversion, >= 0
+        w: {MMLU: 1.0, GSM8K: 0.5}   # welfare weights by benchmark (or a list with `benchmarks`)
+        M: identity                  # or a list (the diagonal) or a list of lists (full matrix)
+        threshold: 0.3               # optional platinum threshold on v*
+
+    Returns a dict with ``M`` (ndarray), ``w`` (ndarray), ``r``, ``benchmarks``, ``threshold``.
+    """
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"weights config {path} does not exist")
+    text = path.read_text()
+    try:
+        cfg = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"weights config {path} is not valid YAML/JSON: {exc}") from exc
+    if not isinstance(cfg, Mapping):
+        raise ValueError(f"weights config {path} must be a mapping with keys r, w, M")
+    missing = [k for k in ("r", "w", "M") if k not in cfg]
+    if missing:
+        raise ValueError(f"weights config {path} lacks key(s) {missing}; it needs r, w and M")
+    w_raw = cfg["w"]
+    if isinstance(w_raw, Mapping):
+        benchmarks = [str(k) for k in w_raw]
+        w = np.asarray([float(x) for x in w_raw.values()])
+        if cfg.get("benchmarks") is not None and list(cfg["benchmarks"]) != benchmarks:
+            raise ValueError(f"weights config {path}: 'benchmarks' disagrees with the keys of 'w'")
+    else:
+        benchmarks = cfg.get("benchmarks")
+        w = np.asarray(w_raw, dtype=np.float64)
+    m = len(w)
+    M_raw = cfg["M"]
+    if isinstance(M_raw, str):
+        if M_raw != "identity":
+            raise ValueError(
+                f"weights config {path}: M must be 'identity', a list or a matrix, got {M_raw!r}"
+            )
+        M = np.eye(m)
+    else:
+        M = np.asarray(M_raw, dtype=np.float64)
+        if M.ndim == 1:
+            M = np.diag(M)
+    try:
+        r = float(cfg["r"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"weights config {path}: r must be a number, got {cfg['r']!r}") from exc
+    threshold = cfg.get("threshold")
+    return {
+        "M": M,
+        "w": w,
+        "r": r,
+        "benchmarks": None if benchmarks is None else [str(b) for b in benchmarks],
+        "threshold": None if threshold is None else float(threshold),
+    }

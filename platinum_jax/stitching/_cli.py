@@ -1,0 +1,235 @@
+"""``platinum-jax stitch``: fit the Rosetta-Stone stitching model to a score table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+DESCRIPTION = """\
+Put models and benchmarks on one scale: score(m, b) = sigmoid(alpha_b (C_m - D_b)), with a
+capability C_m per model and a difficulty D_b and slope alpha_b per benchmark, fitted by the
+paper's L2-regularised least squares (strength --l2) with a Levenberg-Marquardt solver in JAX.
+
+DATA is a tidy CSV (columns model, benchmark, score in [0, 1]; optional n_items, stderr,
+model_release_date, benchmark_release_date, source) or an Epoch AI raw/ directory.
+
+The scale needs an anchor: by default one benchmark's difficulty and slope are fixed
+(--anchor-benchmark, --anchor-difficulty, --anchor-slope); or give two models and their
+capabilities (--anchor-models A B --anchor-capabilities CA CB).
+
+Uncertainty (--uncertainty):
+  sensitivity  the paper's: per parameter, the shift that raises the loss by 5%
+  laplace      Gaussian around the fit from the exact Hessian (standard errors, 95% intervals)
+  bootstrap    --replicates refits on resampled scores, all vmapped (percentile intervals)
+
+Outputs in --out:
+  capabilities.csv  model, capability, release_date, n_scores (+ sd, lower, upper)
+  benchmarks.csv    benchmark, difficulty, slope, release_date, n_scores (+ sd, lower, upper)
+  residuals.csv     model, benchmark, score, predicted, residual
+  fit.json          cost, iterations, converged, anchor, l2, sizes
+  capabilities.png  capabilities over release date with error bars, and benchmark difficulties
+  residuals.png     residuals per benchmark
+With --bayes, the Bayesian fit (NumPyro) runs instead; see `platinum-jax stitch-bayes --help`.
+"""
+
+EPILOG = """\
+examples:
+  platinum-jax stitch scores_long.csv --anchor-benchmark Winogrande --out fit
+      the paper's setup: Winogrande fixed at D = 0, alpha = 1, L2 strength 0.1
+  platinum-jax stitch raw/ --anchor-benchmark Winogrande --uncertainty bootstrap --out fit
+      parse Epoch's raw/ directory and add 1000 bootstrap refits (intervals in the CSVs)
+  platinum-jax stitch scores.csv --anchor-models gpt-4o claude-3-opus \\
+      --anchor-capabilities 1.0 1.5 --uncertainty laplace --out fit
+      two models set the scale, Laplace standard errors (keep anchor values near the
+      natural scale: the L2 term pulls every capability towards 0)
+  platinum-jax stitch scores_long.csv --rescale gpt-4o-2024-05-13 130 gpt-5-2025-08-07_high 150 --out fit
+      the paper's fit, also reported on a scale where those two models read 130 and 150
+      (like Epoch's capability index; adds *_rescaled columns, predictions unchanged)
+  platinum-jax stitch scores.csv --anchor-benchmark MMLU --l2 0.01 --clip --out fit
+      a weaker penalty; scores outside [0, 1] clipped instead of rejected
+  platinum-jax stitch scores_long.csv --restarts 32 --out fit
+      32 extra random starts solved at once; keeps the lowest of several local minima
+Turn on float64 in your own scripts with jax.config.update("jax_enable_x64", True); this
+command does it for you.
+"""
+
+
+def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
+    """The data, anchor and fit options of ``stitch`` (reusable by other commands)."""
+    p.add_argument("data", metavar="DATA", help="tidy score CSV or an Epoch raw/ directory")
+    p.add_argument("--out", required=True, help="output directory (created if missing)")
+    a = p.add_argument_group("anchor (fixes the scale)")
+    a.add_argument("--anchor-benchmark", default="Winogrande",
+                   help="benchmark whose difficulty and slope are fixed (default Winogrande)")
+    a.add_argument("--anchor-difficulty", type=float, default=0.0,
+                   help="its difficulty D (default 0)")
+    a.add_argument("--anchor-slope", type=float, default=1.0, help="its slope alpha (default 1)")
+    a.add_argument("--anchor-models", nargs=2, metavar=("A", "B"),
+                   help="anchor two models instead of a benchmark")
+    a.add_argument("--anchor-capabilities", nargs=2, type=float, metavar=("CA", "CB"),
+                   help="capabilities of the two --anchor-models")
+    f = p.add_argument_group("fit")
+    f.add_argument("--l2", type=float, default=0.1, help="L2 strength lambda (default 0.1)")
+    f.add_argument("--restarts", type=int, default=0,
+                   help="extra jittered starts; the lowest cost wins (default 0: the paper's start)")
+    f.add_argument("--duplicates", choices=("error", "max", "mean", "first", "last"),
+                   default="error",
+                   help="repeated (model, benchmark) pairs in a CSV: fail (default) or reduce")
+    f.add_argument("--clip", action="store_true",
+                   help="clip scores outside [0, 1] instead of rejecting the file")
+    f.add_argument("--components", choices=("error", "separate"), default="error",
+                   help="disconnected model-benchmark graph: fail (default) or fit each part")
+    f.add_argument("--rescale", nargs=4, metavar=("A", "SA", "B", "SB"),
+                   help="also report a linear scale on which model A reads SA and model B reads SB")
+    u = p.add_argument_group("uncertainty")
+    u.add_argument("--uncertainty", choices=("none", "laplace", "bootstrap", "sensitivity"),
+                   default="none", help="error bars to compute (default none)")
+    u.add_argument("--replicates", type=int, default=1000,
+                   help="bootstrap replicates (default 1000)")
+
+
+def _add_bayes_hook(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Bayesian fit (optional)")
+    g.add_argument("--bayes", action="store_true",
+                   help="run the Bayesian fit (NumPyro) instead of the least-squares fit")
+    try:
+        from ._bayes_cli import add_bayes_arguments
+    except ImportError:  # the Bayesian options are optional; keep a seed for the bootstrap
+        p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        return
+    add_bayes_arguments(p)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "stitch",
+        help="stitch benchmarks: capabilities, difficulties and slopes on one scale",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_stitch_arguments(p)
+    _add_bayes_hook(p)
+    p.set_defaults(func=run)
+
+
+def load_table(args: argparse.Namespace):
+    """The :class:`ScoreTable` named by ``args.data`` (CSV file or Epoch raw/ directory)."""
+    from ._table import ScoreTable
+
+    path = Path(args.data)
+    if path.is_dir():
+        return ScoreTable.from_epoch(path, clip=args.clip)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"DATA {args.data!r} does not exist; give a tidy CSV (model, benchmark, score) "
+            "or an Epoch raw/ directory"
+        )
+    return ScoreTable.from_csv(path, duplicates=args.duplicates, clip=args.clip)
+
+
+def anchor_from_args(args: argparse.Namespace):
+    """A :class:`ModelAnchor` when ``--anchor-models`` is given, else a :class:`BenchmarkAnchor`."""
+    from ._model import BenchmarkAnchor, ModelAnchor
+
+    if args.anchor_models or args.anchor_capabilities:
+        if not (args.anchor_models and args.anchor_capabilities):
+            raise ValueError(
+                "--anchor-models and --anchor-capabilities go together: name two models and "
+                "give their two capabilities"
+            )
+        return ModelAnchor(tuple(args.anchor_models), tuple(args.anchor_capabilities))
+    return BenchmarkAnchor(args.anchor_benchmark, args.anchor_difficulty, args.anchor_slope)
+
+
+def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ._plots import plot_capabilities, plot_residuals
+    from ._uncertainty import bootstrap, by_kind, laplace, sensitivity
+
+    unc = None
+    if args.uncertainty == "laplace":
+        unc = laplace(fit)
+    elif args.uncertainty == "sensitivity":
+        unc = sensitivity(fit)
+    elif args.uncertainty == "bootstrap":
+        unc = bootstrap(fit, args.replicates, seed=args.seed, progress=True).summary
+    caps = fit.capabilities
+    bench = fit.benchmarks
+    if unc is not None:
+        cols = ["sd", "lower", "upper"]
+        caps = caps.join(by_kind(unc, "capability")[cols])
+        diff = by_kind(unc, "difficulty")[cols].add_prefix("difficulty_")
+        slope = by_kind(unc, "slope")[cols].add_prefix("slope_")
+        bench = bench.join(diff).join(slope)
+    if args.rescale:
+        a_name, a_val, b_name, b_val = args.rescale
+        try:
+            a_val, b_val = float(a_val), float(b_val)
+        except ValueError:
+            raise ValueError(
+                f"--rescale takes MODEL VALUE MODEL VALUE; got {args.rescale}"
+            ) from None
+        scaled = fit.rescaled((a_name, a_val), (b_name, b_val))
+        caps = caps.join(scaled.xs("model", level="kind")["value"].rename("capability_rescaled"))
+        sb = scaled.xs("benchmark", level="kind")
+        bench = bench.join(sb["value"].rename("difficulty_rescaled"))
+        bench = bench.join(sb["slope"].rename("slope_rescaled"))
+    caps.to_csv(out / f"capabilities{suffix}.csv")
+    bench.to_csv(out / f"benchmarks{suffix}.csv")
+    fit.residuals.to_csv(out / f"residuals{suffix}.csv", index=False)
+    summary = fit.summary() | {"uncertainty": args.uncertainty}
+    if args.uncertainty == "bootstrap":
+        summary["replicates"] = args.replicates
+    (out / f"fit{suffix}.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    ax = plot_capabilities(fit, unc)
+    ax.figure.tight_layout()
+    ax.figure.savefig(out / f"capabilities{suffix}.png", dpi=120)
+    plt.close(ax.figure)
+    ax = plot_residuals(fit)
+    ax.figure.tight_layout()
+    ax.figure.savefig(out / f"residuals{suffix}.png", dpi=120)
+    plt.close(ax.figure)
+    return summary
+
+
+def run(args: argparse.Namespace) -> int:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # fits and Hessians in double precision
+    table = load_table(args)
+    if getattr(args, "bayes", False):
+        from ._bayes_cli import run_bayes
+
+        return int(run_bayes(args, table) or 0)
+    if args.l2 < 0:
+        raise ValueError(f"--l2 must be >= 0 (got {args.l2})")
+    if args.replicates < 2:
+        raise ValueError(f"--replicates must be at least 2 (got {args.replicates})")
+    from ._fit import fit_stitching
+
+    anchor = anchor_from_args(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{table!r}; anchor {anchor.describe()}; l2 = {args.l2:g}")
+    fits = fit_stitching(
+        table, anchor, args.l2, components=args.components, restarts=args.restarts
+    )
+    if not isinstance(fits, list):
+        fits = [fits]
+    for k, fit in enumerate(fits):
+        suffix = "" if len(fits) == 1 else f"_component{k + 1}"
+        summary = _write_fit(fit, out, args, suffix)
+        print(
+            f"fit{suffix}: cost {summary['cost']:.6f} after {summary['iterations']} iterations "
+            f"(converged: {summary['converged']})"
+        )
+        top = fit.capabilities["capability"].nlargest(5)
+        print("  top capabilities: " + ", ".join(f"{m} {c:.2f}" for m, c in top.items()))
+    print(f"wrote capabilities.csv, benchmarks.csv, residuals.csv, fit.json and figures to {out}/")
+    return 0

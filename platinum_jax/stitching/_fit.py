@@ -1,0 +1,604 @@
+"""MAP fit of the stitching model: a jitted Levenberg-Marquardt on the paper's residual vector.
+
+The solver exploits the model's structure: score ``i`` depends on only three parameters
+``(C_m, D_b, alpha_b)``, so the Gauss-Newton matrix ``J^T J`` is assembled by scatter-adding the
+per-score 3 x 3 outer products of autodiff gradients (plus the rank-one term of the L2 residual)
+and solved by Cholesky. Shapes are static, so :func:`fit_theta` can be vmapped over weights (the
+bootstrap) or starting points without recompiling.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from ._model import (
+    Anchor,
+    BenchmarkAnchor,
+    ModelAnchor,
+    ParameterLayout,
+    StitchingParams,
+    link_function,
+    penalty_vector,
+    predict_scores,
+    regularisation_denominator,
+    stitching_residuals,
+)
+from ._table import ScoreTable, UnknownNameError, close_matches_message
+
+__all__ = [
+    "LMResult",
+    "StitchingFit",
+    "fit_stitching",
+    "fit_theta",
+    "solve_stitching",
+    "gauss_newton_system",
+]
+
+class LMResult(NamedTuple):
+    """Output of :func:`solve_stitching` (arrays; batched under vmap)."""
+
+    theta: Float[Array, " P"]
+    cost: Float[Array, ""]
+    converged: Bool[Array, ""]
+    iterations: Int[Array, ""]
+    gradient_norm: Float[Array, ""]
+
+
+def gauss_newton_system(
+    theta: Float[Array, " P"],
+    layout: ParameterLayout,
+    model_index: Int[ArrayLike, " N"],
+    benchmark_index: Int[ArrayLike, " N"],
+    scores: Float[ArrayLike, " N"],
+    weights: Float[ArrayLike, " N"],
+    l2: float | Float[ArrayLike, ""],
+    link: str = "sigmoid",
+    newton: bool = False,
+) -> tuple[Float[Array, ""], Float[Array, " P"], Float[Array, "P P"]]:
+    """Cost ``F = 0.5 |r|^2``, gradient ``J^T r`` (P,) and Gauss-Newton matrix (P, P).
+
+    Per score, the gradient of ``f(alpha_b (C_m - D_b))`` in ``(C_m, D_b, alpha_b)`` comes from
+    autodiff; the 3 x 3 products are scattered into the full (M + 2B) square matrix. The L2 term
+    ``0.5 r_reg^2 = 0.5 (lambda / (M + 2B - 1)) |v|^2`` (``v`` from
+    :func:`~platinum_jax.stitching._model.penalty_vector`) is quadratic, so its exact Hessian
+    (a scaled projector) is added instead of the rank-one ``g g^T`` of the single residual; the
+    anchored rows and columns are then dropped.
+    """
+    m, b = layout.n_models, layout.n_benchmarks
+    params = layout.unpack(theta)
+    dtype = params.capability.dtype
+    mi = jnp.asarray(model_index)
+    bi = jnp.asarray(benchmark_index)
+    y = jnp.asarray(scores, dtype=dtype)
+    sw = jnp.sqrt(jnp.asarray(weights, dtype=dtype))
+    f = link_function(link)
+
+    def one(x):  # x = (C_m, D_b, alpha_b)
+        return f(x[2] * (x[0] - x[1]))
+
+    x = jnp.stack([params.capability[mi], params.difficulty[bi], params.slope[bi]], axis=1)
+    pred, grads = jax.vmap(jax.value_and_grad(one))(x)
+    r = sw * (pred - y)
+    rows = grads * sw[:, None]  # (N, 3) weighted Jacobian entries
+    cols = jnp.stack([mi, m + bi, m + b + bi], axis=1)  # where they sit among M + 2B params
+    blocks = rows[:, :, None] * rows[:, None, :]
+    if newton:  # exact Hessian: add w_i (f_i - y_i) d^2 f_i, a 3 x 3 block per score
+        blocks = blocks + (sw * r)[:, None, None] * jax.vmap(jax.hessian(one))(x)
+    n_all = m + 2 * b
+    hess = jnp.zeros((n_all, n_all), dtype=dtype)
+    hess = hess.at[cols[:, :, None], cols[:, None, :]].add(blocks)
+    grad = jnp.zeros((n_all,), dtype=dtype).at[cols].add(rows * r[:, None])
+
+    scale = l2 / regularisation_denominator(layout)
+    v = penalty_vector(params, layout)
+    mask = np.concatenate([np.ones(m + b), layout.free_slope_mask().astype(float)])
+    proj = np.diag(mask)
+    if layout.center_penalty:  # d v / d(C, D) = I - 11^T / (M + B)
+        proj[: m + b, : m + b] -= 1.0 / (m + b)
+    hess = hess + scale * jnp.asarray(proj, dtype=dtype)
+    grad = grad + scale * v
+    cost = 0.5 * (jnp.sum(r**2) + scale * jnp.sum(v**2))
+
+    free = np.concatenate(
+        [ix + off for ix, off in zip(layout.free_positions(), (0, m, m + b), strict=True)]
+    )
+    return cost, grad[free], hess[jnp.ix_(free, free)]
+
+
+class _Blocks(NamedTuple):
+    """Normal matrix ``K - s u u^T`` in (C, D, alpha) space, kept in its sparse structure."""
+
+    kc: Array  # (M,) diagonal C-C block (a score touches one capability)
+    kcb: Array  # (M, 2B) C-(D, alpha) block
+    kbb: Array  # (2B, 2B) (D, alpha) block
+    u: Array  # (M + 2B,) unit direction of the centering term (0 when not centered)
+    s: Array  # scalar weight of the centering term
+
+
+def structured_system(theta, layout, model_index, benchmark_index, scores, weights, l2,
+                      link="sigmoid", newton=False):
+    """Like :func:`gauss_newton_system` but returns the matrix as :class:`_Blocks` and the
+    gradient in full (C, D, alpha) space, anchored entries masked (zero gradient, unit diagonal).
+    """
+    m, b = layout.n_models, layout.n_benchmarks
+    params = layout.unpack(theta)
+    dtype = params.capability.dtype
+    mi = jnp.asarray(model_index)
+    bi = jnp.asarray(benchmark_index)
+    y = jnp.asarray(scores, dtype=dtype)
+    sw = jnp.sqrt(jnp.asarray(weights, dtype=dtype))
+    f = link_function(link)
+
+    def one(x):  # x = (C_m, D_b, alpha_b)
+        return f(x[2] * (x[0] - x[1]))
+
+    x = jnp.stack([params.capability[mi], params.difficulty[bi], params.slope[bi]], axis=1)
+    pred, grads = jax.vmap(jax.value_and_grad(one))(x)
+    r = sw * (pred - y)
+    rows = grads * sw[:, None]
+    blk = rows[:, :, None] * rows[:, None, :]
+    if newton:
+        blk = blk + (sw * r)[:, None, None] * jax.vmap(jax.hessian(one))(x)
+    scale = l2 / regularisation_denominator(layout)
+    fc, fd, fa = (np.zeros(n, bool) for n in (m, b, b))
+    free_c, free_d, free_a = layout.free_positions()
+    fc[free_c], fd[free_d], fa[free_a] = True, True, True
+    fb = np.concatenate([fd, fa])
+    pen_mask = np.concatenate([np.ones(b), layout.free_slope_mask().astype(float)])
+
+    kc = jax.ops.segment_sum(blk[:, 0, 0], mi, num_segments=m) + scale
+    kcb = jnp.zeros((m, 2 * b), dtype).at[mi, bi].add(blk[:, 0, 1]).at[mi, b + bi].add(blk[:, 0, 2])
+    kbb = (
+        jnp.zeros((2 * b, 2 * b), dtype)
+        .at[bi, bi].add(blk[:, 1, 1]).at[bi, b + bi].add(blk[:, 1, 2])
+        .at[b + bi, bi].add(blk[:, 2, 1]).at[b + bi, b + bi].add(blk[:, 2, 2])
+    )
+    kbb = kbb + scale * jnp.diag(jnp.asarray(pen_mask, dtype))
+    v = penalty_vector(params, layout)
+    grad = jnp.zeros((m + 2 * b,), dtype).at[
+        jnp.concatenate([mi, m + bi, m + b + bi])
+    ].add((rows * r[:, None]).T.reshape(-1)) + scale * v
+    cost = 0.5 * (jnp.sum(r**2) + scale * jnp.sum(v**2))
+    # anchored entries: no gradient, unit diagonal, no coupling
+    fc_, fb_ = jnp.asarray(fc, dtype), jnp.asarray(fb, dtype)
+    kc = kc * fc_ + (1.0 - fc_)
+    kcb = kcb * fc_[:, None] * fb_[None, :]
+    kbb = kbb * fb_[:, None] * fb_[None, :] + jnp.diag(1.0 - fb_)
+    free_all = jnp.concatenate([fc_, fb_])
+    grad = grad * free_all
+    if layout.center_penalty:
+        u = jnp.concatenate([jnp.ones(m + b, dtype), jnp.zeros(b, dtype)]) / np.sqrt(m + b)
+        u = u * free_all
+        s_ = jnp.asarray(scale, dtype)
+    else:
+        u = jnp.zeros(m + 2 * b, dtype)
+        s_ = jnp.asarray(0.0, dtype)
+    return cost, grad, _Blocks(kc, kcb, kbb, u, s_)
+
+
+def _structured_solve(blocks: _Blocks, rhs, mu):
+    """Solve ``(K - s u u^T + mu I) x = rhs`` via the Schur complement on the C block and
+    Sherman-Morrison for the rank-one centering term (Cholesky of a 2B x 2B matrix only)."""
+    m = blocks.kc.shape[0]
+    kc = blocks.kc + mu
+    kbb = blocks.kbb + mu * jnp.eye(blocks.kbb.shape[0], dtype=kc.dtype)
+    scaled = blocks.kcb / kc[:, None]
+    schur = kbb - blocks.kcb.T @ scaled
+    chol = jax.scipy.linalg.cho_factor(schur, lower=True)
+
+    def k_solve(vec):
+        vc, vb = vec[:m], vec[m:]
+        xb = jax.scipy.linalg.cho_solve(chol, vb - scaled.T @ vc)
+        xc = (vc - blocks.kcb @ xb) / kc
+        return jnp.concatenate([xc, xb])
+
+    x = k_solve(rhs)
+    ku = k_solve(blocks.u)
+    denom = 1.0 - blocks.s * jnp.dot(blocks.u, ku)
+    x = x + blocks.s * ku * jnp.dot(blocks.u, x) / denom
+    ok = jnp.all(kc > 0) & (denom > 0)  # K - s u u^T + mu I must be positive definite
+    return jnp.where(ok, x, jnp.nan)
+
+
+def _cost(theta, layout, mi, bi, y, w, l2, link="sigmoid"):
+    r = stitching_residuals(theta, layout, mi, bi, y, l2, w, link)
+    return 0.5 * jnp.sum(r**2)
+
+
+@functools.partial(
+    jax.jit, static_argnames=("layout", "max_steps", "gtol", "xtol", "ftol", "link", "damping", "newton")
+)
+def solve_stitching(
+    theta0: Float[ArrayLike, " P"],
+    layout: ParameterLayout,
+    model_index: Int[ArrayLike, " N"],
+    benchmark_index: Int[ArrayLike, " N"],
+    scores: Float[ArrayLike, " N"],
+    weights: Float[ArrayLike, " N"] | None = None,
+    l2: float | Float[ArrayLike, ""] = 0.1,
+    *,
+    max_steps: int = 500,
+    gtol: float = 1e-9,
+    xtol: float = 1e-12,
+    ftol: float = 1e-14,
+    link: str = "sigmoid",
+    damping: float = 1e-3,
+    newton: bool = False,
+) -> LMResult:
+    """Levenberg-Marquardt on the paper's objective, in one ``lax.while_loop`` (jit/vmap-able).
+
+    Each step solves ``(J^T J + mu I) delta = -J^T r``: the capability block of ``J^T J`` is
+    diagonal, so it is eliminated (Schur complement, Cholesky of a 2B x 2B matrix) and the
+    rank-one centering of the L2 term is added back by Sherman-Morrison. ``mu`` follows Nielsen's gain
+    ratio rule (shrink after a good step, double-and-grow after a rejected one). Stops when
+    ``max|J^T r| <= gtol``, the accepted step is below ``xtol (|theta| + xtol)``, or the relative
+    decrease of the cost falls below ``ftol``; ``converged`` is False only when ``max_steps`` ran out.
+    The first damping is ``mu = damping * max diag(J^T J)``. ``newton=True`` swaps ``J^T J`` for the
+    exact Hessian (adds ``sum_i r_i d^2 r_i``): fewer steps near a minimum (bootstrap refits from
+    the MAP), but from far away it can stall in flat regions, so the default is Gauss-Newton.
+    ``link`` picks the score link (``"sigmoid"``, or ``"clipped_linear"`` for comparisons).
+    """
+    theta0 = jnp.asarray(theta0)
+    dtype = theta0.dtype
+    w = jnp.ones(jnp.shape(scores), dtype=dtype) if weights is None else jnp.asarray(weights, dtype)
+    args = (layout, model_index, benchmark_index, scores, w, l2, link)
+
+    m, b = layout.n_models, layout.n_benchmarks
+    free = np.concatenate(
+        [ix + off for ix, off in zip(layout.free_positions(), (0, m, m + b), strict=True)]
+    )
+
+    def sys_at(theta):
+        return structured_system(theta, *args, newton=newton)
+
+    cost0, g0, h0 = sys_at(theta0)
+    mu0 = damping * jnp.maximum(jnp.max(h0.kc), jnp.max(jnp.diag(h0.kbb)))
+
+    # carry: theta, cost, grad (full space), blocks, mu, nu, step, done
+    def cond(state):
+        return (~state[7]) & (state[6] < max_steps)
+
+    def body(state):
+        theta, cost, g, h, mu, nu, step, _ = state
+        delta_full = -_structured_solve(h, g, mu)
+        delta = delta_full[free]
+        new_theta = theta + delta
+        new_cost = _cost(new_theta, *args)
+        predicted = 0.5 * jnp.dot(delta_full, mu * delta_full - g)  # model decrease, > 0
+        rho = (cost - new_cost) / jnp.maximum(predicted, 1e-300)
+        accept = (rho > 0) & jnp.isfinite(new_cost)
+        nc, ng, nh = sys_at(new_theta)
+        theta_next = jnp.where(accept, new_theta, theta)
+        cost_next = jnp.where(accept, nc, cost)
+        g_next = jnp.where(accept, ng, g)
+        h_next = jax.tree_util.tree_map(lambda a, c: jnp.where(accept, a, c), nh, h)
+        mu_next = jnp.where(
+            accept, mu * jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), mu * nu
+        )
+        nu_next = jnp.where(accept, 2.0, 2.0 * nu)
+        small_grad = jnp.max(jnp.abs(g_next)) <= gtol
+        small_step = accept & (
+            jnp.linalg.norm(delta) <= xtol * (jnp.linalg.norm(theta) + xtol)
+        )
+        small_gain = accept & ((cost - nc) <= ftol * jnp.maximum(cost, 1e-300))
+        done = small_grad | small_step | small_gain
+        return theta_next, cost_next, g_next, h_next, mu_next, nu_next, step + 1, done
+
+    init = (
+        theta0,
+        cost0,
+        g0,
+        h0,
+        mu0,
+        jnp.asarray(2.0, dtype),
+        jnp.asarray(0, jnp.int32),
+        jnp.max(jnp.abs(g0)) <= gtol,
+    )
+    theta, cost, g, _, _, _, step, done = jax.lax.while_loop(cond, body, init)
+    return LMResult(theta, cost, done, step, jnp.max(jnp.abs(g)))
+
+
+def fit_theta(
+    theta0: Float[ArrayLike, " P"],
+    layout: ParameterLayout,
+    model_index: Int[ArrayLike, " N"],
+    benchmark_index: Int[ArrayLike, " N"],
+    scores: Float[ArrayLike, " N"],
+    weights: Float[ArrayLike, " N"] | None = None,
+    l2: float | Float[ArrayLike, ""] = 0.1,
+    **solver_options,
+) -> tuple[Float[Array, " P"], Float[Array, ""], Bool[Array, ""]]:
+    """Array-level fit: ``(theta, cost, converged)``; jit- and vmap-able (weights 0 mask scores).
+
+    ``solver_options`` (``max_steps``, ``gtol``, ``xtol``, ``ftol``) go to :func:`solve_stitching`.
+    """
+    res = solve_stitching(
+        theta0, layout, model_index, benchmark_index, scores, weights, l2, **solver_options
+    )
+    return res.theta, res.cost, res.converged
+
+
+# ---------------------------------------------------------------------- the labelled fit
+@dataclass(frozen=True, eq=False)
+class StitchingFit:
+    """A fitted stitching model with labelled results (immutable).
+
+    Attributes: ``table``, ``anchor``, ``l2``, ``layout``, ``theta`` (free parameters),
+    ``params`` (:class:`StitchingParams`), ``cost`` (``0.5 sum r^2``), ``iterations``,
+    ``converged``, ``gradient_norm``. Frames: :attr:`capabilities`, :attr:`benchmarks`,
+    :attr:`residuals`.
+    """
+
+    table: ScoreTable
+    anchor: Anchor
+    l2: float
+    layout: ParameterLayout
+    theta: np.ndarray
+    params: StitchingParams
+    cost: float
+    iterations: int
+    converged: bool
+    gradient_norm: float = float("nan")
+
+    @property
+    def capabilities(self) -> pd.DataFrame:
+        """Index ``model``; columns ``capability`` (C_m), ``release_date``, ``n_scores``."""
+        counts = np.bincount(self.table.model_index, minlength=self.table.n_models)
+        frame = pd.DataFrame(
+            {
+                "capability": np.asarray(self.params.capability, dtype=np.float64),
+                "release_date": self.table.model_release_dates().to_numpy(),
+                "n_scores": counts,
+            },
+            index=pd.Index(self.table.models, name="model"),
+        )
+        return frame
+
+    @property
+    def benchmarks(self) -> pd.DataFrame:
+        """Index ``benchmark``; columns ``difficulty`` (D_b), ``slope`` (alpha_b), ``release_date``."""
+        counts = np.bincount(self.table.benchmark_index, minlength=self.table.n_benchmarks)
+        return pd.DataFrame(
+            {
+                "difficulty": np.asarray(self.params.difficulty, dtype=np.float64),
+                "slope": np.asarray(self.params.slope, dtype=np.float64),
+                "release_date": self.table.benchmark_release_dates().to_numpy(),
+                "n_scores": counts,
+            },
+            index=pd.Index(self.table.benchmarks, name="benchmark"),
+        )
+
+    @property
+    def predicted(self) -> np.ndarray:
+        """Fitted ``sigmoid(alpha_b (C_m - D_b))`` per table row."""
+        return np.asarray(
+            predict_scores(self.params, self.table.model_index, self.table.benchmark_index)
+        )
+
+    @property
+    def residuals(self) -> pd.DataFrame:
+        """Per score: ``model, benchmark, score, predicted, residual`` (predicted - score)."""
+        pred = self.predicted
+        return pd.DataFrame(
+            {
+                "model": self.table.data["model"].to_numpy(),
+                "benchmark": self.table.data["benchmark"].to_numpy(),
+                "score": self.table.scores,
+                "predicted": pred,
+                "residual": pred - self.table.scores,
+            }
+        )
+
+    def summary(self) -> dict:
+        """Plain-Python summary (what the CLI writes to ``fit.json``)."""
+        return {
+            "cost": self.cost,
+            "iterations": self.iterations,
+            "converged": self.converged,
+            "gradient_norm": self.gradient_norm,
+            "anchor": _anchor_dict(self.anchor),
+            "l2": self.l2,
+            "n_models": self.table.n_models,
+            "n_benchmarks": self.table.n_benchmarks,
+            "n_scores": self.table.n_scores,
+            "n_free_parameters": self.layout.n_free,
+        }
+
+    def rescaled(self, first: tuple[str, float], second: tuple[str, float]) -> pd.DataFrame:
+        """Report the fit on a linear scale where two models take given values.
+
+        With ``first = (model X, s_X)`` and ``second = (model Y, s_Y)``, ``s = a C + c`` where
+        ``a = (s_Y - s_X) / (C_Y - C_X)`` and ``c = s_X - a C_X``. Difficulties map the same way
+        and slopes become ``alpha_b / a`` so every prediction ``sigmoid(alpha_b (C_m - D_b))`` is
+        unchanged. Returns a frame indexed by ``(kind, name)`` with ``kind`` in
+        {"model", "benchmark"} and columns ``value`` (rescaled C or D), ``slope`` (NaN for
+        models), ``release_date``; ``attrs`` holds ``scale`` (a) and ``offset`` (c).
+        """
+        (mx, sx), (my, sy) = first, second
+        cx = self.capability_of(mx)
+        cy = self.capability_of(my)
+        if cx == cy:
+            raise ValueError(
+                f"models {mx!r} and {my!r} have the same capability ({cx:g}); pick two models "
+                "with different capabilities to fix a linear scale"
+            )
+        a = (float(sy) - float(sx)) / (cy - cx)
+        c = float(sx) - a * cx
+        caps, bench = self.capabilities, self.benchmarks
+        models = pd.DataFrame(
+            {
+                "value": a * caps["capability"].to_numpy() + c,
+                "slope": np.nan,
+                "release_date": caps["release_date"].to_numpy(),
+            },
+            index=pd.MultiIndex.from_product([["model"], caps.index], names=["kind", "name"]),
+        )
+        benches = pd.DataFrame(
+            {
+                "value": a * bench["difficulty"].to_numpy() + c,
+                "slope": bench["slope"].to_numpy() / a,
+                "release_date": bench["release_date"].to_numpy(),
+            },
+            index=pd.MultiIndex.from_product([["benchmark"], bench.index], names=["kind", "name"]),
+        )
+        out = pd.concat([models, benches])
+        out.attrs["scale"] = a
+        out.attrs["offset"] = c
+        return out
+
+    def capability_of(self, model: str) -> float:
+        """``C_m`` of one model (unknown names raise with close matches)."""
+        return float(self.params.capability[self.table.model_position(model)])
+
+
+def _anchor_dict(anchor: Anchor) -> dict:
+    if isinstance(anchor, BenchmarkAnchor):
+        return {
+            "kind": "benchmark",
+            "benchmark": anchor.benchmark,
+            "difficulty": anchor.difficulty,
+            "slope": anchor.slope,
+        }
+    return {"kind": "models", "models": list(anchor.models), "capabilities": list(anchor.capabilities)}
+
+
+def _component_message(comps) -> str:
+    parts = []
+    for k, (models, benches) in enumerate(comps[:6]):
+        names = sorted(benches)
+        shown = ", ".join(repr(n) for n in names[:4]) + (" ..." if len(names) > 4 else "")
+        parts.append(f"component {k + 1}: {len(models)} models, {len(benches)} benchmarks ({shown})")
+    more = f"; ... and {len(comps) - 6} more" if len(comps) > 6 else ""
+    return "; ".join(parts) + more
+
+
+def _anchor_for_component(anchor: Anchor, table: ScoreTable) -> Anchor:
+    """The given anchor where it lies in ``table``; otherwise the most-scored benchmark."""
+    if isinstance(anchor, BenchmarkAnchor) and anchor.benchmark in table.benchmarks:
+        return anchor
+    if isinstance(anchor, ModelAnchor) and all(m in table.models for m in anchor.models):
+        return anchor
+    counts = np.bincount(table.benchmark_index, minlength=table.n_benchmarks)
+    name = table.benchmarks[int(np.argmax(counts))]
+    if isinstance(anchor, BenchmarkAnchor):
+        return BenchmarkAnchor(name, anchor.difficulty, anchor.slope)
+    return BenchmarkAnchor(name)
+
+
+def _check_anchor(table: ScoreTable, anchor: Anchor) -> None:
+    names = [anchor.benchmark] if isinstance(anchor, BenchmarkAnchor) else list(anchor.models)
+    known = table.benchmarks if isinstance(anchor, BenchmarkAnchor) else table.models
+    kind = "benchmark" if isinstance(anchor, BenchmarkAnchor) else "model"
+    for n in names:
+        if n not in known:
+            raise UnknownNameError("anchor: " + close_matches_message(kind, n, known))
+
+
+def fit_stitching(
+    table: ScoreTable,
+    anchor: Anchor | None = None,
+    l2: float = 0.1,
+    *,
+    components: Literal["error", "separate"] = "error",
+    theta0: ArrayLike | None = None,
+    restarts: int = 0,
+    seed: int = 0,
+    **solver_options,
+) -> StitchingFit | list[StitchingFit]:
+    """MAP fit of ``score(m, b) = sigmoid(alpha_b (C_m - D_b))`` to ``table``.
+
+    Minimises ``0.5 * sum(r^2)`` over the residuals of
+    :func:`~platinum_jax.stitching.stitching_residuals` (the paper's L2-regularised least squares,
+    strength ``l2``) from the paper's start (C = D = 0, alpha = 1) with :func:`solve_stitching`.
+    Enable float64 (``jax.config.update("jax_enable_x64", True)``) for fits to full precision.
+
+    Args:
+        table: the scores.
+        anchor: :class:`BenchmarkAnchor` (default Winogrande, D = 0, alpha = 1) or
+            :class:`ModelAnchor`.
+        l2: regularisation strength ``lambda`` (paper: 0.1).
+        components: a disconnected model-benchmark graph has no common scale; ``"error"``
+            (default) raises naming the components, ``"separate"`` fits each component on its
+            own and returns a list of fits, largest component first (components without the
+            anchor are anchored on their most-scored benchmark with the anchor's D and alpha).
+        theta0: optional start (P,) instead of the paper's.
+        restarts: extra random starts (the objective has several local minima): the paper's
+            start plus ``restarts`` jittered copies (C, D + N(0, 0.5^2), alpha * exp(N(0, 0.3^2)))
+            are solved in one vmapped call and the lowest cost wins.
+        seed: seed of the jitter.
+        **solver_options: ``max_steps``, ``gtol``, ``xtol``, ``ftol``.
+    """
+    anchor = BenchmarkAnchor() if anchor is None else anchor
+    if not np.isfinite(l2) or l2 < 0:
+        raise ValueError(f"l2 must be a finite number >= 0 (got {l2})")
+    if components not in ("error", "separate"):
+        raise ValueError(f"components must be 'error' or 'separate' (got {components!r})")
+    _check_anchor(table, anchor)
+    comps = table.components()
+    if len(comps) > 1:
+        if components == "error":
+            raise ValueError(
+                f"the model-benchmark graph has {len(comps)} disconnected components, so their "
+                f"scales are not comparable: {_component_message(comps)}. Add scores that link "
+                "them, drop the small components, or pass components='separate' to fit each alone"
+            )
+        fits = []
+        for models, _ in comps:
+            sub = table.select_models(sorted(models))
+            fits.append(
+                fit_stitching(sub, _anchor_for_component(anchor, sub), l2, **solver_options)
+            )
+        return fits
+    layout = ParameterLayout.from_table(table, anchor)
+    start = layout.initial() if theta0 is None else jnp.asarray(theta0)
+    if start.shape != (layout.n_free,):
+        raise ValueError(f"theta0 has shape {start.shape}; expected ({layout.n_free},)")
+    if restarts < 0:
+        raise ValueError(f"restarts must be >= 0 (got {restarts})")
+    if restarts:
+        rng = np.random.default_rng(seed)
+        starts = np.repeat(np.asarray(start)[None], restarts + 1, axis=0)
+        n_cd = layout.n_free_capability + layout.n_free_difficulty
+        starts[1:, :n_cd] += rng.normal(0.0, 0.5, (restarts, n_cd))
+        starts[1:, n_cd:] *= np.exp(rng.normal(0.0, 0.3, (restarts, layout.n_free_slope)))
+        solve = jax.vmap(
+            lambda t0: solve_stitching(
+                t0, layout, table.model_index, table.benchmark_index, table.scores, None,
+                float(l2), **solver_options,
+            )
+        )
+        many = solve(jnp.asarray(starts))
+        best = int(np.argmin(np.where(np.asarray(many.converged), np.asarray(many.cost), np.inf)))
+        res = jax.tree_util.tree_map(lambda a: a[best], many)
+    else:
+        res = solve_stitching(
+            start,
+            layout,
+            table.model_index,
+            table.benchmark_index,
+            table.scores,
+            None,
+            float(l2),
+            **solver_options,
+        )
+    theta = np.asarray(res.theta)
+    return StitchingFit(
+        table=table,
+        anchor=anchor,
+        l2=float(l2),
+        layout=layout,
+        theta=theta,
+        params=layout.unpack(jnp.asarray(theta)),
+        cost=float(res.cost),
+        iterations=int(res.iterations),
+        converged=bool(res.converged),
+        gradient_norm=float(res.gradient_norm),
+    )

@@ -1,0 +1,400 @@
+"""The score table: one score in [0, 1] per (model, benchmark) pair, validated at the edge.
+
+Everything downstream (the fit, the Bayesian models, the analyses) works on the integer arrays
+``model_index``, ``benchmark_index`` and ``scores`` of a :class:`ScoreTable`; the pandas frame
+keeps the labels, release dates and provenance for reporting.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ScoreTable", "UnknownNameError", "close_matches_message"]
+
+Duplicates = Literal["error", "max", "mean", "first", "last"]
+
+_REQUIRED = ("model", "benchmark", "score")
+_COLUMNS = (
+    "model",
+    "benchmark",
+    "score",
+    "n_items",
+    "stderr",
+    "model_release_date",
+    "benchmark_release_date",
+    "source",
+)
+_DUPLICATE_RULES = ("error", "max", "mean", "first", "last")
+
+
+class UnknownNameError(KeyError, ValueError):
+    """A model or benchmark name that is not in the table (both a ``KeyError`` and a ``ValueError``)."""
+
+    def __str__(self) -> str:  # KeyError would print the message with quotes around it
+        return str(self.args[0]) if self.args else ""
+
+
+def close_matches_message(kind: str, name: str, known: Sequence[str]) -> str:
+    """Message for an unknown ``name`` of ``kind`` listing the closest of ``known`` (difflib)."""
+    close = difflib.get_close_matches(str(name), list(known), n=5, cutoff=0.4)
+    if not close:  # fall back on case-insensitive substring hits, then on nothing
+        close = [k for k in known if str(name).lower() in k.lower()][:5]
+    hint = f"closest names: {', '.join(repr(c) for c in close)}" if close else "no close names"
+    return f"unknown {kind} {name!r} ({len(known)} {kind}s in the table); {hint}"
+
+
+def _describe_rows(frame: pd.DataFrame, mask: np.ndarray, limit: int = 8) -> str:
+    rows = frame.loc[mask]
+    parts = [f"row {i}: ({r.model!r}, {r.benchmark!r}, score={r.score!r})" for i, r in zip(rows.index[:limit], rows.itertuples(), strict=False)]
+    more = f" ... and {len(rows) - limit} more" if len(rows) > limit else ""
+    return "; ".join(parts) + more
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreTable:
+    """Validated benchmark scores in long form (one row per model-benchmark pair).
+
+    Attributes:
+        data: tidy frame with columns ``model, benchmark, score, n_items, stderr,
+            model_release_date, benchmark_release_date, source``; rows sorted by (model, benchmark).
+        models, benchmarks: sorted unique names; ``M = n_models``, ``B = n_benchmarks``.
+        model_index, benchmark_index: ``int32[N]`` positions of each row's model and benchmark.
+        scores: ``float64[N]`` the observed scores ``y_i`` in [0, 1].
+
+    Build one with :meth:`from_frame`, :meth:`from_csv`, :meth:`from_wide` or :meth:`from_epoch`.
+    """
+
+    data: pd.DataFrame
+    models: tuple[str, ...]
+    benchmarks: tuple[str, ...]
+    model_index: np.ndarray = field(repr=False)
+    benchmark_index: np.ndarray = field(repr=False)
+    scores: np.ndarray = field(repr=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_frame(
+        cls,
+        df: pd.DataFrame,
+        *,
+        duplicates: Duplicates = "error",
+        clip: bool = False,
+        name: str = "the score frame",
+    ) -> ScoreTable:
+        """Validate a tidy frame ``model, benchmark, score[, n_items, stderr, dates, source]``.
+
+        Args:
+            df: one row per score; extra columns are ignored.
+            duplicates: what to do with repeated (model, benchmark) pairs: ``"error"`` (default)
+                raises, ``"max"``/``"mean"``/``"first"``/``"last"`` reduce the scores.
+            clip: clip scores into [0, 1] instead of raising when some fall outside.
+            name: how error messages refer to the input (e.g. a file name).
+
+        Raises:
+            ValueError: missing columns, missing names, NaN/inf or non-numeric scores (rows named),
+                scores outside [0, 1] (percentages detected), duplicates with ``duplicates="error"``.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
+        missing = [c for c in _REQUIRED if c not in df.columns]
+        if missing:
+            raise ValueError(
+                f"{name} lacks the column(s) {missing}; a tidy score table needs columns "
+                f"{list(_REQUIRED)} (found {list(df.columns)})"
+            )
+        if duplicates not in _DUPLICATE_RULES:
+            raise ValueError(f"duplicates={duplicates!r} is not one of {_DUPLICATE_RULES}")
+        if len(df) == 0:
+            raise ValueError(f"{name} has no rows; a score table needs at least one score")
+        frame = df.reset_index(drop=True).copy()
+
+        for col in ("model", "benchmark"):
+            bad = frame[col].isna().to_numpy()
+            if bad.any():
+                raise ValueError(
+                    f"{name}: {int(bad.sum())} row(s) have no {col} name (rows "
+                    f"{list(np.flatnonzero(bad)[:8])}); fill in or drop those rows"
+                )
+            frame[col] = frame[col].astype(str)
+
+        raw = frame["score"]
+        score = pd.to_numeric(raw, errors="coerce").astype("float64")
+        not_numeric = (score.isna() & raw.notna()).to_numpy()
+        if not_numeric.any():
+            frame["score"] = raw
+            raise ValueError(
+                f"{name}: non-numeric scores in {_describe_rows(frame, not_numeric)}; "
+                "scores must be numbers in [0, 1] (strip '%' signs and divide by 100)"
+            )
+        frame["score"] = score
+        values = score.to_numpy()
+        not_finite = ~np.isfinite(values)
+        if not_finite.any():
+            raise ValueError(
+                f"{name}: {int(not_finite.sum())} score(s) are NaN or infinite: "
+                f"{_describe_rows(frame, not_finite)}; drop those rows or supply the scores"
+            )
+        outside = (values < 0.0) | (values > 1.0)
+        if outside.any():
+            if clip:
+                frame["score"] = np.clip(values, 0.0, 1.0)
+            else:
+                hint = (
+                    " -- these look like percentages; divide by 100"
+                    if values.max() <= 100.0 and values.max() > 1.0 and values.min() >= 0.0
+                    else ""
+                )
+                raise ValueError(
+                    f"{name}: {int(outside.sum())} score(s) lie outside [0, 1] (min "
+                    f"{values.min():g}, max {values.max():g}){hint}: "
+                    f"{_describe_rows(frame, outside)}; pass clip=True to clip them instead"
+                )
+
+        for col in ("n_items", "stderr"):
+            if col in frame.columns:
+                frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
+            else:
+                frame[col] = np.nan
+        for col in ("model_release_date", "benchmark_release_date"):
+            if col in frame.columns:
+                frame[col] = pd.to_datetime(frame[col], errors="coerce")
+            else:
+                frame[col] = pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]")
+        if "source" not in frame.columns:
+            frame["source"] = ""
+        frame["source"] = frame["source"].fillna("").astype(str)
+        frame = frame.loc[:, list(_COLUMNS)]
+
+        frame = _reduce_duplicates(frame, duplicates, name)
+        frame = frame.sort_values(["model", "benchmark"], kind="stable").reset_index(drop=True)
+        return cls._from_clean(frame)
+
+    @classmethod
+    def _from_clean(cls, frame: pd.DataFrame) -> ScoreTable:
+        models = tuple(sorted(frame["model"].unique()))
+        benchmarks = tuple(sorted(frame["benchmark"].unique()))
+        model_index = pd.Categorical(frame["model"], categories=models).codes.astype(np.int32)
+        benchmark_index = pd.Categorical(frame["benchmark"], categories=benchmarks).codes.astype(
+            np.int32
+        )
+        scores = frame["score"].to_numpy(dtype=np.float64, copy=True)
+        for arr in (model_index, benchmark_index, scores):
+            arr.setflags(write=False)  # the table is immutable: arrays are shared, never edited
+        return cls(frame, models, benchmarks, model_index, benchmark_index, scores)
+
+    @classmethod
+    def from_csv(cls, path: str | Path, **kw) -> ScoreTable:
+        """Read a tidy CSV (``model, benchmark, score[, ...]``); keywords go to :meth:`from_frame`."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"score file {str(path)!r} does not exist; pass a tidy CSV with columns "
+                "model, benchmark, score (or an Epoch raw/ directory to from_epoch)"
+            )
+        df = pd.read_csv(path)
+        kw.setdefault("name", path.name)
+        return cls.from_frame(df, **kw)
+
+    @classmethod
+    def from_wide(cls, df: pd.DataFrame, **kw) -> ScoreTable:
+        """Build from a models x benchmarks matrix (index = models, columns = benchmarks).
+
+        NaN cells mean "not evaluated" and are dropped; infinite cells raise.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"from_wide expects a DataFrame, got {type(df).__name__}")
+        kw.setdefault("name", "the wide score matrix")
+        wide = df.copy()
+        wide.index = wide.index.astype(str)
+        wide.columns = wide.columns.astype(str)
+        wide.index.name = "model"
+        wide.columns.name = "benchmark"
+        long = wide.reset_index().melt(id_vars="model", var_name="benchmark", value_name="score")
+        numeric = pd.to_numeric(long["score"], errors="coerce")
+        keep = numeric.notna() | (long["score"].notna() & numeric.isna())  # keep non-numeric to report
+        long = long.loc[keep.to_numpy()].reset_index(drop=True)
+        if len(long) == 0:
+            raise ValueError(f"{kw['name']} has no scores (every cell is NaN)")
+        return cls.from_frame(long, **kw)
+
+    @classmethod
+    def from_epoch(
+        cls,
+        raw_dir: str | Path,
+        *,
+        min_benchmarks: int = 4,
+        min_release_date: str | None = "2022-11-01",
+        duplicates: Duplicates = "max",
+        **kw,
+    ) -> ScoreTable:
+        """Parse Epoch AI's ``raw/`` directory (benchmark runs plus external leaderboards).
+
+        The parser applies the paper's filters (models with at least ``min_benchmarks`` scores,
+        released on or after ``min_release_date``) and reduces repeated runs by ``duplicates``;
+        other keywords go to :meth:`from_frame`.
+        """
+        from ._epoch import read_epoch_raw
+
+        raw_dir = Path(raw_dir)
+        if not raw_dir.is_dir():
+            raise FileNotFoundError(f"Epoch raw directory {str(raw_dir)!r} does not exist")
+        frame = read_epoch_raw(
+            raw_dir,
+            min_benchmarks=min_benchmarks,
+            min_release_date=min_release_date,
+            duplicates=duplicates,
+        )
+        kw.setdefault("name", f"Epoch data in {raw_dir.name}/")
+        return cls.from_frame(frame, **kw)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @property
+    def n_benchmarks(self) -> int:
+        return len(self.benchmarks)
+
+    @property
+    def n_scores(self) -> int:
+        return int(self.scores.shape[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"ScoreTable({self.n_scores} scores, {self.n_models} models, "
+            f"{self.n_benchmarks} benchmarks)"
+        )
+
+    # ------------------------------------------------------------------ lookups
+    def model_position(self, name: str) -> int:
+        """Index of model ``name``; unknown names raise :class:`UnknownNameError` with close matches."""
+        try:
+            return self.models.index(name)
+        except ValueError:
+            raise UnknownNameError(close_matches_message("model", name, self.models)) from None
+
+    def benchmark_position(self, name: str) -> int:
+        """Index of benchmark ``name``; unknown names raise :class:`UnknownNameError`."""
+        try:
+            return self.benchmarks.index(name)
+        except ValueError:
+            raise UnknownNameError(
+                close_matches_message("benchmark", name, self.benchmarks)
+            ) from None
+
+    def model_release_dates(self) -> pd.Series:
+        """Release date per model (first non-missing value; NaT if unknown), indexed by model."""
+        dates = self.data.groupby("model", sort=True)["model_release_date"].first()
+        return dates.reindex(list(self.models)).rename("release_date")
+
+    def benchmark_release_dates(self) -> pd.Series:
+        """Release date per benchmark (NaT if unknown), indexed by benchmark."""
+        dates = self.data.groupby("benchmark", sort=True)["benchmark_release_date"].first()
+        return dates.reindex(list(self.benchmarks)).rename("release_date")
+
+    def wide(self) -> pd.DataFrame:
+        """Models x benchmarks matrix of scores, NaN where not evaluated."""
+        return self.data.pivot(index="model", columns="benchmark", values="score")
+
+    # ------------------------------------------------------------------ graph
+    def components(self) -> list[tuple[set[str], set[str]]]:
+        """Connected components of the model-benchmark graph, largest first.
+
+        Two models share a scale only through chains of common benchmarks, so each component
+        is identified separately. Returns a list of ``(models, benchmarks)`` name sets.
+        """
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        m, b = self.n_models, self.n_benchmarks
+        rows = self.model_index.astype(np.int64)
+        cols = self.benchmark_index.astype(np.int64) + m  # benchmarks follow the models as nodes
+        adj = coo_matrix((np.ones(self.n_scores), (rows, cols)), shape=(m + b, m + b))
+        n_comp, labels = connected_components(adj, directed=False)
+        comps = []
+        for k in range(n_comp):
+            nodes = np.flatnonzero(labels == k)
+            comps.append(
+                (
+                    {self.models[i] for i in nodes if i < m},
+                    {self.benchmarks[i - m] for i in nodes if i >= m},
+                )
+            )
+        comps.sort(key=lambda c: (-(len(c[0]) + len(c[1])), sorted(c[1])[:1]))
+        return comps
+
+    # ------------------------------------------------------------------ subsets
+    def _subset(self, mask: np.ndarray, what: str) -> ScoreTable:
+        frame = self.data.loc[mask].reset_index(drop=True)
+        if len(frame) == 0:
+            raise ValueError(f"{what} leaves no scores")
+        return ScoreTable._from_clean(frame)
+
+    def drop_benchmarks(self, names: Iterable[str]) -> ScoreTable:
+        """A new table without the named benchmarks (unknown names raise with close matches)."""
+        names = [names] if isinstance(names, str) else list(names)
+        for n in names:
+            self.benchmark_position(n)
+        mask = ~self.data["benchmark"].isin(names).to_numpy()
+        return self._subset(mask, f"dropping benchmarks {names}")
+
+    def select_models(self, names: Iterable[str]) -> ScoreTable:
+        """A new table with only the named models (unknown names raise with close matches)."""
+        names = [names] if isinstance(names, str) else list(names)
+        for n in names:
+            self.model_position(n)
+        mask = self.data["model"].isin(names).to_numpy()
+        return self._subset(mask, f"selecting models {names}")
+
+    def select_benchmarks(self, names: Iterable[str]) -> ScoreTable:
+        """A new table with only the named benchmarks."""
+        names = [names] if isinstance(names, str) else list(names)
+        for n in names:
+            self.benchmark_position(n)
+        mask = self.data["benchmark"].isin(names).to_numpy()
+        return self._subset(mask, f"selecting benchmarks {names}")
+
+    def drop_models(self, names: Iterable[str]) -> ScoreTable:
+        """A new table without the named models."""
+        names = [names] if isinstance(names, str) else list(names)
+        for n in names:
+            self.model_position(n)
+        mask = ~self.data["model"].isin(names).to_numpy()
+        return self._subset(mask, f"dropping models {names}")
+
+
+def _reduce_duplicates(frame: pd.DataFrame, rule: str, name: str) -> pd.DataFrame:
+    dup = frame.duplicated(["model", "benchmark"], keep=False).to_numpy()
+    if not dup.any():
+        return frame
+    if rule == "error":
+        pairs = frame.loc[dup, ["model", "benchmark"]].drop_duplicates()
+        listed = "; ".join(f"({m!r}, {b!r})" for m, b in pairs.itertuples(index=False))
+        if len(pairs) > 8:
+            listed = "; ".join(
+                f"({m!r}, {b!r})" for m, b in pairs.head(8).itertuples(index=False)
+            ) + f" ... and {len(pairs) - 8} more"
+        raise ValueError(
+            f"{name} has {len(pairs)} repeated (model, benchmark) pair(s): {listed}; pass "
+            "duplicates='max', 'mean', 'first' or 'last' to reduce them"
+        )
+    if rule == "max":
+        order = frame.sort_values("score", ascending=False, kind="stable")
+        return order.drop_duplicates(["model", "benchmark"], keep="first")
+    if rule in ("first", "last"):
+        return frame.drop_duplicates(["model", "benchmark"], keep=rule)
+    # mean: average the numbers, keep the first row's metadata
+    first = frame.drop_duplicates(["model", "benchmark"], keep="first").set_index(
+        ["model", "benchmark"]
+    )
+    means = frame.groupby(["model", "benchmark"], sort=False)["score"].mean()
+    first["score"] = means.reindex(first.index)
+    return first.reset_index().loc[:, list(_COLUMNS)]

@@ -1,0 +1,406 @@
+"""Bayesian stitching: model densities against SciPy, posterior calibration on a synthetic truth,
+InferenceData layout, the optimal-weights push-forward against NumPy, diagnostics warnings, CLI."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats as st
+from numpyro.infer.util import log_density
+
+from platinum_jax.stitching import BenchmarkAnchor, ModelAnchor, ParameterLayout, ScoreTable
+from platinum_jax.stitching.bayes import (
+    Priors,
+    SamplingWarning,
+    check_diagnostics,
+    compare_likelihoods,
+    fit_stitching_bayes,
+    load_weights_config,
+    posterior_optimal_weights,
+    prepare_data,
+    stitching_model,
+)
+
+ANCHOR = BenchmarkAnchor("b0")
+
+
+def _synthetic(seed=0, n_models=60, n_bench=6, noise=0.03, n_items=None):
+    """Scores from the model itself with a known truth (b0 is the anchor: D = 0, alpha = 1)."""
+    rng = np.random.default_rng(seed)
+    C = rng.normal(0.5, 1.0, n_models)
+    D = rng.normal(0.5, 0.8, n_bench)
+    a = np.exp(rng.normal(0.3, 0.3, n_bench))
+    D[0], a[0] = 0.0, 1.0
+    rows = []
+    for m in range(n_models):
+        for b in range(n_bench):
+            mu = 1.0 / (1.0 + np.exp(-a[b] * (C[m] - D[b])))
+            if n_items is None:
+                y = -1.0
+                while not 0.0 <= y <= 1.0:  # redraw the rare noise that leaves [0, 1]
+                    y = mu + noise * rng.normal()
+                rows.append((f"m{m:02d}", f"b{b}", y, np.nan))
+            else:
+                rows.append((f"m{m:02d}", f"b{b}", rng.binomial(n_items, mu) / n_items, n_items))
+    frame = pd.DataFrame(rows, columns=["model", "benchmark", "score", "n_items"])
+    truth = pd.Series(C, index=[f"m{m:02d}" for m in range(n_models)])
+    return ScoreTable.from_frame(frame), truth
+
+
+@pytest.fixture(scope="module")
+def synth():
+    return _synthetic()
+
+
+@pytest.fixture(scope="module")
+def nuts_fit(synth):
+    table, _ = synth
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)
+        return fit_stitching_bayes(table, ANCHOR, chains=2, samples=300, warmup=300, seed=1)
+
+
+@pytest.fixture(scope="module")
+def svi_beta(synth):
+    table, _ = synth
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return fit_stitching_bayes(
+            table, ANCHOR, likelihood="beta", method="svi", svi_steps=1000, samples=300, seed=0
+        )
+
+
+# --------------------------------------------------------------------------- the model density
+def _tiny_table():
+    frame = pd.DataFrame(
+        {
+            "model": ["A", "A", "B", "B", "C", "C"],
+            "benchmark": ["x", "y", "x", "y", "x", "y"],
+            "score": [0.8, 0.4, 0.55, 0.2, 0.3, 0.1],
+            "n_items": [50.0, 40.0, 50.0, 40.0, 50.0, 40.0],
+            "stderr": [0.02, np.nan, 0.03, np.nan, np.nan, 0.01],
+        }
+    )
+    return ScoreTable.from_frame(frame)
+
+
+def _scipy_log_joint(table, point, likelihood, pr):
+    """The model's log joint written out by hand with scipy.stats (x is the anchor)."""
+    mu_c, tau = point["capability_mu"], point["capability_tau"]
+    z_c, z_d, z_s = point["capability_z"], point["difficulty_z"], point["slope_z"]
+    n = len(z_c)
+    lp = st.norm.logpdf(mu_c, pr.capability_loc, pr.capability_loc_scale)
+    lp += st.halfnorm.logpdf(tau, scale=pr.capability_scale)
+    # zero-sum normal: N(0, I) restricted to the (n-1)-dimensional subspace sum(z) = 0
+    lp += -0.5 * np.sum(z_c**2) - 0.5 * (n - 1) * np.log(2 * np.pi)
+    lp += st.norm.logpdf(z_d).sum() + st.norm.logpdf(z_s).sum()
+    C = mu_c + tau * z_c
+    D = np.array([0.0, mu_c + tau * (pr.difficulty_loc + pr.difficulty_scale * z_d[0])])
+    a = np.array([1.0, np.exp(pr.log_slope_loc + pr.log_slope_scale * z_s[0]) / tau])
+    mi, bi = np.asarray(table.model_index), np.asarray(table.benchmark_index)
+    mu = 1.0 / (1.0 + np.exp(-a[bi] * (C[mi] - D[bi])))
+    y = np.asarray(table.scores)
+    se2 = np.nan_to_num(table.data["stderr"].to_numpy(dtype=float)) ** 2
+    if likelihood == "gaussian":
+        nu, spread, z_n = point["noise_log_mu"], point["noise_log_tau"], point["noise_z"]
+        lp += st.norm.logpdf(nu, pr.log_noise_loc, pr.log_noise_loc_scale)
+        lp += st.halfnorm.logpdf(spread, scale=pr.log_noise_spread) + st.norm.logpdf(z_n).sum()
+        sig = np.exp(nu + spread * z_n)
+        lp += st.norm.logpdf(y, mu, np.sqrt(sig[bi] ** 2 + se2)).sum()
+    elif likelihood == "beta":
+        lphi = point["log_precision"]
+        lp += st.norm.logpdf(lphi, pr.log_precision_loc, pr.log_precision_scale).sum()
+        var = mu * (1 - mu) / (1 + np.exp(lphi[bi])) + se2
+        phi = np.maximum(mu * (1 - mu) / var - 1, 1.0)
+        lp += st.beta.logpdf(y, mu * phi, (1 - mu) * phi).sum()
+    else:
+        n_items = table.data["n_items"].to_numpy(dtype=float)
+        lp += st.binom.logpmf(np.round(y * n_items), n_items, mu).sum()
+    return lp
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "beta", "binomial"])
+def test_log_density_matches_scipy(likelihood):
+    table = _tiny_table()
+    layout = ParameterLayout.from_table(table, BenchmarkAnchor("x"))
+    pr = Priors(log_noise_loc=-2.5, difficulty_scale=1.5)
+    point = {
+        "capability_mu": 0.3,
+        "capability_tau": 0.9,
+        "capability_z": np.array([0.7, -0.2, -0.5]),
+        "difficulty_z": np.array([0.4]),
+        "slope_z": np.array([-0.3]),
+        "noise_log_mu": -2.8,
+        "noise_log_tau": 0.4,
+        "noise_z": np.array([0.3, -1.1]),
+        "log_precision": np.array([3.0, 4.5]),
+    }
+    if likelihood != "gaussian":
+        for k in ("noise_log_mu", "noise_log_tau", "noise_z"):
+            point.pop(k)
+    if likelihood != "beta":
+        point.pop("log_precision")
+    data, _ = prepare_data(table, likelihood)
+    ours, _ = log_density(
+        stitching_model, (data, layout), {"likelihood": likelihood, "priors": pr}, point
+    )
+    assert float(ours) == pytest.approx(_scipy_log_joint(table, point, likelihood, pr), rel=1e-9)
+
+
+def test_priors_reject_bad_scales():
+    with pytest.raises(ValueError, match="log_noise_spread"):
+        Priors(log_noise_spread=0.0)
+    with pytest.raises(ValueError, match="finite"):
+        Priors(capability_loc=float("nan"))
+
+
+def test_beta_moves_exact_boundaries_by_half_an_item():
+    frame = pd.DataFrame(
+        {
+            "model": ["A", "A", "B", "B"],
+            "benchmark": ["x", "y", "x", "y"],
+            "score": [1.0, 0.0, 0.5, 0.25],
+            "n_items": [20.0, np.nan, 20.0, np.nan],
+        }
+    )
+    table = ScoreTable.from_frame(frame)
+    data, info = prepare_data(table, "beta", beta_boundary=0.01)
+    keys = zip(table.data["model"], table.data["benchmark"], strict=True)
+    scores = dict(zip(keys, np.asarray(data.scores), strict=True))
+    assert info["n_boundary_moved"] == 2
+    assert scores[("A", "x")] == pytest.approx(1.0 - 0.5 / 20)  # half an item
+    assert scores[("A", "y")] == pytest.approx(0.01)  # n_items unknown: beta_boundary
+    assert scores[("B", "y")] == 0.25  # interior scores untouched
+
+
+def test_binomial_needs_n_items(synth):
+    table, _ = synth
+    with pytest.raises(ValueError, match="n_items"):
+        prepare_data(table, "binomial")
+
+
+def test_disconnected_table_is_rejected():
+    frame = pd.DataFrame(
+        {
+            "model": ["A", "B", "C", "D"],
+            "benchmark": ["x", "x", "y", "y"],
+            "score": [0.2, 0.4, 0.6, 0.7],
+        }
+    )
+    with pytest.raises(ValueError, match="disconnected"):
+        fit_stitching_bayes(ScoreTable.from_frame(frame), BenchmarkAnchor("x"), method="svi")
+
+
+# --------------------------------------------------------------------------- NUTS on a known truth
+def test_nuts_intervals_cover_the_true_capabilities(nuts_fit, synth):
+    _, truth = synth
+    cap = nuts_fit.idata.posterior["capability"]
+    lo, hi = cap.quantile([0.05, 0.95], dim=("chain", "draw")).values
+    t = truth.reindex(cap["model"].values).to_numpy()
+    coverage = np.mean((lo <= t) & (t <= hi))
+    assert 0.85 <= coverage <= 0.95, coverage
+    assert np.corrcoef(nuts_fit.capabilities["mean"].reindex(truth.index), truth)[0, 1] > 0.99
+    d = nuts_fit.diagnostics
+    assert d["n_divergent"] == 0
+    assert (
+        d["max_r_hat"] < 1.02
+    )  # a reduced run (2 x 300 draws); the full target is in the benchmark
+
+
+def test_inference_data_layout(nuts_fit, synth):
+    table, _ = synth
+    idata = nuts_fit.idata
+    for group in (
+        "posterior",
+        "sample_stats",
+        "log_likelihood",
+        "posterior_predictive",
+        "observed_data",
+    ):
+        assert group in idata.groups()
+    post = idata.posterior
+    assert post["capability"].dims == ("chain", "draw", "model")
+    assert list(post["capability"]["model"].values) == list(table.models)
+    assert list(post["slope"]["benchmark"].values) == list(table.benchmarks)
+    assert idata.log_likelihood["y"].shape == (2, 300, table.n_scores)
+    np.testing.assert_allclose(idata.observed_data["y"].values, table.scores)
+    # anchors are fixed in every draw
+    assert np.all(post["difficulty"].sel(benchmark="b0").values == 0.0)
+    assert np.all(post["slope"].sel(benchmark="b0").values == 1.0)
+    caps = nuts_fit.capabilities
+    assert list(caps.columns[:4]) == ["mean", "sd", "hdi_3%", "hdi_97%"]
+    assert (caps["hdi_3%"] <= caps["mean"]).all() and (caps["mean"] <= caps["hdi_97%"]).all()
+    # summary means are the posterior means
+    s = nuts_fit.summary.set_index(["variable", "name"])
+    np.testing.assert_allclose(
+        s.loc["capability"].loc[list(table.models), "mean"].to_numpy(),
+        post["capability"].mean(("chain", "draw")).values,
+    )
+
+
+def test_diagnostics_warn_when_chains_disagree(nuts_fit):
+    import arviz as az
+
+    post = nuts_fit.idata.posterior.copy(deep=True)
+    shift = np.where(post["chain"].values == 1, 0.5, 0.0)[:, None, None]
+    post["capability"] = post["capability"] + shift  # chain 1 sits 0.5 above chain 0
+    stats = nuts_fit.idata.sample_stats.copy(deep=True)
+    stats["diverging"][0, :3] = True
+    broken = az.InferenceData(posterior=post, sample_stats=stats)
+    with pytest.warns(SamplingWarning) as record:
+        diag = check_diagnostics(broken)
+    messages = " ".join(str(w.message) for w in record)
+    assert "3 divergent" in messages and "R-hat" in messages and "target_accept" in messages
+    assert diag["n_divergent"] == 3 and diag["max_r_hat"] > 1.5
+    # the untouched posterior passes the same R-hat check
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)
+        assert check_diagnostics(nuts_fit.idata)["max_r_hat"] < 1.02
+
+
+# --------------------------------------------------------------------------- optimal weights
+def test_posterior_optimal_weights_match_numpy(nuts_fit, synth):
+    table, _ = synth
+    names = ["b1", "b3", "b5"]
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(3, 3))
+    M = A @ A.T + 0.5 * np.eye(3)
+    w = np.array([1.0, 0.5, 2.0])
+    r = 40.0
+    out = posterior_optimal_weights(nuts_fit, M, w, r, threshold=0.8, benchmarks=names)
+    sig2 = nuts_fit.idata.posterior["noise_variance"].sel(benchmark=names).values.reshape(-1, 3)
+    v = np.stack([np.linalg.solve(M + r * np.diag(s), M @ w) for s in sig2])
+    np.testing.assert_allclose(out["mean"].to_numpy(), v.mean(0), rtol=1e-10)
+    np.testing.assert_allclose(out["sd"].to_numpy(), v.std(0, ddof=1), rtol=1e-8)
+    np.testing.assert_allclose(out["p_platinum"].to_numpy(), (v >= 0.8).mean(0))
+    plug = np.linalg.solve(M + r * np.diag(sig2.mean(0)), M @ w)
+    np.testing.assert_allclose(out["plugin"].to_numpy(), plug, rtol=1e-10)
+    assert list(out.index) == names
+    assert (out["hdi_3%"] <= out["mean"]).all() and (out["mean"] <= out["hdi_97%"]).all()
+
+
+def test_optimal_weights_reject_bad_inputs(nuts_fit):
+    with pytest.raises(KeyError, match="b1"):
+        posterior_optimal_weights(nuts_fit, np.eye(1), [1.0], 1.0, benchmarks=["b_1x"])
+    with pytest.raises(ValueError, match="3 x 3"):
+        posterior_optimal_weights(
+            nuts_fit, np.eye(2), [1.0, 1, 1], 1.0, benchmarks=["b1", "b2", "b3"]
+        )
+    with pytest.raises(ValueError, match="symmetric"):
+        posterior_optimal_weights(
+            nuts_fit, np.triu(np.ones((2, 2))), [1.0, 1.0], 1.0, benchmarks=["b1", "b2"]
+        )
+
+
+# --------------------------------------------------------------------------- SVI, comparison, real data
+def test_svi_recovers_truth_and_compare_likelihoods(svi_beta, nuts_fit, synth):
+    table, truth = synth
+    assert np.corrcoef(svi_beta.capabilities["mean"].reindex(truth.index), truth)[0, 1] > 0.98
+    assert np.isnan(svi_beta.diagnostics["max_r_hat"])  # no R-hat for independent guide draws
+    fits = {"gaussian": nuts_fit, "beta": svi_beta}
+    cmp = compare_likelihoods(fits)
+    assert set(cmp.index) == {"gaussian", "beta"}
+    assert "elpd_loo" in cmp.columns and cmp["rank"].min() == 0
+    # the data are Gaussian around the sigmoid, so the Gaussian likelihood predicts better
+    assert cmp.index[0] == "gaussian"
+    # elpd_waic agrees with lppd - p_waic computed directly from the pointwise log likelihood
+    ll = nuts_fit.idata.log_likelihood["y"].values.reshape(-1, table.n_scores)
+    lppd = np.sum(np.log(np.mean(np.exp(ll), axis=0)))
+    waic = lppd - np.sum(ll.var(axis=0, ddof=0))
+    cmp_w = compare_likelihoods(fits, ic="waic")
+    assert cmp_w.loc["gaussian", "elpd_waic"] == pytest.approx(waic, rel=1e-6)
+
+
+def test_model_anchor_fixes_two_capabilities(synth):
+    from numpyro import handlers
+
+    table, _ = synth
+    layout = ParameterLayout.from_table(table, ModelAnchor(("m00", "m01"), (0.0, 1.0)))
+    data, _ = prepare_data(table, "gaussian")
+    tr = handlers.trace(handlers.seed(stitching_model, 0)).get_trace(data, layout)
+    cap = np.asarray(tr["capability"]["value"])
+    assert cap[0] == 0.0 and cap[1] == 1.0
+    assert tr["capability_z"]["value"].shape == (table.n_models - 2,)
+    assert tr["difficulty_z"]["value"].shape == (table.n_benchmarks,)  # every difficulty is free
+    assert tr["y"]["value"].shape == (table.n_scores,)
+
+
+# --------------------------------------------------------------------------- CLI
+def test_cli_writes_outputs(tmp_path):
+    from platinum_jax.cli import main
+
+    # binomial counts with known n_items: also exercises the binomial fit path end to end
+    table, truth = _synthetic(seed=5, n_models=30, n_bench=5, n_items=200)
+    csv = tmp_path / "scores.csv"
+    table.data[["model", "benchmark", "score", "n_items"]].to_csv(csv, index=False)
+    cfg = tmp_path / "weights.json"
+    cfg.write_text(
+        json.dumps({"r": 5.0, "w": {"b1": 1.0, "b2": 2.0}, "M": [1.0, 0.5], "threshold": 0.3})
+    )
+    out = tmp_path / "out"
+    rc = main(
+        [
+            "stitch-bayes",
+            str(csv),
+            "--anchor-benchmark",
+            "b0",
+            "--likelihood",
+            "binomial",
+            "--method",
+            "svi",
+            "--svi-steps",
+            "800",
+            "--samples",
+            "100",
+            "--weights-config",
+            str(cfg),
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    caps = pd.read_csv(out / "capabilities.csv")
+    assert list(caps.columns[:5]) == ["model", "mean", "sd", "hdi_3%", "hdi_97%"]
+    assert len(caps) == table.n_models
+    mean = caps.set_index("model")["mean"].reindex(truth.index)
+    assert np.corrcoef(mean, truth)[0, 1] > 0.98
+    bench = pd.read_csv(out / "benchmarks.csv")
+    assert {"difficulty_mean", "slope_hdi_97%"} <= set(bench.columns)
+    # binomial noise variance is mu (1 - mu) / n per score, at most 1 / (4 n)
+    assert bench["noise_sd_mean"].max() <= 0.5 / np.sqrt(200)
+    summ = pd.read_csv(out / "summary.csv")
+    assert {"r_hat", "ess_bulk"} <= set(summ.columns)
+    weights = pd.read_csv(out / "optimal_weights.csv", index_col="benchmark")
+    assert list(weights.index) == ["b1", "b2"]
+    for name in ("posterior.nc", "capabilities.png", "ppc.png"):
+        assert (out / name).stat().st_size > 0
+    import arviz as az
+
+    back = az.from_netcdf(out / "posterior.nc")
+    assert list(back.posterior["capability"]["model"].values) == list(table.models)
+
+
+@pytest.mark.parametrize("command", [["stitch-bayes"], ["stitch", "--bayes"]])
+def test_cli_reports_bad_anchor(tmp_path, synth, capsys, command):
+    from platinum_jax.cli import main
+
+    table, _ = synth
+    csv = tmp_path / "scores.csv"
+    table.data[["model", "benchmark", "score"]].to_csv(csv, index=False)
+    argv = [*command, str(csv), "--anchor-benchmark", "bO", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "unknown benchmark 'bO'" in err and "closest names" in err
+
+
+def test_weights_config_errors(tmp_path):
+    bad = tmp_path / "w.yaml"
+    bad.write_text("r: 1.0\nw: [1, 2]\n")
+    with pytest.raises(ValueError, match="M"):
+        load_weights_config(bad)
+    with pytest.raises(FileNotFoundError):
+        load_weights_config(tmp_path / "missing.yaml")
