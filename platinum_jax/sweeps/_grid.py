@@ -473,6 +473,13 @@ def sweep(
     spec = {name: (tuple(s.shape[1:]), np.dtype(s.dtype).str) for name, s in shapes.items()}
 
     store = as_store(store)
+    if store is not None and jax.process_count() > 1:
+        raise ValueError(
+            f"store={store.path} was given in a run with {jax.process_count()} processes; chunk "
+            "stores are written by one process only. In a multi-host sweep pass store=None and "
+            "save the returned Dataset on process 0 (jax.process_index() == 0), or split the "
+            "grid into per-host sweeps that each keep their own store"
+        )
     done: set[int] = set()
     if store is not None:
         fp = _fingerprint(M, Sigma, w, r, axes, outputs, chunk_size, fast, items)
