@@ -13,8 +13,9 @@ import pytest
 
 from platinum_jax import analysis as an
 from platinum_jax.cli import main
-from platinum_jax.stitching import ScoreTable, fit_stitching
-from platinum_jax.stitching._epoch import (
+from platinum_jax.stitching import (
+    ScoreTable,
+    fit_stitching,
     read_distilled_models,
     read_metr_horizons,
     read_model_compute,
@@ -123,3 +124,37 @@ def test_cli_trends_and_missing_side_file(fit, scores_long_csv, tmp_path, capsys
                "--compute", str(tmp_path / "nope.csv")])
     assert rc == 2
     assert "--compute" in capsys.readouterr().err
+
+
+def test_cli_progress_acceleration_horizons_robustness(fit, scores_long_csv, tmp_path):
+    """Each remaining analysis runs from the command line and writes its tables and figure."""
+    caps = tmp_path / "capabilities.csv"
+    fit.capabilities.to_csv(caps)
+    data = str(scores_long_csv)
+    expected = {
+        "progress": ("progress_summary.csv", "progress_models.csv", "progress.png"),
+        "acceleration": ("breakpoint.csv", "breakpoint_grid.csv", "breakpoint.png"),
+        "horizons": ("horizon_summary.csv", "horizon_mapping.csv", "horizons.png"),
+    }
+    for command, files in expected.items():
+        out = tmp_path / command
+        argv = ["analyze", command, data, "--out", str(out), "--capabilities", str(caps)]
+        if command == "progress":
+            argv += ["--n-boot", "50"]
+        assert main(argv) == 0, command
+        for name in files:
+            assert (out / name).is_file(), (command, name)
+    horizons = pd.read_csv(tmp_path / "horizons" / "horizon_summary.csv", index_col=0)
+    assert 0.7 <= horizons.loc["r2", "value"] <= 0.95
+    progress = pd.read_csv(tmp_path / "progress" / "progress_summary.csv", index_col=0)
+    assert 0.1 <= progress.loc["k", "value"] <= 0.35
+
+    out = tmp_path / "robustness"
+    argv = ["analyze", "robustness", data, "--out", str(out), "--anchors", "MMLU",
+            "--leave-out", "GeoBench", "SWE-Bench verified"]
+    assert main(argv) == 0
+    anchors = pd.read_csv(out / "anchor_robustness.csv", index_col=0)
+    assert anchors.loc["MMLU", "spearman"] >= 0.99
+    loo = pd.read_csv(out / "leave_out_robustness.csv", index_col=0)
+    assert len(loo) == 2 and (loo["spearman"] >= 0.98).all()
+    assert (out / "robustness.png").is_file()

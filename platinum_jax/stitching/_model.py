@@ -228,6 +228,11 @@ class ParameterLayout:
         free_c, free_d, free_a = self.free_positions()
 
         def fill(n, free_idx, free_vals, fixed_idx, fixed_vals):
+            if isinstance(free_vals, np.ndarray):  # concrete values: no scatter kernels to compile
+                out = np.zeros((n,), dtype=free_vals.dtype)
+                out[free_idx] = free_vals
+                out[_as_index(fixed_idx)] = np.asarray(fixed_vals, dtype=free_vals.dtype)
+                return jnp.asarray(out)
             free_vals = jnp.asarray(free_vals)
             out = jnp.zeros((n,), dtype=free_vals.dtype).at[free_idx].set(free_vals)
             if fixed_idx:
