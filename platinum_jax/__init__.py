@@ -13,6 +13,7 @@ Numerics follow JAX's default precision; for fits and linear algebra enable floa
     jax.config.update("jax_enable_x64", True)
 """
 
+from platinum_jax._runtime import enable_compilation_cache
 from platinum_jax._validation import validate_primitives
 from platinum_jax.agency import (
     ConceptBasis,
@@ -61,6 +62,7 @@ __all__ = [
     "concept_shrinkage",
     "cost_decrease",
     "effort_cost",
+    "enable_compilation_cache",
     "item_loadings",
     "lab_best_response",
     "optimal_weights",

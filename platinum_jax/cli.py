@@ -32,6 +32,9 @@ Two ideas, one scale:
     score = sigmoid(alpha_b (C_m - D_b)).
 
 Run `platinum-jax COMMAND --help` for the details of each command.
+
+Compiled programs are cached in ~/.cache/platinum-jax/xla (set PLATINUM_JAX_CACHE to another
+directory, or to "off"), so a second run of the same analysis starts faster.
 """
 
 
@@ -57,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from platinum_jax._runtime import enable_compilation_cache
+
+        enable_compilation_cache()  # later runs of the same shapes skip compilation
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, KeyError) as exc:
         # Input problems are the user's to fix: print the message, not a traceback.

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-import jax
-import pytest
+# The command line caches compiled programs in the user's home; tests call it in-process and
+# must leave nothing behind there.
+os.environ["PLATINUM_JAX_CACHE"] = "off"
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
 
 # Tests compare against NumPy/SciPy in double precision; the library itself never forces this.
 jax.config.update("jax_enable_x64", True)

@@ -206,9 +206,10 @@ def test_nuts_intervals_cover_the_true_capabilities(nuts_fit, synth):
     assert np.corrcoef(nuts_fit.capabilities["mean"].reindex(truth.index), truth)[0, 1] > 0.99
     d = nuts_fit.diagnostics
     assert d["n_divergent"] == 0
-    assert (
-        d["max_r_hat"] < 1.02
-    )  # a reduced run (2 x 300 draws); the full target is in the benchmark
+    # A reduced run (2 x 300 draws): the largest of ~130 split R-hats of a well-mixed run this
+    # short scatters up to about 1.03, so 1.05 separates it from chains that disagree (> 1.5
+    # below).  The full target (4 x 1,000 draws, R-hat <= 1.01) is checked by the benchmark.
+    assert d["max_r_hat"] < 1.05
 
 
 def test_inference_data_layout(nuts_fit, synth):
@@ -259,7 +260,7 @@ def test_diagnostics_warn_when_chains_disagree(nuts_fit):
     # the untouched posterior passes the same R-hat check
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)
-        assert check_diagnostics(nuts_fit.idata)["max_r_hat"] < 1.02
+        assert check_diagnostics(nuts_fit.idata)["max_r_hat"] < 1.05
 
 
 # --------------------------------------------------------------------------- optimal weights
@@ -404,3 +405,25 @@ def test_weights_config_errors(tmp_path):
         load_weights_config(bad)
     with pytest.raises(FileNotFoundError):
         load_weights_config(tmp_path / "missing.yaml")
+
+
+def test_mass_matrix_blocks_and_chain_devices(synth):
+    import jax
+
+    from platinum_jax.stitching.bayes import hyper_mass_blocks, use_cpu_devices_for_chains
+
+    assert hyper_mass_blocks("gaussian") == [
+        ("capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau")
+    ]
+    assert hyper_mass_blocks("beta") == [("capability_mu", "capability_tau")]
+    with pytest.raises(ValueError, match="likelihood"):
+        hyper_mass_blocks("student")
+    with pytest.raises(ValueError, match="chains"):
+        use_cpu_devices_for_chains(0)
+    # JAX has run here already, so the device count is fixed: told, not changed.
+    before = jax.local_device_count()
+    assert use_cpu_devices_for_chains(before + 3) is False
+    assert jax.local_device_count() == before
+    table, _ = synth
+    with pytest.raises(ValueError, match="dense_mass"):
+        fit_stitching_bayes(table, ANCHOR, dense_mass="full")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from platinum_jax.cli import build_parser, main
 from platinum_jax.datasets import demo_world
@@ -33,3 +34,24 @@ def test_help_teaches(capsys):
 def test_bad_argument_is_reported_without_traceback(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--tau-w", "1.5"]) == 2
     assert "tau_w must lie in (0, 1)" in capsys.readouterr().err
+
+
+def test_compilation_cache_setting(tmp_path, monkeypatch):
+    import jax
+
+    from platinum_jax import enable_compilation_cache
+
+    before = jax.config.jax_compilation_cache_dir
+    try:
+        monkeypatch.setenv("PLATINUM_JAX_CACHE", "off")
+        assert enable_compilation_cache() is None
+        assert jax.config.jax_compilation_cache_dir == before
+        target = tmp_path / "xla"
+        assert enable_compilation_cache(target) == target
+        assert target.is_dir() and jax.config.jax_compilation_cache_dir == str(target)
+        blocker = tmp_path / "file"
+        blocker.write_text("not a directory")
+        with pytest.raises(ValueError, match="PLATINUM_JAX_CACHE"):
+            enable_compilation_cache(blocker / "xla")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)

@@ -202,6 +202,10 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # fits and Hessians in double precision
+    if getattr(args, "bayes", False) and args.method == "nuts":
+        from ._bayes_fit import use_cpu_devices_for_chains
+
+        use_cpu_devices_for_chains(args.chains)  # before JAX runs anything
     table = load_table(args)
     if getattr(args, "bayes", False):
         from ._bayes_cli import run_bayes

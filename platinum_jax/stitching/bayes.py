@@ -20,9 +20,11 @@ from ._bayes_fit import (
     choose_chain_method,
     compare_likelihoods,
     fit_stitching_bayes,
+    hyper_mass_blocks,
     plot_capabilities,
     plot_ppc,
     posterior_summary,
+    use_cpu_devices_for_chains,
 )
 from ._bayes_model import LIKELIHOODS, BayesData, Priors, prepare_data, stitching_model
 from ._bayes_weights import load_weights_config, optimal_weight_draws, posterior_optimal_weights
@@ -37,6 +39,7 @@ __all__ = [
     "choose_chain_method",
     "compare_likelihoods",
     "fit_stitching_bayes",
+    "hyper_mass_blocks",
     "load_weights_config",
     "optimal_weight_draws",
     "plot_capabilities",
@@ -45,4 +48,5 @@ __all__ = [
     "posterior_summary",
     "prepare_data",
     "stitching_model",
+    "use_cpu_devices_for_chains",
 ]
