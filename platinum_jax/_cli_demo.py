@@ -18,7 +18,8 @@ noisy; trivia recall matters little for welfare.  The demo
   1. computes the optimal weights v* = (M + r Sigma)^-1 M w,
   2. certifies platinum items by Definition 1 and checks them against the truth,
   3. compares welfare under uniform and optimal weights, and the comparative statics,
-  4. writes items.csv, concepts.csv, summary.json and weights.png to --out.
+  4. writes items.csv, concepts.csv, comparative_statics.csv, summary.json and weights.png
+     to --out.
 """
 
 EPILOG = """\
@@ -130,5 +131,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nWelfare: optimal {w_opt:.4f} vs best-scaled uniform {w_uniform:.4f} "
           f"(+{summary['welfare_gain_pct']:.1f}%)")
     print(f"Platinum items: {summary['platinum_items']} of {m}; match the construction: {agree}")
-    print(f"Wrote {out / 'items.csv'}, {out / 'concepts.csv'}, {out / 'summary.json'}, {figure}")
+    written = ["items.csv", "concepts.csv", "comparative_statics.csv", "summary.json"]
+    print(f"Wrote {', '.join(str(out / name) for name in written)}, {figure}")
     return 0 if agree else 1
