@@ -56,9 +56,11 @@ def plot_capabilities(
         alpha=0.8,
         label="benchmarks (difficulty $D_b$)",
     )
-    for name, row in caps.nlargest(label_top, "capability").iterrows():
+    # Top models sit close together at the right edge: stack their labels down the left side.
+    for k, (name, row) in enumerate(caps.nlargest(label_top, "capability").iterrows()):
         ax.annotate(name, (row["release_date"], row["capability"]), fontsize=7,
-                    xytext=(3, 3), textcoords="offset points")
+                    xytext=(-70, 45 - 10 * k), textcoords="offset points", ha="right",
+                    arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.4"})
     for name, row in bench.nlargest(min(label_top, 5), "difficulty").iterrows():
         ax.annotate(name, (row["release_date"], row["difficulty"]), fontsize=7, color="tab:red",
                     xytext=(3, -9), textcoords="offset points")
