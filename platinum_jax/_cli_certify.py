@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 _DESCRIPTION = """\
@@ -23,7 +24,9 @@ item is certified when P_i >= T instead.
 ITEMS.jsonl holds one JSON object per line: {"item_id": ..., "text": ..., "reference": ...}
 (reference optional).  The API key is read from OPENAI_API_KEY or ANTHROPIC_API_KEY (or the
 variable named by --api-key-env).  Every finished call is stored in a SQLite cache, so rerunning
-the same command costs nothing and an interrupted run picks up where it stopped.
+the same command costs nothing and an interrupted run picks up where it stopped.  Calls that ran
+out of retries on rate limits, server errors or timeouts are reported as failed but not cached,
+so the next run asks them again; invalid replies are cached and redone only with --retry-failed.
 
 Outputs in --out DIR:
   items.csv     item_id, platinum_score, certified, concept (argmax_j S_ij Q_j), S_<concept>...
@@ -42,9 +45,10 @@ examples:
   platinum-jax certify items.jsonl --judge openai:gpt-4o-mini --out cert/
 
   # a local vLLM / Ollama / llama.cpp server speaking the OpenAI API, 3 samples per cell
+  # (at temperature 0.7: at the default 0 the three replies would usually be identical)
   export OPENAI_API_KEY=local
   platinum-jax certify items.jsonl --judge openai:qwen2.5-7b-instruct \\
-      --base-url http://localhost:8000/v1 --samples 3 --out cert/
+      --base-url http://localhost:8000/v1 --samples 3 --temperature 0.7 --out cert/
 
   # two judges, own concept set, threshold rule P_i >= 6, audit against expert labels
   platinum-jax certify items.jsonl --judge openai:gpt-4o --judge anthropic:claude-sonnet-4-5 \\
@@ -65,11 +69,17 @@ def register(subparsers) -> None:
                    help="openai:MODEL or anthropic:MODEL; repeat for several judges")
     p.add_argument("--concepts", default="oecd", metavar="oecd|FILE",
                    help="built-in concept set or a YAML/JSON/CSV file of name, definition (default: oecd)")
-    p.add_argument("--base-url", default=None, help="API base URL, e.g. http://localhost:8000/v1 for vLLM "
-                   "(for anthropic: the root URL, without /v1)")
+    p.add_argument("--base-url", default=None, metavar="URL",
+                   help="base URL of an OpenAI-compatible server, e.g. http://localhost:8000/v1 for vLLM; "
+                        "used by openai:MODEL judges only; anthropic:MODEL judges keep the Anthropic API (its "
+                        "client reads ANTHROPIC_BASE_URL for a proxy). Not part of the cache "
+                        "key: use one --cache per endpoint if two servers share a model name")
     p.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY)")
-    p.add_argument("--samples", type=int, default=1, help="replies per judge and cell, aggregated (default 1)")
+    p.add_argument("--samples", type=int, default=1,
+                   help="replies per judge and cell, aggregated (default 1); at the default --temperature 0 "
+                        "the replies are usually identical and their agreement trivially 1, so set a "
+                        "temperature > 0 (e.g. 0.7) when sampling several times")
     p.add_argument("--threshold", type=float, default=None, metavar="T",
                    help="certify when P_i >= T instead of the appendix rule")
     p.add_argument("--cache", default=None, metavar="FILE", help="SQLite cache (default: DIR/judgments.sqlite)")
@@ -110,10 +120,13 @@ def run(args) -> int:
 
     items = load_items(args.items)
     concepts = load_concepts(args.concepts)
-    judges = [JudgeConfig.from_spec(spec, base_url=args.base_url, api_key_env=args.api_key_env,
+    judges = [JudgeConfig.from_spec(spec, api_key_env=args.api_key_env,
                                     temperature=args.temperature, max_tokens=args.max_tokens,
                                     timeout=args.timeout, max_retries=args.max_retries,
                                     parse_retries=args.parse_retries) for spec in args.judge]
+    # --base-url names an OpenAI-compatible server; sending an anthropic: judge there as well
+    # would break a run that mixes a local judge with a hosted Anthropic one.
+    judges = [replace(j, base_url=args.base_url) if j.provider == "openai" else j for j in judges]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cache = Path(args.cache) if args.cache else out / "judgments.sqlite"
@@ -133,6 +146,9 @@ def run(args) -> int:
     concepts_out.to_csv(out / "concepts.csv", index_label="concept")
 
     notes = []
+    if args.samples > 1 and args.temperature == 0:
+        notes.append(f"--samples {args.samples} at temperature 0: replies are usually identical, so the "
+                     "recorded agreement is close to 1 by construction; use --temperature > 0 to sample")
     weights = pd.DataFrame({"uniform_weight": np.full(len(items_out), 1.0 / len(items_out))}, index=items_out.index)
     complete = bool(cert["complete"].all()) and not cs[["W", "K", "N"]].isna().any().any()
     if complete:
@@ -145,8 +161,8 @@ def run(args) -> int:
     else:
         weights["rubric_weight"] = np.nan
         weights["model_weight"] = np.nan
-        notes.append("weights not computed: some judge calls failed (see failures); fix the cause and "
-                     "rerun with --retry-failed")
+        notes.append("weights not computed: some judge calls failed (see failures); a plain rerun retries "
+                     "rate limits, server errors and timeouts, --retry-failed also redoes invalid replies")
     weights.to_csv(out / "weights.csv", index_label="item_id")
     res.records.drop(columns=["key"]).to_csv(out / "judgments.csv", index=False)
 

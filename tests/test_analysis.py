@@ -261,23 +261,52 @@ def test_world_generator_follows_its_definition():
 
 
 def test_summarise_latency_and_false_positives():
-    runs = pd.DataFrame(
+    t_a = 2026.0
+    accelerated = pd.DataFrame(
         {
             "noise": 1.0, "factor": 2.0,
-            "replicate": [0, 0, 0, 1, 1, 1],
-            "obs_year": [2025.5, 2026.0, 2026.25] * 2,
-            "flagged": [False, False, True, True, False, False],
+            "replicate": [0, 0, 0, 1, 1, 1, 2, 2, 2],
+            "obs_year": [2025.5, 2026.0, 2026.25] * 3,
+            "flagged": [False, False, True, True, False, False, False, True, True],
+            # replicate 2 first blames a kink two years old (noise), then the real one
+            "breakpoint_year": [2025.0, 2025.0, 2025.9, 2025.0, 2025.0, 2025.0, 2025.0, 2024.0,
+                                2026.1],
             "converged": True,
         }
     )
-    s = _summarise(runs, 2026.0).iloc[0]
-    assert s["mean_latency_months"] == pytest.approx(3.0)  # replicate 0: flagged at +3 months
-    assert s["detection_rate"] == 0.5  # replicate 1 never flags after t_a
-    assert s["false_positive_rate"] == 0.5  # replicate 1 flags before t_a
-    study = an.DetectionStudy(an.WorldConfig(), 2.0, runs, _summarise(runs, 2026.0))
+    s = _summarise(accelerated, t_a).iloc[0]
+    # replicate 0 at +3 months; replicate 1 never after t_a; replicate 2 at +3, not at +0
+    assert s["detection_rate"] == pytest.approx(2 / 3)
+    assert s["mean_latency_months"] == pytest.approx(3.0)
+    assert s["false_positive_rate"] == pytest.approx(1 / 3)  # replicate 1 flags before t_a
+    # with no tolerance for early breakpoints, replicate 0's 2025.9 no longer counts
+    s0 = _summarise(accelerated, t_a, breakpoint_tolerance=0.0).iloc[0]
+    assert s0["detection_rate"] == pytest.approx(1 / 3)
+    # a world that never accelerates: every flag is a false alarm, nothing is "detected"
+    flat = accelerated.assign(factor=1.0)
+    f = _summarise(flat, t_a).iloc[0]
+    assert f["false_positive_rate"] == 1.0 and np.isnan(f["detection_rate"])
+    assert np.isnan(f["median_latency_months"])
+    both = pd.concat([accelerated, flat], ignore_index=True)
+    study = an.DetectionStudy(an.WorldConfig(), 2.0, both, _summarise(both, t_a))
     cmp = study.paper_comparison()
     assert cmp.loc["median_latency_months_2x_at_1x_noise", "value"] == pytest.approx(3.0)
+    assert cmp.loc["mean_false_positive_rate", "value"] == pytest.approx((1 / 3 + 1) / 2)
     assert cmp.loc["mean_false_positive_rate", "paper_reference"] == 0.38
+
+
+def test_detection_study_on_known_worlds():
+    # Low noise, four-fold acceleration: found within months; no acceleration: rarely flagged.
+    cfg = an.WorldConfig(n_models=60, n_benchmarks=6, base_noise=0.02)
+    study = an.simulate_detection(
+        cfg, factors=(1.0, 4.0), noise_levels=(0.5,), n_replicates=4,
+        observation_years=2026.0 + np.arange(-6, 13, 3) / 12.0, n_grid=24, progress=False,
+    )
+    s = study.summary.set_index("factor")
+    assert s.loc[4.0, "detection_rate"] >= 0.75
+    assert s.loc[4.0, "median_latency_months"] <= 9.0
+    assert s.loc[1.0, "false_positive_rate"] <= 0.5
+    assert np.isnan(s.loc[1.0, "detection_rate"])
 
 
 def test_refit_and_tiny_detection_study():

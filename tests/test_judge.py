@@ -243,7 +243,8 @@ def test_end_to_end_with_faults_cache_and_failures(tmp_path):
 
         cert = certify(res.strengths, res.concept_scores[["W", "K", "N"]], allow_missing=True)
         np.testing.assert_allclose(cert["platinum_score"], [15.0, 5.0, 1.5, 5.0, 0.0])
-        assert list(cert["concept"]) == [L, L, V, L, L]
+        # q5's observed cells (L, V) are both 0: P = 0 is witnessed by no concept.
+        assert list(cert["concept"].iloc[:4]) == [L, L, V, L] and pd.isna(cert.loc["q5", "concept"])
         assert list(cert["certified"].astype(object)) == [True, True, False, False, pd.NA]
         thr = certify(res.strengths, res.concept_scores[["W", "K", "N"]], rule="threshold",
                       threshold=6.0, allow_missing=True)
@@ -357,6 +358,47 @@ def test_exhausted_retries_and_bad_requests_are_recorded_as_failures():
     assert fail.loc[("q1", L), "attempts"] == 3
     assert "PermanentError: HTTP 400" in fail.loc[("q2", V), "error"]
     assert pd.isna(fail.loc[("q2", V), "raw_reply"])  # no reply text ever arrived
+
+
+def test_transient_give_ups_are_retried_by_a_rerun_but_invalid_replies_are_not(tmp_path):
+    cache = tmp_path / "judge.sqlite"
+    # q1/L: two 429s use up max_retries=1, the third request succeeds; q5/PS never parses.
+    faults = {("q1", L): ["http429", "http429", "ok"], ("q5", PS): ["malformed"]}
+    with _server(faults) as server:
+        judge = _judge(server, max_retries=1)
+        first = run_judgments(ITEMS, CONCEPTS, judge, cache=cache, progress=False)
+        # q1/L: 1 + 1 retry; q5/PS: 1 + 1 re-ask.
+        assert server.request_count == N_CELLS + 2
+        fail = first.failures.set_index(["item_id", "concept"])
+        assert set(fail.index) == {("q1", L), ("q5", PS)}
+        assert fail.loc[("q1", L), "error"].startswith("TransientError: gave up after 2 attempt(s)")
+        assert "not valid JSON" in fail.loc[("q5", PS), "error"]
+        assert first.stats["failed"] == 2 and np.isnan(first.strengths.loc["q1", L])
+        with JudgmentCache(cache) as c:
+            assert len(c) == N_CELLS - 1  # the transient give-up is not stored as finished
+
+        before = server.request_count
+        second = run_judgments(ITEMS, CONCEPTS, judge, cache=cache, progress=False)
+        assert server.request_count == before + 1  # q1/L only, on its third request: ok
+        assert second.stats["calls_made"] == 1 and second.stats["cached"] == N_CELLS - 1
+        assert second.stats["failed"] == 1
+        assert set(zip(second.failures["item_id"], second.failures["concept"], strict=True)) == {("q5", PS)}
+        assert second.strengths.loc["q1", L] == 3.0 and np.isnan(second.strengths.loc["q5", PS])
+
+        before = server.request_count
+        third = run_judgments(ITEMS, CONCEPTS, judge, cache=cache, progress=False)
+        assert server.request_count == before and third.stats["cached"] == N_CELLS
+
+        # A cache from before this rule holds transient give-ups as failed rows: rerun those too.
+        key = third.failures["key"].iloc[0]
+        with JudgmentCache(cache) as c:
+            legacy = c.get(key)
+            legacy["error"] = "TransientError: gave up after 6 attempt(s): HTTP 429: rate limited"
+            c.put(legacy)
+        run_judgments(ITEMS, CONCEPTS, judge, cache=cache, progress=False)
+        assert server.request_count == before + 2  # q5/PS asked again (and re-asked once)
+        with JudgmentCache(cache) as c:
+            assert "not valid JSON" in c.get(key)["error"]
 
 
 def test_fatal_http_errors_stop_the_run(tmp_path):

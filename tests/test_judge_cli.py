@@ -6,6 +6,7 @@ Uses the scripted rubric of ``tests/test_judge.py``: Q = (5, 1, 0.5) and P = (15
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pandas as pd
@@ -92,11 +93,55 @@ def test_certify_cli_threshold_failures_and_expert_audit(tmp_path, items_file, c
     items = pd.read_csv(out / "items.csv", index_col="item_id")
     assert list(items["certified"]) == [True, False, False, False, False]
     assert not items.loc["q5", "complete"] and pd.isna(items.loc["q5", f"S_{PS}"])
+    # q5's observed strengths (L, V) are both 0, so P = 0 and the concept cell is left empty.
+    assert items.loc["q5", "platinum_score"] == 0.0 and pd.isna(items.loc["q5", "concept"])
     audit = pd.read_csv(out / "audit.csv", index_col=["judge", "field"])
     assert audit.loc[("openai:scripted", "S"), "exact_agreement"] == 0.5
     review = pd.read_csv(out / "review.csv")
     assert (review.iloc[0]["field"], review.iloc[0]["item_id"]) == ("S", "q5")
     assert "not valid JSON" in (out / "report.html").read_text()
+
+
+def test_certify_cli_never_writes_or_prints_the_api_key(tmp_path, items_file, concepts_file, monkeypatch,
+                                                       capsys, caplog):
+    sentinel = "sk-SENTINEL-must-not-leak-7f3a9c"
+    monkeypatch.setenv("OPENAI_API_KEY", sentinel)
+    caplog.set_level(logging.DEBUG)  # the clients' own debug logging is caught too
+    out = tmp_path / "cert"
+    # Failures put error texts and raw replies into judgments.csv and report.html.
+    faults = {("q5", PS): ["malformed"], ("q2", "Vision"): ["http400"], ("q1", "Vision"): ["http500"]}
+    with ScriptedJudgeServer(RubricScript(ITEMS["text"], SCORES, STRENGTHS, faults)) as server:
+        assert main(_args(items_file, concepts_file, server, out, "--max-retries", "1")) == 0
+    captured = capsys.readouterr()
+    judgments = (out / "judgments.csv").read_text()
+    assert "HTTP 400" in judgments and "HTTP 500" in judgments and "not valid JSON" in judgments
+    files = [f for f in out.rglob("*") if f.is_file()]
+    assert {"items.csv", "judgments.csv", "report.html", "judgments.sqlite"} <= {f.name for f in files}
+    for text in (captured.out, captured.err, caplog.text):
+        assert sentinel not in text
+    for f in files:
+        assert sentinel.encode() not in f.read_bytes(), f.name
+
+
+def test_certify_cli_sends_base_url_to_openai_judges_only(tmp_path, items_file, concepts_file, monkeypatch,
+                                                          capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "local")
+    out = tmp_path / "cert"
+    with ScriptedJudgeServer(RubricScript(ITEMS["text"], SCORES, STRENGTHS)) as local, \
+            ScriptedJudgeServer(RubricScript(ITEMS["text"], SCORES, STRENGTHS)) as hosted:
+        # Stands in for the Anthropic API: the anthropic client reads ANTHROPIC_BASE_URL.
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", hosted.anthropic_base_url)
+        args = _args(items_file, concepts_file, local, out, "--judge", "anthropic:claude-scripted",
+                     "--samples", "2")
+        assert main(args) == 0
+        assert {e["api"] for e in local.log} == {"openai"} and local.request_count == 2 * N_CELLS
+        assert {e["api"] for e in hosted.log} == {"anthropic"} and hosted.request_count == 2 * N_CELLS
+    err = capsys.readouterr().err
+    assert "--samples 2 at temperature 0" in err  # the sampling caveat is said, not silently fixed
+    judges = set(pd.read_csv(out / "judgments.csv")["judge"])
+    assert judges == {"openai:scripted", "anthropic:claude-scripted"}
+    np.testing.assert_allclose(pd.read_csv(out / "items.csv", index_col="item_id")["platinum_score"], P_HAND)
 
 
 def test_certify_cli_reports_input_errors(tmp_path, items_file, monkeypatch, capsys):

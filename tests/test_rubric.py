@@ -31,6 +31,11 @@ OECD = [
 ]
 
 
+def _names(col):
+    """A concept column as a list, with any missing marker (None, NaN, NA) read as None."""
+    return [None if pd.isna(c) else c for c in col]
+
+
 def _concepts(W, K, N, names=None):
     names = names or [f"c{j}" for j in range(len(W))]
     return pd.DataFrame({"W": W, "K": K, "N": N}, index=names)
@@ -168,8 +173,26 @@ def test_platinum_scores_match_numpy_on_random_rubrics():
     prod = S.to_numpy() * q
     out = platinum_scores(S, quality_factors(cs))
     np.testing.assert_allclose(out["platinum_score"].to_numpy(), prod.max(axis=1))
-    assert list(out["concept"]) == [cs.index[j] for j in prod.argmax(axis=1)]
+    # Every q_j > 0, so a row has P_i = 0 exactly when it is all zeros; it names no concept.
+    assert _names(out["concept"]) == [cs.index[r.argmax()] if r.max() > 0 else None for r in prod]
     assert out["complete"].all()
+
+
+def test_items_with_zero_platinum_score_name_no_concept():
+    names = ["lang", "code"]
+    cs = _concepts([5, 2], ["low", "high"], ["low", "low"], names)  # Q = [5, 2 * 1/4 * 1] = [5, 0.5]
+    S = pd.DataFrame([[0, 0], [0, 1], [0, np.nan], [np.nan, np.nan], [1, 3]],
+                     index=["blank", "weak", "blank_open", "unseen", "tie"], columns=names)
+    out = platinum_scores(S, quality_factors(cs), allow_missing=True)
+    # blank: max(0, 0) = 0; weak: max(0, 0.5) = 0.5 on code; blank_open: the observed 0 only;
+    # unseen: nothing observed; tie: max(1*5, 3*0.5) = 5 on lang.
+    np.testing.assert_allclose(out["platinum_score"], [0.0, 0.5, 0.0, np.nan, 5.0])
+    assert _names(out["concept"]) == [None, "code", None, None, "lang"]
+    cert = certify(S, cs, allow_missing=True)
+    assert _names(cert["concept"]) == [None, "code", None, None, "lang"]
+    # blank: "lang" (W=5, K=low) is observed at S=0 < 2 and "code" has K=high -> decided False.
+    assert cert.loc["blank", "certified"] == False  # noqa: E712
+    assert pd.isna(cert.loc["blank", "certifying_concept"])
 
 
 def test_certify_appendix_rule_by_hand():

@@ -17,6 +17,9 @@ __all__ = [
 ]
 
 
+_PAPER_STYLE = {"color": "0.35", "ls": "--", "lw": 1.2}
+
+
 def _axes(ax, figsize=(8, 5)):
     if ax is None:
         import matplotlib.pyplot as plt
@@ -25,8 +28,16 @@ def _axes(ax, figsize=(8, 5)):
     return ax
 
 
-def plot_trend(trend: Any, forecast: pd.DataFrame | None = None, ax: Any = None):
-    """All models (grey), frontier models (blue), the trend and, if given, the forecast bands."""
+def plot_trend(
+    trend: Any, forecast: pd.DataFrame | None = None, ax: Any = None, paper: bool = True
+):
+    """All models (grey), frontier models (blue), the trend and, if given, the forecast bands.
+
+    With ``paper=True`` the paper's trend is drawn for comparison: 0.55 units a year, through
+    4.4 in October 2028 (dashed grey, with a star at the forecast).
+    """
+    from ._trends import PAPER_TREND_REFERENCE as ref
+
     ax = _axes(ax)
     models = trend.models
     ax.scatter(models["release_date"], models["capability"], s=12, color="0.7", label="all models")
@@ -45,14 +56,29 @@ def plot_trend(trend: Any, forecast: pd.DataFrame | None = None, ax: Any = None)
             ax.plot(forecast.index, forecast["draw_low"], color="C3", ls=":", lw=1)
             ax.plot(forecast.index, forecast["draw_high"], color="C3", ls=":", lw=1,
                     label="capability draws")
+    if paper:
+        target = pd.Timestamp(ref["forecast_date"])
+        end = max(target, forecast.index.max()) if forecast is not None else target
+        dates = pd.DatetimeIndex([trend.frontier["release_date"].min(), end])
+        years = (dates - target).days.to_numpy() / 365.25
+        ax.plot(dates, ref["forecast_capability"] + ref["slope_per_year"] * years, **_PAPER_STYLE,
+                label=f"paper: {ref['slope_per_year']:.2f} units/yr, "
+                f"{ref['forecast_capability']:.1f} by {target:%b %Y}")
+        ax.plot([target], [ref["forecast_capability"]], marker="*", ms=11, color="0.35", ls="")
     ax.set_xlabel("release date")
     ax.set_ylabel("capability C_m")
     ax.legend(fontsize=8, loc="upper left")
     return ax
 
 
-def plot_progress(progress: Any, ax: Any = None):
-    """Capability against log10 training compute, coloured by release year, frontier ringed."""
+def plot_progress(progress: Any, ax: Any = None, paper: bool = True):
+    """Capability against log10 training compute, coloured by release year, frontier ringed.
+
+    With ``paper=True`` a dashed line of the paper's compute slope (k = 0.168 per e-fold of
+    compute) runs through the centre of the points, next to ours.
+    """
+    from ._progress import PAPER_PROGRESS_REFERENCE as ref
+
     ax = _axes(ax)
     df = progress.models
     sc = ax.scatter(np.log10(df["training_compute_flop"]), df["capability"], c=df["year"],
@@ -60,6 +86,15 @@ def plot_progress(progress: Any, ax: Any = None):
     fr = df[df["frontier"]]
     ax.scatter(np.log10(fr["training_compute_flop"]), fr["capability"], s=80,
                facecolors="none", edgecolors="C3", label="frontier at release")
+    if paper:
+        x = np.log10(df["training_compute_flop"].to_numpy())
+        xs = np.array([x.min(), x.max()])
+        centre_x, centre_y = x.mean(), float(df["capability"].mean())
+        for k, style, who in ((progress.k, {"color": "C3", "lw": 1.2}, "ours"),
+                              (ref["k"], _PAPER_STYLE, "paper")):
+            # C = k ln F + b, so the slope per decade of compute is k ln 10.
+            ax.plot(xs, centre_y + k * np.log(10.0) * (xs - centre_x), **style,
+                    label=f"{who}: k = {k:.3f}")
     ax.figure.colorbar(sc, ax=ax, label="release year")
     ax.set_xlabel("log10 training compute (FLOP)")
     ax.set_ylabel("capability C_m")
@@ -88,8 +123,14 @@ def plot_acceleration(fit: Any, ax: Any = None):
     return ax
 
 
-def plot_detection_study(study: Any, axes: Any = None):
-    """Two panels: median detection latency and false-positive rate against noise level."""
+def plot_detection_study(study: Any, axes: Any = None, paper: bool = True):
+    """Two panels: median detection latency and false-positive rate against noise level.
+
+    With ``paper=True`` the paper's figures are marked: a 2x acceleration detected within 2-3
+    months at 1x noise (grey band) and a mean false-positive rate of about 38% (dashed line).
+    """
+    from ._simulate import PAPER_SIMULATION_REFERENCE as ref
+
     if axes is None:
         import matplotlib.pyplot as plt
 
@@ -100,12 +141,19 @@ def plot_detection_study(study: Any, axes: Any = None):
         if f <= 1.0:
             continue
         axes[0].plot(lat.index, lat[f], marker="o", label=f"{f:g}x acceleration")
+    if paper:
+        axes[0].axhspan(ref["latency_months_2x_at_1x_noise_low"],
+                        ref["latency_months_2x_at_1x_noise_high"], color="0.6", alpha=0.3,
+                        label="paper: 2x at 1x noise, 2-3 months")
     axes[0].set_xscale("log", base=2)
     axes[0].set_xlabel("noise level (x baseline)")
     axes[0].set_ylabel("median detection latency (months)")
     axes[0].legend(fontsize=8)
     fp = study.summary.groupby("noise")["false_positive_rate"].mean()
-    axes[1].plot(fp.index, fp.to_numpy(), marker="o", color="C3", label="false positives (before t_a)")
+    axes[1].plot(fp.index, fp.to_numpy(), marker="o", color="C3", label="false positives")
+    if paper:
+        axes[1].axhline(ref["mean_false_positive_rate"], **_PAPER_STYLE,
+                        label=f"paper: {ref['mean_false_positive_rate']:.0%} false positives")
     for f in det.columns:
         if f > 1.0:
             axes[1].plot(det.index, det[f], marker="s", ls=":", label=f"detection rate, {f:g}x")
@@ -117,14 +165,20 @@ def plot_detection_study(study: Any, axes: Any = None):
     return axes
 
 
-def plot_horizons(fit: Any, ax: Any = None):
-    """log time horizon against capability with the confidence and prediction bands."""
+def plot_horizons(fit: Any, ax: Any = None, paper: bool = True):
+    """log time horizon against capability with the confidence and prediction bands.
+
+    With ``paper=True`` the legend gives the paper's R² beside ours.
+    """
+    from ._horizons import PAPER_HORIZON_REFERENCE as ref
+
     ax = _axes(ax)
     d = fit.data
     ax.scatter(d["capability"], d["horizon_minutes"], s=25, color="C0", label="METR models")
     grid = np.linspace(d["capability"].min() - 0.2, d["capability"].max() + 0.5, 100)
     pr = fit.predict(grid)
-    ax.plot(grid, pr["horizon_minutes"], color="C1", label=f"fit (R² = {fit.r2:.2f})")
+    label = f"fit (R² = {fit.r2:.2f}" + (f"; paper {ref['r2']:.2f})" if paper else ")")
+    ax.plot(grid, pr["horizon_minutes"], color="C1", label=label)
     ax.fill_between(grid, pr["ci_low"], pr["ci_high"], color="C1", alpha=0.3, label="95% confidence")
     ax.fill_between(grid, pr["pi_low"], pr["pi_high"], color="C1", alpha=0.12, label="95% prediction")
     ax.set_yscale("log")

@@ -23,9 +23,10 @@ every replicate and date has the same static shapes and runs under ``vmap``), th
 release is taken from the refitted capabilities, and the one-breakpoint fit flags an
 acceleration when the slope ratio passes ``threshold``.
 
-Summaries: *detection latency* = first observation date on or after t_a with a flag, minus
-t_a (months; NaN when never flagged); *false positive* = a replicate flagged at some date before
-t_a (when no acceleration exists yet).
+Summaries: *detection latency* = first observation date on or after t_a whose flag puts the
+breakpoint near or after t_a, minus t_a (months; NaN when never detected); *false positive* = a
+replicate flagged while nothing had accelerated: before t_a, or at any date in a world with
+factor 1.
 """
 
 from __future__ import annotations
@@ -248,24 +249,42 @@ class DetectionStudy:
         )
 
 
-def _summarise(runs: pd.DataFrame, t_a: float) -> pd.DataFrame:
+def _summarise(runs: pd.DataFrame, t_a: float, breakpoint_tolerance: float = 0.5) -> pd.DataFrame:
+    """Per (noise, factor) cell: detection rate, latency and false-positive rate.
+
+    A flag is a *false alarm* when nothing has accelerated: at any date before t_a, and at every
+    date in a world without acceleration (factor <= 1).  A replicate is a false positive when it
+    raises at least one false alarm.  In an accelerated world (factor > 1) the *detection* is the
+    first date on or after t_a whose flag places the breakpoint at or after
+    t_a - ``breakpoint_tolerance`` years (a flag that blames an older kink detects noise, not this
+    acceleration); the latency is that date minus t_a, in months.  Detection rate and latency are
+    NaN in worlds without acceleration.
+    """
     rows = []
     for (noise, factor), grp in runs.groupby(["noise", "factor"], sort=True):
+        accelerated = factor > 1.0
         lat, fp = [], []
         for _, rep in grp.groupby("replicate"):
-            before = rep[rep["obs_year"] < t_a]
-            after = rep[(rep["obs_year"] >= t_a) & rep["flagged"]]
-            fp.append(bool(before["flagged"].any()))
-            lat.append((after["obs_year"].min() - t_a) * 12.0 if len(after) else np.nan)
+            flagged = rep["flagged"].to_numpy(dtype=bool)
+            years = rep["obs_year"].to_numpy(dtype=np.float64)
+            false_alarm = flagged & ((years < t_a) | (not accelerated))
+            fp.append(bool(false_alarm.any()))
+            if not accelerated:
+                continue
+            hit = flagged & (years >= t_a)
+            if "breakpoint_year" in rep:
+                hit &= rep["breakpoint_year"].to_numpy(dtype=np.float64) >= t_a - breakpoint_tolerance
+            lat.append((years[hit].min() - t_a) * 12.0 if hit.any() else np.nan)
         lat = np.asarray(lat, dtype=np.float64)
+        found = np.isfinite(lat)
         rows.append(
             {
                 "noise": noise,
                 "factor": factor,
-                "n_replicates": len(lat),
-                "detection_rate": float(np.mean(np.isfinite(lat))),
-                "median_latency_months": float(np.nanmedian(lat)) if np.isfinite(lat).any() else np.nan,
-                "mean_latency_months": float(np.nanmean(lat)) if np.isfinite(lat).any() else np.nan,
+                "n_replicates": len(fp),
+                "detection_rate": float(found.mean()) if accelerated else np.nan,
+                "median_latency_months": float(np.median(lat[found])) if found.any() else np.nan,
+                "mean_latency_months": float(np.mean(lat[found])) if found.any() else np.nan,
                 "false_positive_rate": float(np.mean(fp)),
                 "converged_fraction": float(grp["converged"].mean()),
             }
@@ -281,6 +300,7 @@ def simulate_detection(
     n_replicates: int = 20,
     observation_years: Sequence[float] | None = None,
     threshold: float = 2.0,
+    breakpoint_tolerance: float = 0.5,
     n_grid: int = 48,
     min_side: int = 3,
     top_n: int = 1,
@@ -293,12 +313,18 @@ def simulate_detection(
     For every (noise, factor) cell, ``n_replicates`` worlds are generated and, at each of
     ``observation_years`` (default: monthly from one year before to one year after
     ``config.acceleration_start``), refitted and tested -- all replicates and dates of a cell in
-    one ``vmap``-ed, jitted call (compiled once, reused for every cell).
+    one ``vmap``-ed, jitted call (compiled once, reused for every cell).  A flag after t_a
+    counts as a detection only when its breakpoint lies at or after t_a minus
+    ``breakpoint_tolerance`` years; see :func:`_summarise` for the false-positive rule.
     """
     from tqdm import tqdm
 
     if n_replicates < 1:
         raise ValueError(f"n_replicates must be >= 1, got {n_replicates}")
+    if not (np.isfinite(breakpoint_tolerance) and breakpoint_tolerance >= 0):
+        raise ValueError(
+            f"breakpoint_tolerance must be a finite number of years >= 0, got {breakpoint_tolerance!r}"
+        )
     if observation_years is None:
         observation_years = config.acceleration_start + np.arange(-12, 13) / 12.0
     obs = np.asarray(observation_years, dtype=np.float64)
@@ -344,5 +370,5 @@ def simulate_detection(
         config=config,
         threshold=float(threshold),
         runs=runs,
-        summary=_summarise(runs, config.acceleration_start),
+        summary=_summarise(runs, config.acceleration_start, float(breakpoint_tolerance)),
     )

@@ -1,7 +1,10 @@
 """On-disk SQLite cache of judge calls, so reruns are free and interrupted runs resume.
 
 Each finished call (parsed reply or recorded failure) is one row keyed by a SHA-256 of
-(provider, model, prompt hash, sampling settings incl. the sample index).  Rows are committed as
+(provider, model, prompt hash, sampling settings incl. the sample index).  The base URL is not
+part of the key, so that caches stay valid when a server moves; keep one cache per endpoint
+when different servers answer under the same model name.  Calls that gave up on transient
+errors (429, 5xx, timeouts) are not finished and are not stored.  Rows are committed as
 soon as a call completes; WAL journaling lets readers and the writer proceed together and keeps
 the file consistent if the process is killed mid-run.
 """

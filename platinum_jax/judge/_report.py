@@ -80,7 +80,9 @@ def write_report(path: str | Path, items: pd.DataFrame, concepts: pd.DataFrame, 
         items[items["certified"].fillna(False).astype(bool)].sort_values("platinum_score", ascending=False)
         .head(200).to_html(float_format=lambda x: f"{x:.3g}"),
         f"<h2>Failed judge calls ({len(failures)})</h2>",
-        "<p>Recorded as failed after retries, never filled in; rerun with --retry-failed once fixed.</p>",
+        "<p>Recorded as failed after retries, never filled in. Calls that gave up on rate limits, server "
+        "errors or timeouts are not cached, so a plain rerun asks them again; invalid replies and other "
+        "errors are cached, and are redone with --retry-failed once the cause is fixed.</p>",
         failures[fail_cols].head(200).to_html(index=False) if len(failures) else "<p>None.</p>",
     ]
     if notes:

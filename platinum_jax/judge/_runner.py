@@ -2,11 +2,14 @@
 
 For every judge and sample s = 0..samples-1 the runner asks one concept prompt per concept
 (W_j, K_j, N_j) and one measurement prompt per (item, concept) pair (S_ij).  Finished calls go
-straight into the SQLite cache, so a rerun skips them and an interrupted run resumes.  Several
-samples / judges per cell are aggregated: the lower median for ordinal scores (W, S; it is
-always a level of the scale) and the majority for the categorical K, N (ties go to the more
-pessimistic level: higher cost, higher noise).  The share of replies that agree with the
-aggregate is kept as the cell's agreement.
+straight into the SQLite cache, so a rerun skips them and an interrupted run resumes.  A call
+is finished when it got a valid reply, a reply still invalid after the re-asks, or an HTTP
+error that retrying cannot fix; a call that ran out of retries on transient errors (429, 5xx,
+timeouts, dropped connections) is reported as failed in this run but not cached, so the next
+run asks again.  Several samples / judges per cell are aggregated: the lower median for ordinal
+scores (W, S; it is always a level of the scale) and the majority for the categorical K, N
+(ties go to the more pessimistic level: higher cost, higher noise).  The share of replies that
+agree with the aggregate is kept as the cell's agreement.
 """
 
 from __future__ import annotations
@@ -135,13 +138,14 @@ def _execute(task: _Task, provider: Provider) -> dict:
     parse = parse_concept_reply if task.kind == "concept" else parse_item_reply
     messages = [{"role": "user", "content": task.prompt}]
     raws: list[str] = []
-    attempts, error, value = 0, None, None
+    attempts, error, value, transient = 0, None, None, False
     for _ in range(task.judge.parse_retries + 1):
         try:
             text, absorbed = provider.chat(messages)
             attempts += 1 + absorbed
         except (TransientError, PermanentError) as exc:
-            attempts += 1 + (task.judge.max_retries if isinstance(exc, TransientError) else 0)
+            transient = isinstance(exc, TransientError)
+            attempts += 1 + (task.judge.max_retries if transient else 0)
             error = f"{type(exc).__name__}: {exc}"
             break
         raws.append(text)
@@ -158,8 +162,17 @@ def _execute(task: _Task, provider: Provider) -> dict:
         "prompt_sha256": prompt_hash(task.prompt), "settings": task.settings, "kind": task.kind,
         "item_id": task.item_id, "concept": task.concept, "sample": task.sample,
         "status": "ok" if value is not None else "failed", "value": value, "raw_replies": raws,
-        "error": error, "attempts": attempts, "prompt": task.prompt,
+        "error": error, "attempts": attempts, "prompt": task.prompt, "transient": transient,
     }
+
+
+def _is_final(rec: dict) -> bool:
+    """Whether a cached record settles its call; False for a give-up on transient errors.
+
+    Caches written before such give-ups were kept out of the store hold them as failed rows;
+    their error text starts with the exception name, which identifies them.
+    """
+    return rec["status"] == "ok" or not str(rec.get("error") or "").startswith("TransientError:")
 
 
 @dataclass(frozen=True)
@@ -255,7 +268,15 @@ def run_judgments(
 
     ``items``: DataFrame indexed by item_id with ``text`` and optional ``reference`` (see
     :func:`load_items`).  ``cache``: a :class:`JudgmentCache` or a SQLite path; finished calls
-    found there are not repeated (recorded failures neither, unless ``retry_failed``).
+    found there are not repeated (recorded failures neither, unless ``retry_failed``).  A call
+    that used up ``max_retries`` on transient errors (429, 5xx, timeouts, connection errors) is
+    reported as failed, with its error, but not cached: the next run asks it again.  Invalid
+    replies (after ``parse_retries``) and other HTTP errors are cached as failures.
+    ``samples``: replies per judge and cell.  With ``temperature=0`` (the default) most
+    providers return the same reply every time, so the samples and their recorded agreement
+    (then trivially 1) say little; set ``temperature > 0`` on the judges when sampling several
+    times.  The cache key holds provider, model, prompt and sampling settings but not the base
+    URL, so one cache file should serve one endpoint per model name.
     ``concurrency`` worker threads share one token bucket of ``rate_limit`` requests/second.
     A ``KeyboardInterrupt`` cancels pending calls; everything already finished is in the cache.
     """
@@ -295,7 +316,7 @@ def run_judgments(
     todo: list[_Task] = []
     for t in tasks:
         hit = store.get(t.key)
-        if hit is not None and (hit["status"] == "ok" or not retry_failed):
+        if hit is not None and _is_final(hit) and (hit["status"] == "ok" or not retry_failed):
             hit["cached"] = True
             records.append(hit)
             stats["cached"] += 1
@@ -317,7 +338,10 @@ def run_judgments(
 
         def save(fut) -> None:
             rec = fut.result()
-            store.put(rec)  # written as soon as it completes: nothing finished is lost
+            # A give-up on 429/5xx/timeouts says nothing about the reply: keep it out of the
+            # cache so that a plain rerun tries the call again.
+            if not rec["transient"]:
+                store.put(rec)  # written as soon as it completes: nothing finished is lost
             saved.add(fut)
             rec["cached"] = False
             records.append(rec)

@@ -219,7 +219,9 @@ def _platinum_kernel(
     best = jnp.max(prod, axis=1)
     witness = jnp.argmax(prod, axis=1)  # first maximiser, so ties go to the earlier concept
     any_obs = jnp.any(obs, axis=1)
-    return jnp.where(any_obs, best, jnp.nan), jnp.where(any_obs, witness, -1)
+    # With P_i = 0 every concept ties at zero and argmax would name the first one; no concept
+    # witnesses anything, so the witness is -1 (missing) there too.
+    return jnp.where(any_obs, best, jnp.nan), jnp.where(any_obs & (best > 0), witness, -1)
 
 
 def platinum_scores(strengths: pd.DataFrame, quality: pd.Series, *, allow_missing: bool = False) -> pd.DataFrame:
@@ -228,7 +230,9 @@ def platinum_scores(strengths: pd.DataFrame, quality: pd.Series, *, allow_missin
     ``strengths``: items x concepts (S in 0..3); ``quality``: Q per concept (from
     :func:`quality_factors`).  Returns a DataFrame indexed by item with ``platinum_score``,
     ``concept`` (the witness; ties go to the first concept in column order) and ``complete``
-    (False when some S_ij or Q_j was missing, so P_i is a lower bound).
+    (False when some S_ij or Q_j was missing, so P_i is a lower bound).  The witness is None
+    when P_i = 0 (every observed S_ij Q_j is 0: the item measures no concept, so none is
+    named) and when nothing was observed (P_i is NaN).
     """
     S = validate_strengths(strengths, allow_missing=allow_missing)
     _align(S, quality)
@@ -268,7 +272,8 @@ def certify(
     "w_c in {low, medium}"; the levels show it is the improvement cost K_c that is meant.)
     ``rule="threshold"``: item i is platinum if P_i >= ``threshold`` (tau_cert).
 
-    Returns one row per item: ``platinum_score`` (P_i), ``concept`` (argmax_j S_ij Q_j),
+    Returns one row per item: ``platinum_score`` (P_i), ``concept`` (argmax_j S_ij Q_j; None
+    when P_i = 0 or nothing was observed),
     ``certified`` (nullable boolean: ``<NA>`` when missing judgments could flip the verdict),
     ``certifying_concept`` (a concept that witnesses the rule, if any) and ``complete``.
     """
