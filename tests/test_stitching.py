@@ -3,6 +3,8 @@ real data (against an independent SciPy fit), anchors and rescaling."""
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -69,18 +71,36 @@ def paper_jacobian(full, mi, bi, y, anchor_idx, anchor_slope, l2, weights=None):
     return jac
 
 
-def scipy_paper_fit(table, anchor_name="Winogrande", anchor_difficulty=0.0, l2=0.1, weights=None, x0=None):
+def scipy_paper_fit(
+    table, anchor_name="Winogrande", anchor_difficulty=0.0, l2=0.1, weights=None, x0=None,
+    anchor_slope=1.0, **tolerances,
+):
     """Fit the paper's way with SciPy (TRF, analytic Jacobian), then shift D_anchor into place."""
     m, b = table.n_models, table.n_benchmarks
     k = table.benchmarks.index(anchor_name)
-    args = (table.model_index, table.benchmark_index, table.scores, k, 1.0, l2, weights)
+    args = (table.model_index, table.benchmark_index, table.scores, k, anchor_slope, l2, weights)
     if x0 is None:
         x0 = np.concatenate([np.zeros(m + b), np.ones(b - 1)])
-    res = least_squares(paper_residuals, x0, jac=paper_jacobian, args=args, method="trf")
+    res = least_squares(paper_residuals, x0, jac=paper_jacobian, args=args, method="trf", **tolerances)
     c, d = res.x[:m].copy(), res.x[m : m + b].copy()
     shift = d[k] - anchor_difficulty
-    alpha = np.insert(res.x[m + b :], k, 1.0)
+    alpha = np.insert(res.x[m + b :], k, anchor_slope)
     return res.cost, c - shift, d - shift, alpha, res.x
+
+
+def paper_model_anchor_residuals(free, mi, bi, y, fixed_idx, fixed_values, l2):
+    """The paper's model-anchored objective in NumPy: two C fixed, every D and alpha free, and
+    the L2 term over the free parameters only, divided by their number M + 2B - 2."""
+    m = int(mi.max()) + 1
+    b = int(bi.max()) + 1
+    c = np.empty(m)
+    free_c = np.setdiff1d(np.arange(m), fixed_idx)
+    c[free_c] = free[: m - 2]
+    c[fixed_idx] = fixed_values
+    d, alpha = free[m - 2 : m - 2 + b], free[m - 2 + b :]
+    r = _sigmoid(alpha[bi] * (c[mi] - d[bi])) - y
+    pen = np.sum(c[free_c] ** 2) + np.sum(d**2) + np.sum(alpha**2)
+    return np.concatenate([r, [np.sqrt(l2 * pen / (m + 2 * b - 2))]])
 
 
 # ---------------------------------------------------------------------- fixtures
@@ -193,8 +213,30 @@ def test_objective_model_anchor_equals_numpy(synth):
     d, a = theta[38:46], theta[46:]
     assert c[1] == -1.0 and c[7] == 2.0
     r = np.sqrt(w) * (_sigmoid(a[table.benchmark_index] * (c[table.model_index] - d[table.benchmark_index])) - table.scores)
-    pen = 0.3 * (np.sum(c**2) + np.sum(d**2) + np.sum(a**2)) / (40 + 16 - 1)
+    # the paper's model-anchor penalty: free capabilities only, over M + 2B - 2 free parameters
+    pen = 0.3 * (np.sum(theta[:38] ** 2) + np.sum(d**2) + np.sum(a**2)) / (40 + 16 - 2)
     assert ours == pytest.approx(0.5 * (np.sum(r**2) + pen), rel=1e-12)
+
+
+def test_model_anchor_fit_matches_paper_convention_in_scipy():
+    # Few models and benchmarks and a strong penalty, so that the paper's divisor (M + 2B - 2
+    # rather than M + 2B - 1) and leaving the fixed C out of the sum both show in the result.
+    table, _ = synthetic_score_table(seed=5, n_models=8, n_benchmarks=3, density=1.0, noise=0.03)
+    anchor = ModelAnchor(("model_004", "model_001"), (1.2, -0.4))
+    fit = fit_stitching(table, anchor, l2=0.5)
+    assert fit.converged
+    fixed_idx = np.array([1, 4])
+    fixed_values = np.array([-0.4, 1.2])
+    x0 = np.concatenate([np.zeros(6 + 3), np.ones(3)])
+    args = (table.model_index, table.benchmark_index, table.scores, fixed_idx, fixed_values, 0.5)
+    ref = least_squares(paper_model_anchor_residuals, x0, args=args, xtol=1e-14, ftol=1e-14, gtol=1e-14)
+    assert fit.cost <= ref.cost + 1e-12
+    assert fit.cost == pytest.approx(ref.cost, rel=1e-9)
+    caps = fit.capabilities["capability"].to_numpy()
+    np.testing.assert_array_equal(caps[fixed_idx], fixed_values)
+    np.testing.assert_allclose(np.delete(caps, fixed_idx), ref.x[:6], atol=1e-6)
+    np.testing.assert_allclose(fit.benchmarks["difficulty"], ref.x[6:9], atol=1e-6)
+    np.testing.assert_allclose(fit.benchmarks["slope"], ref.x[9:], atol=1e-6)
 
 
 @pytest.mark.parametrize("newton", [False, True])
@@ -329,6 +371,14 @@ def test_non_finite_scores_name_rows(bad):
 def test_percentages_detected_and_clip():
     with pytest.raises(ValueError, match="look like percentages; divide by 100"):
         ScoreTable.from_frame(_frame(score=[10.0, 50.0, 30.0, 90.0]))
+    # a 0-100 table with some scores below 1% is still a percentage table
+    with pytest.raises(ValueError, match="look like percentages"):
+        ScoreTable.from_frame(_frame(score=[0.5, 50.0, 30.0, 95.0]))
+    # fractions that overshoot 1 a little, and values beyond 100, are not percentages
+    for scores in ([0.5, 1.5, 0.3, 0.9], [0.98, 1.02, 1.01, 0.4], [50.0, 150.0, 60.0, 70.0]):
+        with pytest.raises(ValueError, match=r"outside \[0, 1\]") as info:
+            ScoreTable.from_frame(_frame(score=scores))
+        assert "percentages" not in str(info.value)
     with pytest.raises(ValueError, match=r"outside \[0, 1\]") as info:
         ScoreTable.from_frame(_frame(score=[-0.1, 0.5, 0.3, 0.9]))
     assert "percentages" not in str(info.value)
@@ -377,6 +427,24 @@ def test_disconnected_graph_error_and_separate_fits(synth):
     assert fits[0].anchor.benchmark == "bench_00"
     alone = fit_stitching(table, BenchmarkAnchor("bench_00"))
     np.testing.assert_allclose(fits[0].theta, alone.theta, atol=1e-8)
+    with pytest.raises(ValueError, match="theta0 cannot be combined"):
+        fit_stitching(joined, BenchmarkAnchor("bench_00"), components="separate", theta0=alone.theta)
+
+
+def test_separate_components_use_restarts(real_table, real_fit):
+    # The real table plus a detached 2 x 2 island: with components="separate" the restarts must
+    # reach every component.  On the real data the paper's start stops near 3.4474 while a
+    # well-converged fit reaches about 3.4448 (data README), so the cost shows whether they did.
+    island = pd.DataFrame(
+        {"model": ["zz_a", "zz_a", "zz_b", "zz_b"], "benchmark": ["zz_x", "zz_y", "zz_x", "zz_y"],
+         "score": [0.2, 0.6, 0.4, 0.8]}
+    )
+    joined = ScoreTable.from_frame(pd.concat([real_table.data, island]))
+    fits = fit_stitching(joined, components="separate", restarts=32, seed=0)
+    assert [f.table.n_models for f in fits] == [179, 2]
+    assert real_fit.cost == pytest.approx(3.4474, abs=2e-4)
+    assert fits[0].converged and fits[0].cost == pytest.approx(3.4448, abs=2e-4)
+    assert fits[1].anchor == BenchmarkAnchor("zz_x", 0.0, 1.0)
 
 
 def test_wide_csv_and_subsets(tmp_path, synth):
@@ -395,3 +463,50 @@ def test_wide_csv_and_subsets(tmp_path, synth):
     assert table.select_models(["model_000", "model_001"]).n_models == 2
     with pytest.raises(KeyError, match="bench_03"):
         table.drop_benchmarks(["bench_3x"])
+
+
+# ---------------------------------------------------------------------- command line
+def test_cli_benchmark_anchor_values_and_l2(tmp_path):
+    from platinum_jax.cli import main
+
+    table, _ = synthetic_score_table(seed=11, n_models=12, n_benchmarks=4, density=1.0, noise=0.03)
+    csv = tmp_path / "scores.csv"
+    table.data.to_csv(csv, index=False)
+    out = tmp_path / "out"
+    rc = main([
+        "stitch", str(csv), "--anchor-benchmark", "bench_01", "--anchor-difficulty", "0.5",
+        "--anchor-slope", "2", "--l2", "0.05", "--out", str(out),
+    ])
+    assert rc == 0
+    bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
+    assert bench.loc["bench_01", "difficulty"] == 0.5 and bench.loc["bench_01", "slope"] == 2.0
+    info = json.loads((out / "fit.json").read_text())
+    assert info["l2"] == 0.05 and info["converged"] is True
+    assert info["anchor"] == {"kind": "benchmark", "benchmark": "bench_01", "difficulty": 0.5, "slope": 2.0}
+    # the paper's route in SciPy: every C and D free, the anchor's slope fixed at 2, fit, then
+    # shift all C and D so that D_anchor = 0.5
+    cost, c, d, alpha, _ = scipy_paper_fit(
+        table, "bench_01", 0.5, l2=0.05, anchor_slope=2.0, xtol=1e-14, ftol=1e-14, gtol=1e-14
+    )
+    assert info["cost"] == pytest.approx(cost, rel=1e-8)
+    caps = pd.read_csv(out / "capabilities.csv", index_col="model")
+    np.testing.assert_allclose(caps["capability"], c, atol=1e-6)
+    np.testing.assert_allclose(bench["difficulty"], d, atol=1e-6)
+    np.testing.assert_allclose(bench["slope"], alpha, atol=1e-6)
+
+
+def test_cli_reads_epoch_raw_directory(tmp_path, epoch_dir):
+    from platinum_jax.cli import main
+
+    out = tmp_path / "out"
+    assert main(["stitch", str(epoch_dir / "raw"), "--out", str(out)]) == 0
+    caps = pd.read_csv(out / "capabilities.csv", index_col="model")
+    bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
+    assert len(caps) == 179 and len(bench) == 38
+    assert caps.loc[GPT5, "capability"] == pytest.approx(2.6, abs=0.1)
+    assert bench.loc[FRONTIERMATH, "difficulty"] == pytest.approx(2.8, abs=0.1)
+    assert bench.loc["Winogrande", "difficulty"] == 0.0 and bench.loc["Winogrande", "slope"] == 1.0
+    info = json.loads((out / "fit.json").read_text())
+    assert info["n_scores"] == 1324 and info["converged"] is True and info["cost"] <= 3.4475
+    assert len(pd.read_csv(out / "residuals.csv")) == 1324
+    assert (out / "capabilities.png").stat().st_size > 0 and (out / "residuals.png").stat().st_size > 0

@@ -100,8 +100,11 @@ def test_sensitivity_hits_five_percent(small):
             t = fit.theta.copy()
             t[j] += sign * sens[col].iloc[j]
             assert numpy_cost(t, table, 0.1) == pytest.approx(target, rel=1e-9)
+    # a half-width of the 5%-loss interval, named so: it is not a standard deviation
+    assert "sd" not in sens.columns
+    np.testing.assert_allclose(sens["halfwidth"], (sens["upper"] - sens["lower"]) / 2, rtol=1e-12)
     # the quadratic approximation sqrt(2 * 0.05 F / H_jj) is close for a small rise
-    ratio = sens["quadratic"] / sens["sd"]
+    ratio = sens["quadratic"] / sens["halfwidth"]
     assert ratio.between(0.7, 1.3).all()
 
 
@@ -121,6 +124,36 @@ def test_bootstrap_matches_scipy_refits(small):
     np.testing.assert_allclose(summ["sd"], boot.thetas.std(axis=0, ddof=1))
     assert (summ["lower"] <= summ["upper"]).all()
     assert by_kind(summ, "capability").index.name == "model"
+
+
+def test_bootstrap_leaves_out_unconverged_replicates(small):
+    table, _, fit = small
+    # Five LM steps are too few for some of these replicates (and enough for others).
+    with pytest.warns(RuntimeWarning, match=r"of 8 bootstrap replicates did not converge.*max_steps") as rec:
+        boot = bootstrap(fit, replicates=8, seed=5, chunk=4, block=8, max_steps=5)
+    ok = boot.converged
+    n_failed = int((~ok).sum())
+    assert 0 < n_failed < 7
+    assert f"{n_failed} of 8" in str(rec[0].message)
+    assert boot.thetas.shape == (8, fit.theta.size)  # failed replicates stay visible
+    assert len(boot.replicates) == 8
+    summ = boot.summary
+    np.testing.assert_allclose(summ["sd"], boot.thetas[ok].std(axis=0, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(summ["mean"], boot.thetas[ok].mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(summ["lower"], np.percentile(boot.thetas[ok], 2.5, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(summ["upper"], np.percentile(boot.thetas[ok], 97.5, axis=0), rtol=1e-12)
+    assert summ.attrs["n_failed"] == n_failed and summ.attrs["n_converged"] == 8 - n_failed
+    # the replicates that did converge agree with SciPy refits of the same resamples
+    weights = bootstrap_weights(5, 8, table.n_scores)
+    k = int(np.flatnonzero(ok)[0])
+    res = least_squares(
+        numpy_residuals, fit.theta, args=(table, 0.1, weights[k]), xtol=1e-12, ftol=1e-12, gtol=1e-12
+    )
+    np.testing.assert_allclose(boot.thetas[k], res.x, atol=1e-5)
+    # none converged: no summary at all rather than one built from unfinished refits
+    with pytest.warns(RuntimeWarning, match="8 of 8"):
+        none = bootstrap(fit, replicates=8, seed=5, chunk=4, block=8, max_steps=1)
+    assert none.summary[["sd", "lower", "upper", "mean"]].isna().all().all()
 
 
 def test_cross_validation_prefers_true_link():
@@ -176,3 +209,102 @@ def test_cli_writes_outputs(tmp_path, small, capsys):
     rc = main(["stitch", str(csv), "--anchor-benchmark", "bench_0", "--out", str(out)])
     assert rc == 2
     assert "closest names" in capsys.readouterr().err
+
+
+def test_cli_bootstrap_intervals(tmp_path, small):
+    table, _, fit = small
+    csv = tmp_path / "scores.csv"
+    table.data.to_csv(csv, index=False)
+    out = tmp_path / "out"
+    rc = main([
+        "stitch", str(csv), "--anchor-benchmark", "bench_00", "--uncertainty", "bootstrap",
+        "--replicates", "4", "--seed", "3", "--out", str(out),
+    ])
+    assert rc == 0
+    info = json.loads((out / "fit.json").read_text())
+    assert info["uncertainty"] == "bootstrap" and info["replicates"] == 4
+    assert info["replicates_converged"] == 4 and info["replicates_failed"] == 0
+    # SciPy refits of the same four resamples, from the MAP estimate, give the columns
+    weights = bootstrap_weights(3, 4, table.n_scores)
+    refits = np.array([
+        least_squares(
+            numpy_residuals, fit.theta, args=(table, 0.1, w), xtol=1e-12, ftol=1e-12, gtol=1e-12
+        ).x
+        for w in weights
+    ])
+    m = table.n_models
+    caps = pd.read_csv(out / "capabilities.csv", index_col="model")
+    np.testing.assert_allclose(caps["sd"], refits[:, :m].std(axis=0, ddof=1), atol=1e-5)
+    np.testing.assert_allclose(caps["lower"], np.percentile(refits[:, :m], 2.5, axis=0), atol=1e-5)
+    np.testing.assert_allclose(caps["upper"], np.percentile(refits[:, :m], 97.5, axis=0), atol=1e-5)
+    bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
+    free = bench.index != "bench_00"
+    b = table.n_benchmarks
+    np.testing.assert_allclose(
+        bench.loc[free, "slope_sd"], refits[:, m + b - 1 :].std(axis=0, ddof=1), atol=1e-5
+    )
+    assert bench.loc["bench_00", ["difficulty_sd", "slope_sd"]].isna().all()  # the anchor is fixed
+
+
+def test_cli_sensitivity_halfwidths(tmp_path, small):
+    table, _, fit = small
+    csv = tmp_path / "scores.csv"
+    table.data.to_csv(csv, index=False)
+    out = tmp_path / "out"
+    rc = main([
+        "stitch", str(csv), "--anchor-benchmark", "bench_00", "--uncertainty", "sensitivity",
+        "--out", str(out),
+    ])
+    assert rc == 0
+    caps = pd.read_csv(out / "capabilities.csv", index_col="model")
+    bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
+    assert {"halfwidth", "lower", "upper"} <= set(caps.columns) and "sd" not in caps.columns
+    assert {"difficulty_halfwidth", "slope_halfwidth"} <= set(bench.columns)
+    assert not any(col.endswith("sd") for col in bench.columns)
+    np.testing.assert_allclose(caps["halfwidth"], (caps["upper"] - caps["lower"]) / 2, rtol=1e-10)
+    # moving one capability to either end of its interval raises the NumPy loss by 5%
+    target = 1.05 * numpy_cost(fit.theta, table, 0.1)
+    for j in [0, 7]:
+        for end in ("lower", "upper"):
+            theta = fit.theta.copy()
+            theta[j] = caps[end].iloc[j]
+            assert numpy_cost(theta, table, 0.1) == pytest.approx(target, rel=1e-8)
+
+
+def test_cli_separate_components(tmp_path, small):
+    table, _, _ = small
+    island = pd.DataFrame(
+        {"model": ["zz_a", "zz_a", "zz_b", "zz_b"], "benchmark": ["zz_x", "zz_y", "zz_x", "zz_y"],
+         "score": [0.2, 0.6, 0.4, 0.8]}
+    )
+    csv = tmp_path / "scores.csv"
+    pd.concat([table.data, island]).to_csv(csv, index=False)
+    out = tmp_path / "out"
+    rc = main(["stitch", str(csv), "--anchor-benchmark", "bench_00", "--out", str(out)])
+    assert rc == 2  # disconnected: refused unless asked to fit the parts
+    rc = main([
+        "stitch", str(csv), "--anchor-benchmark", "bench_00", "--components", "separate",
+        "--restarts", "2", "--out", str(out),
+    ])
+    assert rc == 0
+    for k in (1, 2):
+        for name in ("capabilities", "benchmarks", "residuals"):
+            assert (out / f"{name}_component{k}.csv").exists()
+        assert (out / f"capabilities_component{k}.png").stat().st_size > 0
+    assert not (out / "capabilities.csv").exists()
+    caps1 = pd.read_csv(out / "capabilities_component1.csv", index_col="model")
+    assert len(caps1) == 12
+    # component 1 is the synthetic table alone: compare with a SciPy fit of the NumPy objective
+    m, b = table.n_models, table.n_benchmarks
+    x0 = np.concatenate([np.zeros(m + b - 1), np.ones(b - 1)])
+    ref = least_squares(
+        numpy_residuals, x0, args=(table, 0.1, np.ones(table.n_scores)), xtol=1e-12, ftol=1e-12,
+        gtol=1e-12,
+    )
+    np.testing.assert_allclose(caps1["capability"], ref.x[:m], atol=1e-6)
+    # the island has no bench_00: it is anchored on its most-scored benchmark (a tie: the first
+    # name) with the anchor's D = 0 and alpha = 1
+    bench2 = pd.read_csv(out / "benchmarks_component2.csv", index_col="benchmark")
+    assert bench2.loc["zz_x", "difficulty"] == 0.0 and bench2.loc["zz_x", "slope"] == 1.0
+    info2 = json.loads((out / "fit_component2.json").read_text())
+    assert info2["anchor"]["benchmark"] == "zz_x" and info2["n_models"] == 2

@@ -19,15 +19,18 @@ The scale needs an anchor: by default one benchmark's difficulty and slope are f
 capabilities (--anchor-models A B --anchor-capabilities CA CB).
 
 Uncertainty (--uncertainty):
-  sensitivity  the paper's: per parameter, the shift that raises the loss by 5%
-  laplace      Gaussian around the fit from the exact Hessian (standard errors, 95% intervals)
-  bootstrap    --replicates refits on resampled scores, all vmapped (percentile intervals)
+  sensitivity  the paper's: per parameter, the shifts down and up that raise the loss by 5%
+               (lower, upper, and halfwidth = half their sum; not a standard deviation)
+  laplace      Gaussian around the fit from the exact Hessian (sd, 95% intervals)
+  bootstrap    --replicates refits on resampled scores, vmapped in chunks (sd, percentile
+               intervals; replicates that fail to converge are left out, with a warning)
 
 Outputs in --out:
-  capabilities.csv  model, capability, release_date, n_scores (+ sd, lower, upper)
-  benchmarks.csv    benchmark, difficulty, slope, release_date, n_scores (+ sd, lower, upper)
+  capabilities.csv  model, capability, release_date, n_scores (+ sd or halfwidth, lower, upper)
+  benchmarks.csv    benchmark, difficulty, slope, release_date, n_scores (+ difficulty_ and
+                    slope_ prefixed sd or halfwidth, lower, upper)
   residuals.csv     model, benchmark, score, predicted, residual
-  fit.json          cost, iterations, converged, anchor, l2, sizes
+  fit.json          cost, iterations, converged, anchor, l2, sizes (+ bootstrap counts)
   capabilities.png  capabilities over release date with error bars, and benchmark difficulties
   residuals.png     residuals per benchmark
 With --bayes, the Bayesian fit (NumPyro) runs instead; see `platinum-jax stitch-bayes --help`.
@@ -162,7 +165,8 @@ def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
     caps = fit.capabilities
     bench = fit.benchmarks
     if unc is not None:
-        cols = ["sd", "lower", "upper"]
+        width = "halfwidth" if args.uncertainty == "sensitivity" else "sd"
+        cols = [width, "lower", "upper"]
         caps = caps.join(by_kind(unc, "capability")[cols])
         diff = by_kind(unc, "difficulty")[cols].add_prefix("difficulty_")
         slope = by_kind(unc, "slope")[cols].add_prefix("slope_")
@@ -186,6 +190,8 @@ def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
     summary = fit.summary() | {"uncertainty": args.uncertainty}
     if args.uncertainty == "bootstrap":
         summary["replicates"] = args.replicates
+        summary["replicates_converged"] = unc.attrs["n_converged"]
+        summary["replicates_failed"] = unc.attrs["n_failed"]
     (out / f"fit{suffix}.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     ax = plot_capabilities(fit, unc)
     ax.figure.tight_layout()

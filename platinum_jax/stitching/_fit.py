@@ -26,6 +26,7 @@ from ._model import (
     ParameterLayout,
     StitchingParams,
     link_function,
+    penalty_mask,
     penalty_vector,
     predict_scores,
     regularisation_denominator,
@@ -67,8 +68,9 @@ def gauss_newton_system(
 
     Per score, the gradient of ``f(alpha_b (C_m - D_b))`` in ``(C_m, D_b, alpha_b)`` comes from
     autodiff; the 3 x 3 products are scattered into the full (M + 2B) square matrix. The L2 term
-    ``0.5 r_reg^2 = 0.5 (lambda / (M + 2B - 1)) |v|^2`` (``v`` from
-    :func:`~platinum_jax.stitching._model.penalty_vector`) is quadratic, so its exact Hessian
+    ``0.5 r_reg^2 = 0.5 (lambda / K) |v|^2`` (``v`` from
+    :func:`~platinum_jax.stitching._model.penalty_vector`, ``K`` from
+    :func:`~platinum_jax.stitching._model.regularisation_denominator`) is quadratic, so its exact Hessian
     (a scaled projector) is added instead of the rank-one ``g g^T`` of the single residual; the
     anchored rows and columns are then dropped.
     """
@@ -99,8 +101,7 @@ def gauss_newton_system(
 
     scale = l2 / regularisation_denominator(layout)
     v = penalty_vector(params, layout)
-    mask = np.concatenate([np.ones(m + b), layout.free_slope_mask().astype(float)])
-    proj = np.diag(mask)
+    proj = np.diag(penalty_mask(layout).astype(float))
     if layout.center_penalty:  # d v / d(C, D) = I - 11^T / (M + B)
         proj[: m + b, : m + b] -= 1.0 / (m + b)
     hess = hess + scale * jnp.asarray(proj, dtype=dtype)
@@ -152,9 +153,9 @@ def structured_system(theta, layout, model_index, benchmark_index, scores, weigh
     free_c, free_d, free_a = layout.free_positions()
     fc[free_c], fd[free_d], fa[free_a] = True, True, True
     fb = np.concatenate([fd, fa])
-    pen_mask = np.concatenate([np.ones(b), layout.free_slope_mask().astype(float)])
+    pen_mask = penalty_mask(layout).astype(float)
 
-    kc = jax.ops.segment_sum(blk[:, 0, 0], mi, num_segments=m) + scale
+    kc = jax.ops.segment_sum(blk[:, 0, 0], mi, num_segments=m) + scale * pen_mask[:m]
     # One flat segment sum per block (not one scatter per entry type): fewer kernels to compile.
     kcb = jax.ops.segment_sum(
         jnp.concatenate([blk[:, 0, 1], blk[:, 0, 2]]),
@@ -167,7 +168,7 @@ def structured_system(theta, layout, model_index, benchmark_index, scores, weigh
         jnp.concatenate([row_d + bi, row_d + b + bi, row_a + bi, row_a + b + bi]),
         num_segments=4 * b * b,
     ).reshape(2 * b, 2 * b)
-    kbb = kbb + scale * jnp.diag(jnp.asarray(pen_mask, dtype))
+    kbb = kbb + scale * jnp.diag(jnp.asarray(pen_mask[m:], dtype))
     v = penalty_vector(params, layout)
     grad = jnp.zeros((m + 2 * b,), dtype).at[
         jnp.concatenate([mi, m + bi, m + b + bi])
@@ -554,7 +555,9 @@ def fit_stitching(
             (default) raises naming the components, ``"separate"`` fits each component on its
             own and returns a list of fits, largest component first (components without the
             anchor are anchored on their most-scored benchmark with the anchor's D and alpha).
-        theta0: optional start (P,) instead of the paper's.
+            ``restarts``, ``seed`` and the solver options apply to every component.
+        theta0: optional start (P,) instead of the paper's. It is laid out for the whole table,
+            so it cannot be combined with ``components="separate"`` (``ValueError``).
         restarts: extra random starts (the objective has several local minima): the paper's
             start plus ``restarts`` jittered copies (C, D + N(0, 0.5^2), alpha * exp(N(0, 0.3^2)))
             are solved in one vmapped call and the lowest cost wins.
@@ -566,6 +569,14 @@ def fit_stitching(
         raise ValueError(f"l2 must be a finite number >= 0 (got {l2})")
     if components not in ("error", "separate"):
         raise ValueError(f"components must be 'error' or 'separate' (got {components!r})")
+    if restarts < 0:
+        raise ValueError(f"restarts must be >= 0 (got {restarts})")
+    if components == "separate" and theta0 is not None:
+        raise ValueError(
+            "theta0 cannot be combined with components='separate': a start vector is laid out "
+            "for the whole table, and each component is fitted on a sub-table with its own "
+            "parameters. Fit the components one by one (table.select_models) to give starts"
+        )
     _check_anchor(table, anchor)
     comps = table.components()
     if len(comps) > 1:
@@ -579,15 +590,16 @@ def fit_stitching(
         for models, _ in comps:
             sub = table.select_models(sorted(models))
             fits.append(
-                fit_stitching(sub, _anchor_for_component(anchor, sub), l2, **solver_options)
+                fit_stitching(
+                    sub, _anchor_for_component(anchor, sub), l2, restarts=restarts, seed=seed,
+                    **solver_options,
+                )
             )
         return fits
     layout = ParameterLayout.from_table(table, anchor)
     start = layout.initial() if theta0 is None else jnp.asarray(theta0)
     if start.shape != (layout.n_free,):
         raise ValueError(f"theta0 has shape {start.shape}; expected ({layout.n_free},)")
-    if restarts < 0:
-        raise ValueError(f"restarts must be >= 0 (got {restarts})")
     if restarts:
         rng = np.random.default_rng(seed)
         starts = np.repeat(np.asarray(start)[None], restarts + 1, axis=0)

@@ -35,6 +35,7 @@ __all__ = [
     "stitching_cost",
     "regularisation_denominator",
     "penalty_vector",
+    "penalty_mask",
     "link_function",
 ]
 
@@ -120,7 +121,8 @@ class ParameterLayout:
     does not see that shift, so the L2 term picks it: the fit equals ours with the anchor fixed
     and ``sum C^2 + sum D^2`` replaced by its minimum over a common shift ``t``,
     ``sum (C - t)^2 + sum (D - t)^2`` at ``t = mean(C, D)``. Model anchors fix the shift
-    themselves, so their penalty is the plain sum.
+    themselves, so their penalty is a plain sum; like the paper's model-anchored fit it leaves
+    out the two fixed capabilities (see :func:`penalty_vector`).
     """
 
     n_models: int
@@ -335,12 +337,31 @@ def predict_scores(
 
 
 def regularisation_denominator(layout: ParameterLayout) -> int:
-    """``M + 2 B - 1``: the paper's normaliser of the L2 penalty (fixed, whatever the anchor)."""
-    return layout.n_models + 2 * layout.n_benchmarks - 1
+    """The paper's normaliser of the L2 penalty: the number of parameters its fit leaves free.
+
+    ``M + 2B - 1`` under a benchmark anchor (the paper fits every C and D and all slopes but the
+    anchor's, then shifts C and D), ``M + 2B - 2`` under a model anchor (every D and slope, all
+    capabilities but the two fixed ones).
+    """
+    m, b = layout.n_models, layout.n_benchmarks
+    return m + 2 * b - 2 if layout.fixed_capability else m + 2 * b - 1
+
+
+def penalty_mask(layout: ParameterLayout) -> np.ndarray:
+    """Boolean (M + 2B,) mask over ``(C, D, alpha)`` of the entries the L2 penalty sums.
+
+    Every difficulty; every capability except those a model anchor fixes; every slope except the
+    one a benchmark anchor fixes. This is the paper's choice for both anchors.
+    """
+    mask = np.ones(layout.n_models + 2 * layout.n_benchmarks, dtype=bool)
+    mask[list(layout.fixed_capability)] = False
+    mask[layout.n_models + layout.n_benchmarks :] = layout.free_slope_mask()
+    return mask
 
 
 def penalty_vector(params: StitchingParams, layout: ParameterLayout) -> Float[Array, " M+2B"]:
-    """Vector ``v`` with ``|v|^2`` the L2 penalty: ``[C - t, D - t, alpha * free]``.
+    """Vector ``v`` with ``|v|^2`` the L2 penalty: ``[C - t, D - t, alpha]`` with the entries
+    outside :func:`penalty_mask` set to 0.
 
     ``t = mean(concat(C, D))`` when ``layout.center_penalty`` (benchmark anchors; see
     :class:`ParameterLayout`), else ``t = 0``. Its gradient is ``2 v`` in (C, D, alpha).
@@ -348,8 +369,8 @@ def penalty_vector(params: StitchingParams, layout: ParameterLayout) -> Float[Ar
     cd = jnp.concatenate([params.capability, params.difficulty])
     if layout.center_penalty:
         cd = cd - jnp.mean(cd)
-    free_alpha = jnp.asarray(layout.free_slope_mask())
-    return jnp.concatenate([cd, jnp.where(free_alpha, params.slope, 0.0)])
+    v = jnp.concatenate([cd, params.slope])
+    return jnp.where(jnp.asarray(penalty_mask(layout)), v, 0.0)
 
 
 def stitching_residuals(
@@ -365,10 +386,14 @@ def stitching_residuals(
     """Residual vector of the paper's objective, shape (N + 1,).
 
     ``r_i = sqrt(w_i) (sigmoid(alpha_b (C_m - D_b)) - y_i)`` for each score ``i = (m, b)``, and
-    ``r_{N+1} = sqrt(lambda (sum_m C_m^2 + sum_b D_b^2 + sum_{b free} alpha_b^2) / (M + 2B - 1))``.
-    The sums run over all capabilities and difficulties (anchored ones included) and over free
-    slopes only; under a benchmark anchor C and D enter after removing their common mean, which
-    reproduces the paper's fit-then-shift anchoring exactly (see :class:`ParameterLayout`).
+    ``r_{N+1} = sqrt(lambda (sum C_m^2 + sum D_b^2 + sum alpha_b^2) / K)``, with the sums and ``K``
+    as in the paper's code for each anchor:
+
+    * benchmark anchor: all capabilities and difficulties (the anchor's included), the free
+      slopes, ``K = M + 2B - 1``; C and D enter after removing their common mean, which
+      reproduces the paper's fit-then-shift anchoring exactly (see :class:`ParameterLayout`);
+    * model anchor: the free capabilities (the two fixed ones left out), all difficulties and
+      slopes, ``K = M + 2B - 2``.
     ``w = 1`` by default; ``w_i = 0`` removes a score (static shapes for vmap).
     """
     params = layout.unpack(theta)

@@ -21,7 +21,8 @@ def plot_capabilities(
     difficulties ``D_b`` against benchmark release date, on one axis (the paper's Figure 1).
 
     ``uncertainty`` is a frame from :func:`laplace`, :func:`bootstrap` (``.summary``) or
-    :func:`sensitivity`; its ``lower``/``upper`` rows of kind ``capability`` give the bars.
+    :func:`sensitivity`; its ``lower``/``upper`` rows of kind ``capability`` give the bars (for
+    the sensitivity analysis, the interval on which the loss stays within 5% of its minimum).
     Returns the matplotlib axis.
     """
     import matplotlib.pyplot as plt

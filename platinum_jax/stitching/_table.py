@@ -50,6 +50,17 @@ def close_matches_message(kind: str, name: str, known: Sequence[str]) -> str:
     return f"unknown {kind} {name!r} ({len(known)} {kind}s in the table); {hint}"
 
 
+def _looks_like_percentages(values: np.ndarray) -> bool:
+    """Scores on a 0-100 scale: all within [0, 100] and most of them clearly above 1.
+
+    "Clearly" (above 1.5) keeps fractions that overshoot 1 a little, such as 1.02 from rounding,
+    from being called percentages.
+    """
+    return bool(
+        values.min() >= 0.0 and values.max() <= 100.0 and np.mean(values > 1.5) > 0.5
+    )
+
+
 def _describe_rows(frame: pd.DataFrame, mask: np.ndarray, limit: int = 8) -> str:
     rows = frame.loc[mask]
     parts = [f"row {i}: ({r.model!r}, {r.benchmark!r}, score={r.score!r})" for i, r in zip(rows.index[:limit], rows.itertuples(), strict=False)]
@@ -148,7 +159,7 @@ class ScoreTable:
             else:
                 hint = (
                     " -- these look like percentages; divide by 100"
-                    if values.max() <= 100.0 and values.max() > 1.0 and values.min() >= 0.0
+                    if _looks_like_percentages(values)
                     else ""
                 )
                 raise ValueError(

@@ -1,13 +1,16 @@
 """Uncertainty of a stitching fit: the paper's sensitivity analysis, Laplace, and the bootstrap.
 
 All three return a frame indexed by ``(kind, name)`` over the free parameters (``kind`` in
-capability / difficulty / slope) with columns ``value``, ``sd``, ``lower``, ``upper``;
-:func:`by_kind` splits such a frame into the capability and benchmark tables.
+capability / difficulty / slope) with columns ``value``, ``lower``, ``upper`` and a width:
+``sd`` (a standard deviation) for Laplace and the bootstrap, ``halfwidth`` (half the 5%-loss
+interval, not a standard deviation) for the sensitivity analysis. :func:`by_kind` splits such a
+frame into the capability and benchmark tables.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -95,9 +98,13 @@ def sensitivity(fit: StitchingFit, rise: float = 0.05) -> pd.DataFrame:
     ``F(theta + d e_j) = (1 + rise) F(theta)``, in both directions. Method: the quadratic
     approximation ``d0 = sqrt(2 rise F / H_jj)`` (``H`` the autodiff Hessian) seeds a bracket that
     doubles until the target is passed, then 60 bisections refine it; all parameters are solved
-    at once (``vmap``). Returns ``value, delta_minus, delta_plus, quadratic, sd, lower, upper``
-    with ``sd = (delta_minus + delta_plus) / 2``, ``lower = value - delta_minus``,
-    ``upper = value + delta_plus``.
+    at once (``vmap``). Returns ``value, delta_minus, delta_plus, quadratic, halfwidth, lower,
+    upper`` with ``halfwidth = (delta_minus + delta_plus) / 2``, ``lower = value - delta_minus``,
+    ``upper = value + delta_plus``; ``quadratic`` is the seed ``d0``.
+
+    ``halfwidth`` is half the width of the interval on which the loss stays within ``rise`` of
+    its minimum. It is not a standard deviation: it has no probability attached and grows like
+    ``sqrt(rise)``. Use :func:`laplace` or :func:`bootstrap` for standard errors.
     """
     if not rise > 0:
         raise ValueError(f"rise must be positive (got {rise}); the paper uses 0.05")
@@ -112,7 +119,7 @@ def sensitivity(fit: StitchingFit, rise: float = 0.05) -> pd.DataFrame:
             "delta_minus": minus,
             "delta_plus": plus,
             "quadratic": np.asarray(d0),
-            "sd": 0.5 * (minus + plus),
+            "halfwidth": 0.5 * (minus + plus),
             "lower": fit.theta - minus,
             "upper": fit.theta + plus,
         },
@@ -179,31 +186,53 @@ def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "
 
 # ---------------------------------------------------------------------- bootstrap
 class BootstrapResult:
-    """Bootstrap replicates (``theta``: R x P) with their summary frame (``summary``)."""
+    """Bootstrap replicates and their summary.
+
+    Attributes: ``fit``; ``thetas`` (R, P), ``costs`` (R,) and ``converged`` (R,) for every
+    replicate, converged or not; ``summary``, a frame indexed like the fit's parameters with
+    ``value`` (the MAP estimate), ``sd``, ``lower``, ``upper`` (percentile interval at ``level``)
+    and ``mean``, computed from the converged replicates only. ``summary.attrs`` records
+    ``replicates`` (R), ``n_converged``, ``n_failed``, ``converged_fraction`` and ``level``.
+    With fewer than two converged replicates ``sd`` is NaN (and with none, every column but
+    ``value``).
+    """
 
     def __init__(self, fit, thetas, costs, converged, level):
         self.fit = fit
         self.thetas = thetas
         self.costs = costs
-        self.converged = converged
-        lo, hi = np.quantile(thetas, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        self.converged = np.asarray(converged, dtype=bool)
+        ok = thetas[self.converged]
+        n_ok, p = ok.shape
+        nan = np.full(p, np.nan)
+        if n_ok:
+            lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2], axis=0)
+            mean = ok.mean(axis=0)
+        else:
+            lo, hi, mean = nan, nan, nan
         self.summary = pd.DataFrame(
             {
                 "value": fit.theta,
-                "sd": thetas.std(axis=0, ddof=1),
+                "sd": ok.std(axis=0, ddof=1) if n_ok >= 2 else nan,
                 "lower": lo,
                 "upper": hi,
-                "mean": thetas.mean(axis=0),
+                "mean": mean,
             },
             index=_index(fit),
         )
         self.summary.attrs["replicates"] = thetas.shape[0]
-        self.summary.attrs["converged_fraction"] = float(np.mean(converged))
+        self.summary.attrs["n_converged"] = int(n_ok)
+        self.summary.attrs["n_failed"] = int(thetas.shape[0] - n_ok)
+        self.summary.attrs["converged_fraction"] = float(np.mean(self.converged))
+        self.summary.attrs["level"] = float(level)
 
     @property
     def replicates(self) -> pd.DataFrame:
-        """All replicates, one row each, columns ``(kind, name)``."""
-        return pd.DataFrame(self.thetas, columns=_index(self.fit))
+        """All replicates (failed ones included), one row each, columns ``(kind, name)``; index
+        ``replicate``. ``self.converged`` flags the rows the summary uses."""
+        return pd.DataFrame(
+            self.thetas, columns=_index(self.fit), index=pd.RangeIndex(len(self.thetas), name="replicate")
+        )
 
 
 def _counts(key, n, dtype):
@@ -248,13 +277,20 @@ def bootstrap(
 
     Replicate ``k`` reweights score ``i`` by ``w_i ~ Multinomial(N, 1/N)`` (a resample with
     replacement; ``w_i = 0`` drops a score) and refits from the MAP estimate (exact-Hessian LM,
-    which converges in fewer steps from there). Replicates are
-    fitted ``chunk`` at a time with ``vmap`` inside one jitted ``lax.map`` per ``block`` (the
-    same compiled function for every block, so memory stays bounded and nothing recompiles).
-    A vmapped batch of LM loops runs until its slowest replicate stops, so small chunks are
-    fastest on a CPU (the default, 5, measured best on two cores); raise ``chunk`` on a GPU.
-    Returns a :class:`BootstrapResult`; its ``summary`` has ``value, sd, lower, upper, mean``
-    (percentile interval at ``level``).
+    which converges in fewer steps from there).
+
+    How the refits run: a Python loop over blocks of ``block`` replicates (the last one padded)
+    calls one jitted function per block; inside it, ``lax.map`` works through the block ``chunk``
+    replicates at a time, each chunk a ``vmap`` of LM solves. Every block has the same shapes, so
+    the function compiles once and memory stays bounded; the default 1,000 replicates are four
+    calls of 50 vmapped chunks. A vmapped batch of LM loops runs until its slowest replicate
+    stops, so small chunks are fastest on a CPU (the default, 5, measured best on two cores);
+    raise ``chunk`` on a GPU.
+
+    Replicates that hit ``max_steps`` before converging are kept in the result (``thetas``,
+    ``converged``) but left out of ``summary``; when there are any, a ``RuntimeWarning`` says how
+    many. Returns a :class:`BootstrapResult`; its ``summary`` has ``value, sd, lower, upper,
+    mean`` (percentile interval at ``level``).
     """
     if replicates < 2:
         raise ValueError(f"replicates must be at least 2 (got {replicates})")
@@ -283,4 +319,16 @@ def bootstrap(
     thetas = np.concatenate([o[0] for o in outs])[:replicates]
     costs = np.concatenate([o[1] for o in outs])[:replicates]
     conv = np.concatenate([o[2] for o in outs])[:replicates]
-    return BootstrapResult(fit, thetas, costs, conv, level)
+    result = BootstrapResult(fit, thetas, costs, conv, level)
+    n_failed = result.summary.attrs["n_failed"]
+    if n_failed:
+        warnings.warn(
+            f"{n_failed} of {replicates} bootstrap replicates did not converge within "
+            f"max_steps={max_steps}; they are left out of sd, lower, upper and mean (which use "
+            f"the {replicates - n_failed} that did) and flagged False in .converged. Try a "
+            "larger max_steps, or a larger l2 if some parameters are barely identified by the "
+            "data (e.g. a benchmark scored by only a few models)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return result
