@@ -255,8 +255,14 @@ def test_diagnostics_warn_when_chains_disagree(nuts_fit):
     with pytest.warns(SamplingWarning) as record:
         diag = check_diagnostics(broken)
     messages = " ".join(str(w.message) for w in record)
-    assert "3 divergent" in messages and "R-hat" in messages and "target_accept" in messages
+    assert "3 divergent" in messages and "R-hat" in messages
+    # the default is already 0.95, so the advice is the next step up plus a longer warmup
+    assert "target_accept=0.99" in messages and "longer warmup" in messages
     assert diag["n_divergent"] == 3 and diag["max_r_hat"] > 1.5
+    # a run already at 0.99 is pointed at the warmup and the priors instead
+    broken.attrs["target_accept"] = 0.99
+    with pytest.warns(SamplingWarning, match="already 0.99, so lengthen the warmup"):
+        check_diagnostics(broken)
     # the untouched posterior passes the same R-hat check
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)
@@ -314,6 +320,22 @@ def test_svi_recovers_truth_and_compare_likelihoods(svi_beta, nuts_fit, synth):
     waic = lppd - np.sum(ll.var(axis=0, ddof=0))
     cmp_w = compare_likelihoods(fits, ic="waic")
     assert cmp_w.loc["gaussian", "elpd_waic"] == pytest.approx(waic, rel=1e-6)
+
+
+def test_svi_lowrank_guide(synth):
+    table, truth = synth
+    fit = fit_stitching_bayes(
+        table, ANCHOR, method="svi", svi_guide="lowrank", svi_steps=800, samples=200, seed=2
+    )
+    assert fit.info["svi_guide"] == "lowrank"
+    assert np.corrcoef(fit.capabilities["mean"].reindex(truth.index), truth)[0, 1] > 0.95
+    groups = set(fit.idata.groups())
+    assert {"posterior", "log_likelihood", "posterior_predictive", "observed_data"} <= groups
+    assert "sample_stats" not in groups  # independent guide draws carry no sampler statistics
+    assert fit.idata.posterior["capability"].shape == (1, 200, table.n_models)
+    assert fit.idata.log_likelihood["y"].shape == (1, 200, table.n_scores)
+    with pytest.raises(ValueError, match="svi_guide"):
+        fit_stitching_bayes(table, ANCHOR, method="svi", svi_guide="full")
 
 
 def test_model_anchor_fixes_two_capabilities(synth):
@@ -383,6 +405,84 @@ def test_cli_writes_outputs(tmp_path):
 
     back = az.from_netcdf(out / "posterior.nc")
     assert list(back.posterior["capability"]["model"].values) == list(table.models)
+
+
+def test_cli_stitch_bayes_flag_writes_outputs(tmp_path, synth):
+    from platinum_jax.cli import main
+
+    table, truth = synth
+    csv = tmp_path / "scores.csv"
+    table.data[["model", "benchmark", "score"]].to_csv(csv, index=False)
+    out = tmp_path / "out"
+    argv = ["stitch", str(csv), "--bayes", "--anchor-benchmark", "b0", "--method", "svi"]
+    argv += ["--svi-steps", "600", "--samples", "100", "--out", str(out)]
+    assert main(argv) == 0
+    caps = pd.read_csv(out / "capabilities.csv")
+    assert list(caps.columns[:5]) == ["model", "mean", "sd", "hdi_3%", "hdi_97%"]
+    assert sorted(caps["model"]) == sorted(truth.index)
+    mean = caps.set_index("model")["mean"].reindex(truth.index)
+    assert np.corrcoef(mean, truth)[0, 1] > 0.95
+    bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
+    assert sorted(bench.index) == [f"b{b}" for b in range(6)]
+    assert bench.loc["b0", "difficulty_mean"] == 0.0 and bench.loc["b0", "slope_mean"] == 1.0
+    summ = pd.read_csv(out / "summary.csv")
+    assert {"variable", "name", "mean", "sd", "r_hat", "ess_bulk"} <= set(summ.columns)
+    assert not (out / "fit.json").exists()  # the least-squares outputs are not written
+    import arviz as az
+
+    back = az.from_netcdf(out / "posterior.nc")
+    assert back.posterior["capability"].shape == (1, 100, table.n_models)
+
+
+def test_cli_stitch_bayes_reads_epoch_raw(tmp_path, epoch_dir, capsys):
+    from platinum_jax.cli import main
+
+    raw = str(epoch_dir / "raw")
+    out = tmp_path / "raw_fit"
+    # the raw runs repeat (model, benchmark) pairs: the defaults reduce them as the paper does
+    argv = ["stitch-bayes", raw, "--method", "svi", "--svi-steps", "200", "--samples", "20"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "ScoreTable(1324 scores, 179 models, 38 benchmarks)" in capsys.readouterr().out
+    caps = pd.read_csv(out / "capabilities.csv")
+    assert list(caps.columns[:5]) == ["model", "mean", "sd", "hdi_3%", "hdi_97%"]
+    assert len(caps) == 179 and caps["model"].is_unique
+    bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
+    assert len(bench) == 38
+    assert bench.loc["Winogrande", "difficulty_mean"] == 0.0  # the default anchor
+    for name in ("summary.csv", "posterior.nc", "capabilities.png", "ppc.png"):
+        assert (out / name).stat().st_size > 0
+    import arviz as az
+
+    assert az.from_netcdf(out / "posterior.nc").observed_data["y"].shape == (1324,)
+    # a reduction the directory reading does not apply is refused before any fitting
+    assert main([*argv, "--duplicates", "mean", "--out", str(tmp_path / "no")]) == 2
+    assert "Epoch directory" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
+
+
+def test_cli_stitch_bayes_anchor_options(tmp_path, synth, capsys):
+    from platinum_jax.cli import build_parser, main
+    from platinum_jax.stitching._cli import anchor_from_args
+
+    table, _ = synth
+    csv = tmp_path / "scores.csv"
+    table.data[["model", "benchmark", "score"]].to_csv(csv, index=False)
+    out = tmp_path / "out"
+    argv = ["stitch-bayes", str(csv), "--anchor-benchmark", "b2", "--anchor-difficulty", "0.5"]
+    argv += ["--anchor-slope", "2", "--method", "svi", "--svi-guide", "lowrank"]
+    assert main([*argv, "--svi-steps", "200", "--samples", "20", "--out", str(out)]) == 0
+    assert "SVI (lowrank guide)" in capsys.readouterr().out
+    bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
+    assert bench.loc["b2", "difficulty_mean"] == 0.5 and bench.loc["b2", "slope_mean"] == 2.0
+    assert bench.loc["b2", "difficulty_sd"] == 0.0
+    assert bench.loc["b0", "difficulty_sd"] > 0.0  # b0 is free under this anchor
+    # two models instead of a benchmark: parsed into the anchor that `stitch` builds
+    pair = ["--anchor-models", "m03", "m07", "--anchor-capabilities", "-0.5", "1.5"]
+    args = build_parser().parse_args(["stitch-bayes", str(csv), *pair, "--out", str(out)])
+    assert anchor_from_args(args) == ModelAnchor(("m03", "m07"), (-0.5, 1.5))
+    # half of that pair is refused before any fitting
+    assert main(["stitch-bayes", str(csv), *pair[:3], "--out", str(out)]) == 2
+    assert "--anchor-capabilities" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", [["stitch-bayes"], ["stitch", "--bayes"]])

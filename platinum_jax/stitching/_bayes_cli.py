@@ -31,6 +31,12 @@ Outputs in --out:
   optimal_weights.csv  with --weights-config: posterior of v* = (M + r Sigma)^-1 M w per
                      benchmark, Sigma = diag(posterior noise variance), and P(v*_b >= threshold)
 
+DATA is a tidy CSV or an Epoch AI raw/ directory.  A directory gets the paper's reading, as in
+`platinum-jax stitch`: repeated (model, benchmark) runs reduced by their max; in a CSV they are
+an error unless --duplicates names a reduction.  The scale is anchored like the least-squares
+fit: one benchmark's difficulty and slope (--anchor-benchmark, --anchor-difficulty,
+--anchor-slope), or two models' capabilities (--anchor-models A B --anchor-capabilities CA CB).
+
 Diagnostics (divergences, R-hat > 1.01, bulk ESS < 400) are printed as warnings that say
 what to try.  Computation runs in float64.
 """
@@ -41,8 +47,12 @@ examples:
       4 NUTS chains x 1000 draws, Gaussian likelihood, the paper's anchor
   platinum-jax stitch-bayes scores_long.csv --likelihood beta --chains 2 --samples 500 --out beta
       a quicker Beta-likelihood run
+  platinum-jax stitch-bayes raw/ --out bayes
+      Epoch's raw/ directory as published (repeated runs reduced by max)
   platinum-jax stitch-bayes big.csv --method svi --samples 2000 --out svi
       variational fit (AutoNormal) for tables too large for NUTS
+  platinum-jax stitch-bayes big.csv --method svi --svi-guide lowrank --out svi
+      the same with correlations between parameters, for more honest intervals
   platinum-jax stitch-bayes scores_long.csv --weights-config weights.yaml --out bayes
       adds the optimal-weights posterior; weights.yaml holds, e.g.:
           r: 1.0
@@ -79,15 +89,61 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
         "--target-accept",
         type=float,
         default=0.95,
-        help="NUTS target acceptance (default 0.95); raise to 0.99 if divergences are reported",
+        help="NUTS target acceptance (default 0.95); raise to 0.99, with more --warmup, if "
+        "divergences are reported",
     )
     g.add_argument("--svi-steps", type=int, default=5000, help="SVI optimisation steps")
+    g.add_argument(
+        "--svi-guide",
+        choices=("normal", "lowrank"),
+        default="normal",
+        help="SVI family: normal (AutoNormal, default) is the fastest and gives good means, "
+        "but treats parameters as independent, so intervals can come out too narrow where "
+        "they trade off (a benchmark's difficulty against its slope); lowrank "
+        "(AutoLowRankMultivariateNormal) adds those correlations at more cost per step: use "
+        "it when the intervals matter",
+    )
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument(
         "--weights-config",
         metavar="FILE",
         help="YAML/JSON with r, w, M (and optional threshold): writes the posterior "
         "of the optimal benchmark weights",
+    )
+
+
+def _add_anchor_arguments(p: argparse.ArgumentParser) -> None:
+    """The anchor options of ``stitch``, read by its ``anchor_from_args``."""
+    g = p.add_argument_group("anchor (fixes the scale)")
+    g.add_argument(
+        "--anchor-benchmark",
+        default="Winogrande",
+        help="benchmark with fixed difficulty and slope (default Winogrande)",
+    )
+    g.add_argument(
+        "--anchor-difficulty",
+        type=float,
+        default=0.0,
+        help="the anchor benchmark's difficulty D (default 0)",
+    )
+    g.add_argument(
+        "--anchor-slope",
+        type=float,
+        default=1.0,
+        help="the anchor benchmark's slope alpha (default 1)",
+    )
+    g.add_argument(
+        "--anchor-models",
+        nargs=2,
+        metavar=("A", "B"),
+        help="fix the capabilities of two models instead (with --anchor-capabilities)",
+    )
+    g.add_argument(
+        "--anchor-capabilities",
+        nargs=2,
+        type=float,
+        metavar=("CA", "CB"),
+        help="the fixed capabilities of the two --anchor-models",
     )
 
 
@@ -105,16 +161,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="tidy CSV (model, benchmark, score[, n_items, stderr, dates]) or an "
         "Epoch raw-data directory",
     )
-    p.add_argument(
-        "--anchor-benchmark",
-        default="Winogrande",
-        help="benchmark fixed at difficulty 0, slope 1 (default Winogrande)",
-    )
+    _add_anchor_arguments(p)
     p.add_argument(
         "--duplicates",
         choices=("error", "max", "mean", "first", "last"),
-        default="error",
-        help="what to do with repeated (model, benchmark) scores",
+        default=None,
+        help="repeated (model, benchmark) scores in a CSV: fail (the default) or reduce them; "
+        "an Epoch directory is always reduced by max, the paper's choice",
+    )
+    p.add_argument(
+        "--clip",
+        action="store_true",
+        help="clip scores outside [0, 1] instead of rejecting the data",
     )
     p.add_argument("--out", required=True, help="output directory (created if missing)")
     add_bayes_arguments(p)
@@ -129,18 +187,20 @@ def run(args: argparse.Namespace) -> int:
         from ._bayes_fit import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # chains in parallel; before JAX runs anything
-    from ._table import ScoreTable
+    from ._cli import load_table
 
     path = Path(args.data)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"DATA {path} does not exist; give a CSV file or an Epoch directory"
-        )
     if path.is_dir():
-        table = ScoreTable.from_epoch(path, duplicates=args.duplicates)
-    else:
-        table = ScoreTable.from_csv(path, duplicates=args.duplicates)
-    return run_bayes(args, table)
+        if args.duplicates not in (None, "max"):
+            raise ValueError(
+                f"--duplicates {args.duplicates} applies to CSV files: an Epoch directory is "
+                "reduced by max (the paper's choice); for another rule read it in Python with "
+                "ScoreTable.from_epoch(raw_dir, duplicates='mean')"
+            )
+    elif args.duplicates is None:
+        args.duplicates = "error"
+    # the same reading of a CSV or an Epoch directory as `platinum-jax stitch`
+    return run_bayes(args, load_table(args))
 
 
 def run_bayes(args: argparse.Namespace, table) -> int:
@@ -155,23 +215,14 @@ def run_bayes(args: argparse.Namespace, table) -> int:
     jax.config.update("jax_enable_x64", True)
     from ._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
     from ._bayes_weights import load_weights_config, posterior_optimal_weights
-    from ._model import BenchmarkAnchor
+    from ._cli import anchor_from_args
 
     weights_cfg = load_weights_config(args.weights_config) if args.weights_config else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if hasattr(
-        args, "anchor_models"
-    ):  # called from `stitch --bayes`: honour all its anchor options
-        from ._cli import anchor_from_args
-
-        anchor = anchor_from_args(args)
-    else:
-        anchor = BenchmarkAnchor(getattr(args, "anchor_benchmark", "Winogrande"))
-    print(
-        f"{table!r}: {args.method.upper()} with the {args.likelihood} likelihood, anchor "
-        f"{anchor.describe()}"
-    )
+    anchor = anchor_from_args(args)  # both commands take the anchor options of `stitch`
+    how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
+    print(f"{table!r}: {how} with the {args.likelihood} likelihood, anchor {anchor.describe()}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = fit_stitching_bayes(
@@ -185,6 +236,7 @@ def run_bayes(args: argparse.Namespace, table) -> int:
             seed=args.seed,
             target_accept=args.target_accept,
             svi_steps=args.svi_steps,
+            svi_guide=args.svi_guide,
             progress_bar=True,
         )
     for w in caught:

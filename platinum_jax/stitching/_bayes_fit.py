@@ -191,6 +191,12 @@ def fit_stitching_bayes(
         method: ``"nuts"`` (exact MCMC, ``chains`` x ``samples`` draws after ``warmup``) or
             ``"svi"`` (variational; ``svi_guide`` AutoNormal or AutoLowRankMultivariateNormal,
             then ``samples`` draws from the guide; fast on large tables, no R-hat).
+        svi_guide: the variational family of ``method="svi"``.  ``"normal"`` (AutoNormal, the
+            default) treats every parameter as independent: cheapest, with good posterior
+            means, but its intervals can be too narrow where parameters trade off (a
+            benchmark's difficulty against its slope).  ``"lowrank"``
+            (AutoLowRankMultivariateNormal) adds a low-rank covariance that captures such
+            trade-offs, at more cost per step; prefer it when the SVI intervals matter.
         chain_method: ``"auto"`` uses :func:`choose_chain_method`.
         target_accept, max_tree_depth: NUTS settings.  The defaults (1,500 warmup steps, target
             acceptance 0.95) are what the Epoch data needs for 4 x 1,000 draws with no
@@ -315,6 +321,8 @@ def fit_stitching_bayes(
     idata.attrs.update(
         {"likelihood": likelihood, "method": method, "anchor": anchor.describe(), "seed": int(seed)}
     )
+    if method == "nuts":
+        idata.attrs["target_accept"] = float(target_accept)  # for the divergence hint
     summary = posterior_summary(idata, with_diagnostics=(method == "nuts"))
     capabilities, benchmarks = _named_tables(table, summary)
     diagnostics = _diagnostics(idata, summary, method, wall)
@@ -333,7 +341,9 @@ def fit_stitching_bayes(
         info=info,
     )
     if method == "nuts":
-        _warn_on_diagnostics(diagnostics, summary, min_ess=min_ess, max_r_hat=max_r_hat)
+        _warn_on_diagnostics(
+            diagnostics, summary, min_ess=min_ess, max_r_hat=max_r_hat, target_accept=target_accept
+        )
     return fit
 
 
@@ -523,11 +533,29 @@ def check_diagnostics(idata, *, min_ess: float = 400.0, max_r_hat: float = 1.01)
     summary = posterior_summary(idata, var_names=["capability", "difficulty", "slope"])
     diag = _diagnostics(idata, summary, "nuts", float("nan"))
     diag.pop("wall_s")
-    _warn_on_diagnostics(diag, summary, min_ess=min_ess, max_r_hat=max_r_hat)
+    _warn_on_diagnostics(
+        diag,
+        summary,
+        min_ess=min_ess,
+        max_r_hat=max_r_hat,
+        target_accept=idata.attrs.get("target_accept"),
+    )
     return diag
 
 
-def _warn_on_diagnostics(diag, summary, *, min_ess, max_r_hat) -> None:
+def _divergence_advice(target_accept: float | None) -> str:
+    """What to try after divergences, given the target acceptance of the run (if known)."""
+    tighter = "or tighter priors (e.g. Priors(log_slope_scale=0.5))"
+    if target_accept is not None and target_accept >= 0.99:
+        return (
+            f"target_accept is already {target_accept:g}, so lengthen the warmup "
+            f"(e.g. warmup=3000) {tighter}"
+        )
+    was = "" if target_accept is None else f" (this run used {target_accept:g})"
+    return f"try target_accept=0.99{was} with a longer warmup (e.g. warmup=3000), {tighter}"
+
+
+def _warn_on_diagnostics(diag, summary, *, min_ess, max_r_hat, target_accept=None) -> None:
     core = _core_rows(summary)
     where = lambda col, fn: (
         core.loc[fn(core[col]), ["variable", "name"]].astype(str).agg("[".join, axis=1) + "]"
@@ -535,8 +563,7 @@ def _warn_on_diagnostics(diag, summary, *, min_ess, max_r_hat) -> None:
     if diag["n_divergent"] > 0:
         warnings.warn(
             f"NUTS reported {diag['n_divergent']} divergent transition(s): the posterior has "
-            "regions the step size cannot follow; try target_accept=0.95 or 0.99, more warmup, "
-            "or tighter priors (e.g. Priors(log_slope_scale=0.5))",
+            f"regions the step size cannot follow; {_divergence_advice(target_accept)}",
             SamplingWarning,
             stacklevel=3,
         )
