@@ -14,10 +14,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["is_concrete", "validate_primitives", "runtime_checks"]
+__all__ = ["is_concrete", "validate_primitives", "runtime_checks", "rounding_rtol"]
 
 SYMMETRY_RTOL = 1e-8
 PSD_RTOL = 1e-8
+
+
+def rounding_rtol(dtype: Any, size: int = 1, floor: float = 1e-8) -> float:
+    """Relative tolerance for a property that holds exactly but is computed in ``dtype``.
+
+    ``max(floor, 10 · size · eps(dtype))``.  The float64 checks of this package use ``floor``
+    (1e-8), far above float64 rounding (``eps ≈ 2.2e-16``), so there the result is ``floor``
+    for any realistic ``size``.  float32 (JAX's default, ``eps ≈ 1.2e-7``) rounds *above* 1e-8,
+    so there the tolerance follows ``eps`` instead, growing with the size ``m`` of the matrices
+    involved because an m-term product accumulates up to m roundings.
+    """
+    try:
+        eps = float(jnp.finfo(dtype).eps)
+    except ValueError:  # integer or bool data are exact; they are promoted to float64 here
+        eps = float(np.finfo(np.float64).eps)
+    return max(floor, 10.0 * max(int(size), 1) * eps)
 
 
 def is_concrete(*arrays: Any) -> bool:
@@ -51,17 +67,17 @@ def _check_square(name: str, X: np.ndarray, size: int | None, size_from: str) ->
         raise ValueError(f"{name} has shape {X.shape} but {size_from}: it must be {size} x {size}")
 
 
-def _check_symmetric(name: str, X: np.ndarray) -> None:
+def _check_symmetric(name: str, X: np.ndarray, rtol: float = SYMMETRY_RTOL) -> None:
     scale = max(1.0, float(np.max(np.abs(X))))
     asym = float(np.max(np.abs(X - X.T)))
-    if asym > SYMMETRY_RTOL * scale:
+    if asym > rtol * scale:
         raise ValueError(
             f"{name} is not symmetric: max |{name} - {name}^T| = {asym:.3g}; "
             f"if the asymmetry is rounding, pass ({name} + {name}.T) / 2"
         )
 
 
-def _check_definite(name: str, X: np.ndarray, *, strict: bool) -> None:
+def _check_definite(name: str, X: np.ndarray, *, strict: bool, rtol: float = PSD_RTOL) -> None:
     eig = np.linalg.eigvalsh(X)
     smallest = float(eig[0])
     scale = max(1.0, float(np.max(np.abs(eig))))
@@ -70,10 +86,10 @@ def _check_definite(name: str, X: np.ndarray, *, strict: bool) -> None:
             f"{name} is not positive definite: smallest eigenvalue {smallest:.6g} "
             f"(it must be > 0; add a small ridge to the diagonal or fix the construction)"
         )
-    if not strict and smallest < -PSD_RTOL * scale:
+    if not strict and smallest < -rtol * scale:
         raise ValueError(
             f"{name} is not positive semi-definite: smallest eigenvalue {smallest:.6g} "
-            f"(tolerance -{PSD_RTOL:g} x {scale:.3g})"
+            f"(tolerance -{rtol:.3g} x {scale:.3g})"
         )
 
 
@@ -94,15 +110,20 @@ def validate_primitives(
     * every entry finite;
     * shapes agree: ``A`` is ``(m, n)``, ``C`` is ``(n, n)``, ``Sigma`` and ``M`` are ``(m, m)``,
       ``w`` and ``v`` are ``(m,)``;
-    * ``C``, ``Sigma``, ``M`` symmetric (max asymmetry <= 1e-8 x max(1, max |X|));
+    * ``C``, ``Sigma``, ``M`` symmetric (max asymmetry <= tol x max(1, max |X|));
     * ``C`` and ``Sigma`` positive definite (smallest eigenvalue > 0);
-    * ``M`` positive semi-definite (smallest eigenvalue >= -1e-8 x max(1, |largest eigenvalue|));
+    * ``M`` positive semi-definite (smallest eigenvalue >= -tol x max(1, |largest eigenvalue|));
     * ``r`` a scalar >= 0.
+
+    ``tol`` is 1e-8 for float64 inputs and :func:`rounding_rtol` of the input's dtype and size
+    for lower precision (a float32 ``M = AC⁻¹Aᵀ`` of rank < m has eigenvalues of order
+    ``-eps(float32) ‖M‖`` where the exact ones are 0).
     """
     given = {k: x for k, x in dict(A=A, C=C, Sigma=Sigma, w=w, r=r, M=M, v=v).items()
              if x is not None}
     if not is_concrete(*given.values()):
         return
+    dtypes = {k: getattr(x, "dtype", None) for k, x in given.items()}
     arr = {k: _as_float_array(k, x) for k, x in given.items()}
 
     m: int | None = None
@@ -135,8 +156,10 @@ def validate_primitives(
             raise ValueError(f"r (risk aversion) must be >= 0, got {float(r_arr):g}")
     for name, strict in (("C", True), ("Sigma", True), ("M", False)):
         if name in arr:
-            _check_symmetric(name, arr[name])
-            _check_definite(name, arr[name], strict=strict)
+            dtype = dtypes[name] if dtypes[name] is not None else np.float64
+            rtol = rounding_rtol(dtype, arr[name].shape[0], SYMMETRY_RTOL)
+            _check_symmetric(name, arr[name], rtol)
+            _check_definite(name, arr[name], strict=strict, rtol=rtol)
 
 
 def runtime_checks(M: jax.Array, Sigma: jax.Array, w: jax.Array, r: jax.Array) -> jax.Array:

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,6 +18,7 @@ from hypothesis import strategies as st
 
 import platinum_jax as pj
 
+REPO = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=12, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
@@ -148,6 +156,128 @@ def test_commuting_basis_rejects_non_commuting():
         pj.concept_basis(M, Sigma, method="commuting")
 
 
+def _tied_commuting_pair(mixes):
+    """Commuting ``M = Q diag(λ) Qᵀ``, ``Σ = Q diag(σ) Qᵀ`` (m = 4) in which, for each weight
+    ``g`` of ``mixes``, the pair of concepts assigned to it ties in ``M + tΣ`` with
+    ``t = g ‖M‖_F/‖Σ‖_F``: ``λ_i + tσ_i = λ_k + tσ_k`` although ``(λ_i, σ_i) ≠ (λ_k, σ_k)``.
+
+    Pair (0, 1) ties at ``mixes[0]``, pair (2, 3) at ``mixes[1]`` (if given).  ``λ_0`` and ``λ_2``
+    solve ``λ_i = λ_k + t (σ_k − σ_i)``; ``t`` depends on ``‖λ‖`` only weakly, so a fixed-point
+    iteration converges to rounding precision.
+    """
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))  # generic rotation: no axis-aligned luck
+    sig = np.array([1.0, 2.0, 1.5, 3.0])
+    lam = np.array([1.0, 1.0, 2.0, 0.5])
+    for _ in range(200):
+        ratio = np.linalg.norm(lam) / np.linalg.norm(sig)
+        lam[0] = lam[1] + mixes[0] * ratio * (sig[1] - sig[0])
+        if len(mixes) > 1:
+            lam[2] = lam[3] + mixes[1] * ratio * (sig[3] - sig[2])
+    ratio = np.linalg.norm(lam) / np.linalg.norm(sig)
+    for (i, k), g in zip([(0, 1), (2, 3)][: len(mixes)], mixes, strict=True):
+        t = g * ratio
+        assert abs((lam[i] + t * sig[i]) - (lam[k] + t * sig[k])) < 1e-14  # a genuine tie
+    return (Q * lam) @ Q.T, (Q * sig) @ Q.T, Q, lam, sig
+
+
+def test_commuting_basis_survives_a_tie_in_the_mixed_matrix():
+    from platinum_jax.agency._concepts import _MIXING
+
+    M, Sigma, Q0, lam0, sig0 = _tied_commuting_pair(_MIXING[:1])
+    w = np.array([0.4, 0.3, 0.2, 0.1])
+    basis = pj.concept_basis(M, Sigma, w, method="commuting")
+    Q = np.asarray(basis.vectors)
+    # The returned Q really diagonalises both (an unchecked eigh(M + tΣ) mixes concepts 0, 1).
+    for X, d in ((M, basis.eigenvalues), (Sigma, basis.noise)):
+        np.testing.assert_allclose(Q.T @ X @ Q, np.diag(np.asarray(d)), atol=1e-10)
+    np.testing.assert_allclose(np.sort(np.asarray(basis.eigenvalues)), np.sort(lam0), atol=1e-10)
+    # Each returned direction is ± a constructed concept.
+    np.testing.assert_allclose(np.sort(np.abs(Q0.T @ Q).max(axis=0)), np.ones(4), atol=1e-10)
+    assert pj.concept_basis(M, Sigma).kind == "commuting"
+
+
+def test_unseparable_tie_falls_back_or_raises():
+    from platinum_jax.agency._concepts import _MIXING
+
+    M, Sigma, *_ = _tied_commuting_pair(_MIXING[:2])  # a tie at every weight tried
+    assert np.linalg.norm(M @ Sigma - Sigma @ M) < 1e-12  # they do commute
+    w, r = np.array([0.4, 0.3, 0.2, 0.1]), 0.7
+    with pytest.raises(ValueError, match="no shared eigenbasis could be separated"):
+        pj.concept_basis(M, Sigma, w, method="commuting")
+    basis = pj.concept_basis(M, Sigma, w)
+    assert basis.kind == "generalized"
+    v = np.asarray(pj.weight_decomposition(basis, w, r)).sum(axis=1)
+    np.testing.assert_allclose(v, np_v_star(M, Sigma, w, r), atol=1e-10)
+    res = pj.platinum_items(M, Sigma, w, r, 0.3, 0.4, 0.5)
+    assert res.basis.kind == "generalized"
+
+
+_FLOAT32_SCRIPT = """
+import json, jax, numpy as np
+assert not jax.config.jax_enable_x64  # JAX's default: float32
+from platinum_jax import concept_basis, platinum_items
+from platinum_jax.datasets import demo_world
+from platinum_jax.sweeps import sweep, RiskAversion, CostScale, ConceptShift, Weights, Welfare
+world = demo_world(seed=0)
+p = world.primitives
+out = {k: np.asarray(getattr(p, k), np.float64).tolist() for k in ("A", "C", "Sigma", "w")}
+out["dtype"] = str(p.M.dtype)
+auto = concept_basis(p.M, p.Sigma, p.w)
+com = concept_basis(p.M, p.Sigma, p.w, method="commuting")
+out["kinds"] = [auto.kind, com.kind]
+out["Q"], out["lam"], out["sig"] = (np.asarray(x, np.float64).tolist()
+                                    for x in (com.vectors, com.eigenvalues, com.noise))
+res = platinum_items(p.M, p.Sigma, p.w, p.r, world.tau_w, world.tau_m, world.tau_e)
+out["platinum"], out["platinum_kind"] = np.asarray(res.flags).tolist(), res.basis.kind
+out["truth"] = world.items["platinum"].to_numpy().tolist()
+axes = [RiskAversion([0.5, 2.0]), CostScale([0.7, 1.5]), ConceptShift(0, [0.0, 1.2])]
+ds = sweep(p, axes, [Weights(), Welfare()], progress=False)
+out["path"], out["reason"], out["basis_kind"] = (ds.attrs["path"], ds.attrs["path_reason"],
+                                                 ds.attrs["basis_kind"])
+out["v"], out["welfare"] = ds["v"].values.tolist(), ds["welfare"].values.tolist()
+out["v_dtype"] = str(ds["v"].dtype)
+print(json.dumps(out))
+"""
+
+
+def test_float32_keeps_the_commuting_basis_and_the_fast_path():
+    """With x64 off (JAX's default) the demo world's commuting pair is recognised as such.
+
+    Runs in a subprocess because conftest turns x64 on here.  The reference is NumPy float64 on
+    the very float32 primitives the subprocess used; the tolerances are float32-sized.
+    """
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_ENABLE_X64="0")
+    proc = subprocess.run([sys.executable, "-c", _FLOAT32_SCRIPT], capture_output=True, text=True,
+                          env=env, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["dtype"] == "float32" and out["v_dtype"] == "float32"
+    A, C, Sigma, w = (np.asarray(out[k]) for k in ("A", "C", "Sigma", "w"))
+    M = A @ np.linalg.solve(C, A.T)
+    assert out["kinds"] == ["commuting", "commuting"]
+    Q, lam, sig = (np.asarray(out[k]) for k in ("Q", "lam", "sig"))
+    tol = 1e-4 * np.abs(M).max()
+    np.testing.assert_allclose(Q.T @ Q, np.eye(len(w)), atol=1e-5)
+    np.testing.assert_allclose((Q * lam) @ Q.T, M, atol=tol)
+    np.testing.assert_allclose((Q * sig) @ Q.T, Sigma, atol=1e-4 * np.abs(Sigma).max())
+    assert out["platinum_kind"] == "commuting" and out["platinum"] == out["truth"]
+    assert out["path"] == "fast" and out["basis_kind"] == "commuting", out["reason"]
+    # Grid truth in float64: M/κ + δ q qᵀ with q the concept of largest λ/σ (seed 000, eq. 3),
+    # found independently from eigh of a generic combination of the commuting pair.
+    _, V = np.linalg.eigh(M + 0.37 * Sigma)
+    ratio = np.einsum("ij,ik,kj->j", V, M, V) / np.einsum("ij,ik,kj->j", V, Sigma, V)
+    q = V[:, np.argmax(ratio)]
+    v_out, W_out = np.asarray(out["v"]), np.asarray(out["welfare"])
+    for (i, r), (j, k), (h, d) in itertools.product(enumerate([0.5, 2.0]), enumerate([0.7, 1.5]),
+                                                    enumerate([0.0, 1.2])):
+        Mk = M / k + d * np.outer(q, q)
+        v = np.linalg.solve(Mk + r * Sigma, Mk @ w)
+        W = w @ Mk @ v - 0.5 * v @ Mk @ v - 0.5 * r * v @ Sigma @ v
+        np.testing.assert_allclose(v_out[i, j, h], v, atol=2e-4 * np.abs(v).max())
+        np.testing.assert_allclose(W_out[i, j, h], W, rtol=2e-4)
+
+
 @SETTINGS
 @given(st.integers(0, 2**31 - 1), st.integers(2, 6),
        st.floats(0.05, 0.95), st.floats(0.05, 0.95), st.floats(0.1, 10.0))
@@ -278,6 +408,11 @@ def test_autodiff_sensitivities_match_finite_differences():
         np.testing.assert_allclose(np.sum(getattr(grad, field) * E), fd_W, atol=1e-6)
     fd_r = (v_of(r_=r + 1e-6) - v_of(r_=r - 1e-6)) / 2e-6
     np.testing.assert_allclose(jac.r, fd_r, atol=1e-6)
+    fd_W_r = (W_of(r_=r + 1e-6) - W_of(r_=r - 1e-6)) / 2e-6
+    np.testing.assert_allclose(grad.r, fd_W_r, atol=1e-6)
+    # Envelope theorem: at the optimum dW/dr = ∂W/∂r = −½ v*ᵀΣv* (closed form, same sign).
+    v = v_of()
+    np.testing.assert_allclose(fd_W_r, -0.5 * v @ Sigma @ v, atol=1e-6)
 
 
 def test_comparative_statics_match_eq2_closed_form():
@@ -342,6 +477,35 @@ def test_validate_primitives_names_the_problem(kwargs, message):
     base = dict(A=np.eye(3), C=np.eye(3), Sigma=np.eye(3), w=np.ones(3), r=1.0)
     with pytest.raises(ValueError, match=message):
         pj.validate_primitives(**(base | kwargs))
+
+
+def test_certainty_equivalent_checks_the_effort_shape():
+    A, C, Sigma, _, w, r = random_instance(6, 3, 5)  # m = 3 tasks, n = 5 activities
+    v = np.ones(3)
+    for bad in (np.ones(3), np.ones((5, 1)), np.float64(1.0)):
+        with pytest.raises(ValueError, match=r"a \(the lab's effort\) must have shape \(5,\)"):
+            pj.certainty_equivalent(bad, v, A, C, Sigma, r)
+    with pytest.raises(ValueError, match=r"must have shape \(5,\)"):  # also under jit
+        jax.jit(lambda a_: pj.certainty_equivalent(a_, v, A, C, Sigma, r))(jnp.ones(4))
+    a = np.linspace(0.1, 0.5, 5)
+    expected = v @ A @ a - 0.5 * a @ C @ a - 0.5 * r * v @ Sigma @ v
+    np.testing.assert_allclose(pj.certainty_equivalent(a, v, A, C, Sigma, r), expected, atol=1e-12)
+
+
+def test_float32_low_rank_output_cost_passes_validation():
+    # M = AAᵀ of rank 3 < m = 12: its zero eigenvalues come out near −eps(float32)‖M‖ in float32,
+    # which a float64-sized tolerance (1e-8) would reject.
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(12, 3)).astype(np.float32)
+    M = np.asarray(A, np.float64) @ np.asarray(A, np.float64).T
+    lam, V = np.linalg.eigh(M)
+    M32 = ((V * np.where(lam > 1e-9, lam, -1e-6 * lam.max())) @ V.T).astype(np.float32)
+    M32 = np.triu(M32) + np.triu(M32, 1).T  # exactly symmetric after rounding
+    pj.validate_primitives(M=M32)  # rounding-sized negative eigenvalues are accepted ...
+    with pytest.raises(ValueError, match="M is not positive semi-definite"):
+        pj.validate_primitives(M=M32.astype(np.float64))  # ... but not in float64
+    with pytest.raises(ValueError, match="M is not positive semi-definite"):
+        pj.validate_primitives(M=(M32 - 0.01 * lam.max() * np.eye(12)).astype(np.float32))
 
 
 def test_public_functions_validate_and_singular_system():

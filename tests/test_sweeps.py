@@ -211,6 +211,117 @@ def test_interrupted_sweep_resumes_without_recomputing(problem, mixed, tmp_path,
               progress=False)
 
 
+@pytest.mark.parametrize("fmt", ["nc", "zarr"])
+def test_out_of_core_sweep_reads_back_lazily(problem, mixed, tmp_path, fmt):
+    # The in-memory run with the same chunks is the reference, bit for bit; the NumPy truth of
+    # the mixed grid checks both to rounding.
+    fast = sweep(problem, _mixed_axes(), chunk_size=5, progress=False)
+    v_np, _, _ = mixed[2]
+    np.testing.assert_allclose(fast["v"].values, v_np, atol=1e-10)
+    store = tmp_path / ("lazy.zarr" if fmt == "zarr" else "lazy")
+    ds = sweep(problem, _mixed_axes(), chunk_size=5, store=store, keep_in_memory=False,
+               progress=False)
+    assert ds.attrs["chunks_computed"] == 7
+    # Nothing is loaded until asked for: the variables are backed by the store.
+    assert not ds["v"].variable._in_memory
+    for name in ("v", "welfare", "effort_cost"):
+        assert ds[name].dims == fast[name].dims
+        np.testing.assert_array_equal(ds[name].values, fast[name].values)
+    # Label- and position-based selections read only what they need and agree too.
+    sel = dict(kappa=1.5, item=["item_4", "item_0"])
+    np.testing.assert_array_equal(ds["v"].sel(**sel).isel(delta=[1, 0], r=1).values,
+                                  fast["v"].sel(**sel).isel(delta=[1, 0], r=1).values)
+    np.testing.assert_array_equal(ds.to_dataframe().values, fast.to_dataframe().values)
+    # A resumed out-of-core sweep neither recomputes nor reads its finished chunks.
+    again = sweep(problem, _mixed_axes(), chunk_size=5, store=store, resume=True,
+                  keep_in_memory=False, progress=False)
+    assert again.attrs["chunks_computed"] == 0 and again.attrs["chunks_reused"] == 7
+    np.testing.assert_array_equal(again["welfare"].values, fast["welfare"].values)
+    with pytest.raises(ValueError, match="keep_in_memory=False needs store="):
+        sweep(problem, _mixed_axes(), keep_in_memory=False, progress=False)
+
+
+@pytest.mark.parametrize("fmt", ["nc", "zarr"])
+def test_store_without_finished_chunks_reruns_without_resume(problem, mixed, tmp_path, fmt,
+                                                             monkeypatch):
+    """A run killed before its first chunk finished leaves a store with no data to protect."""
+    import platinum_jax.sweeps._grid as grid
+
+    fast, _, _ = mixed
+    store = tmp_path / ("early.zarr" if fmt == "zarr" else "early")
+
+    class Killed(Exception):
+        pass
+
+    def killed(*args, **kwargs):
+        raise Killed
+
+    with monkeypatch.context() as mp:
+        mp.setattr(grid, "_run_chunk", killed)
+        with pytest.raises(Killed):
+            sweep(problem, _mixed_axes(), chunk_size=5, store=store, progress=False)
+    assert store.is_dir()  # the store was created ...
+    ds = sweep(problem, _mixed_axes(), chunk_size=5, store=store, progress=False)  # ... no resume
+    assert ds.attrs["chunks_computed"] == 7
+    np.testing.assert_allclose(ds["v"].values, fast["v"].values, rtol=1e-13, atol=1e-14)
+    with pytest.raises(ValueError, match="resume=True"):  # now it does hold chunks
+        sweep(problem, _mixed_axes(), chunk_size=5, store=store, progress=False)
+
+
+def test_resume_refuses_chunks_of_an_edited_function(problem, tmp_path):
+    """Stored chunks record what user functions compute, not only their names."""
+    axes = [RiskAversion([0.5, 1.0, 2.0, 3.0])]
+
+    def make_output(scale):
+        return UserOutput("scaled", lambda p: scale * jnp.trace(p.M))
+
+    def make_draws(spread):
+        def jitter(key, base):
+            return {"Sigma": base.Sigma + spread * jnp.eye(base.Sigma.shape[0])
+                    * jax.random.uniform(key)}
+        return RandomPrimitives(2, jax.random.key(0), jitter)
+
+    def run(store, output, extra=(), **kw):
+        return sweep(problem, [*extra, *axes], outputs=[output], chunk_size=2, store=store,
+                     progress=False, **kw)
+
+    class Stop(Exception):
+        pass
+
+    def stop(k, n):
+        raise Stop
+
+    for name, first, same, edited, extra in (
+        ("closure", make_output(2.0), make_output(2.0), make_output(3.0), ()),
+        ("code", UserOutput("scaled", lambda p: jnp.trace(p.M)), None,
+         UserOutput("scaled", lambda p: jnp.trace(p.Sigma)), ()),
+    ):
+        store = tmp_path / name
+        with pytest.raises(Stop):
+            run(store, first, extra, on_chunk=stop)
+        if same is not None:  # the same code with the same captured value resumes
+            ds = run(store, same, extra, resume=True)
+            assert ds.attrs["chunks_reused"] == 1
+            np.testing.assert_allclose(ds["scaled"].values, 2.0 * np.trace(np.asarray(problem.M)))
+        with pytest.raises(ValueError, match="different sweep"):
+            run(store, edited, extra, resume=True)
+    # A sampler of RandomPrimitives whose closure constant changed is a different sweep too.
+    store = tmp_path / "sampler"
+    out = UserOutput("trace_S", lambda p: jnp.trace(p.Sigma))
+    with pytest.raises(Stop):
+        run(store, out, [make_draws(0.5)], on_chunk=stop)
+    assert run(store, out, [make_draws(0.5)], resume=True).attrs["chunks_reused"] == 1
+    with pytest.raises(ValueError, match="different sweep"):
+        run(store, out, [make_draws(0.9)], resume=True)
+
+
+def test_progress_bar_counts_chunks(problem, capsys):
+    sweep(problem, _mixed_axes(), chunk_size=5, progress=True)  # 32 points: 7 chunks
+    err = capsys.readouterr().err
+    assert "sweep [fast path]" in err
+    assert "7/7" in err and "chunk" in err
+
+
 def test_platinum_flags_match_platinum_items_pointwise():
     world = demo_world(seed=0)
     base = world.primitives
@@ -342,7 +453,9 @@ import json, jax
 jax.config.update("jax_enable_x64", True)
 import numpy as np
 from platinum_jax import Primitives
-from platinum_jax.sweeps import sweep, RiskAversion, RandomPrimitives, wishart_noise
+from platinum_jax.datasets import demo_world
+from platinum_jax.sweeps import (sweep, RiskAversion, RandomPrimitives, wishart_noise, CostScale,
+                                 ConceptShift, Platinum, Weights, Welfare)
 rng = np.random.default_rng(1)
 A = rng.normal(size=(5, 6)); X = rng.normal(size=(5, 5))
 base = Primitives(A, np.eye(6), X @ X.T / 5 + np.eye(5), rng.uniform(size=5), 1.0)
@@ -355,6 +468,19 @@ v = many["v"].values
 out["general"] = {"devices_used": many.attrs["n_devices"], "path": many.attrs["path"],
                   "max_diff": float(abs(many["v"] - one["v"]).max()),
                   "draws_differ": bool(np.abs(v[0] - v[1]).max() > 1e-6)}
+# The spectral fast path over r x kappa x delta on the demo world, with platinum flags; 27
+# points in chunks of 8 per device leave a padded last chunk.
+world = demo_world(seed=0)
+axes = [RiskAversion([0.2, 1.0, 4.0]), CostScale([0.5, 1.0, 3.0]), ConceptShift(2, [-0.2, 0.5, 2.0])]
+outputs = [Weights(), Welfare(), Platinum(world.tau_w, world.tau_m, world.tau_e)]
+many = sweep(world.primitives, axes, outputs, chunk_size=8, progress=False)
+one = sweep(world.primitives, axes, outputs, chunk_size=8, devices=jax.devices()[:1],
+            progress=False)
+flags = many["platinum"].values
+out["fast"] = {"devices_used": many.attrs["n_devices"], "path": many.attrs["path"],
+               "max_diff": max(float(abs(many[k] - one[k]).max()) for k in ("v", "welfare")),
+               "flags_equal": bool((flags == one["platinum"].values).all()),
+               "flags_mixed": bool(0 < flags.sum() < flags.size)}
 print(json.dumps(out))
 """
 
@@ -370,3 +496,7 @@ def test_sharded_sweep_equals_single_device():
     assert out["general"]["devices_used"] == 4 and out["general"]["path"] == "general"
     assert out["general"]["max_diff"] <= 1e-13
     assert out["general"]["draws_differ"]  # Σ really is redrawn per draw index
+    fast = out["fast"]
+    assert fast["devices_used"] == 4 and fast["path"] == "fast"
+    assert fast["max_diff"] <= 1e-13
+    assert fast["flags_equal"] and fast["flags_mixed"]  # the grid crosses the platinum boundary

@@ -13,6 +13,9 @@ which is eq. 2 with ``σ_j = 1`` in the Σ-inner product: the simultaneous-diago
 assumption is not needed.  Both bases are held by :class:`ConceptBasis`, whose ``metric`` is the
 inner product the concept vectors are orthonormal in (``I`` or ``Σ``); every formula below is
 written once for both.
+
+"Commute" and "diagonal" are judged to a relative tolerance that follows the working precision
+(:func:`commute_rtol`): 1e-8 in float64, a small multiple of ``m · eps`` in float32.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ import numpy as np
 import pandas as pd
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from platinum_jax._validation import is_concrete, validate_primitives
+from platinum_jax._validation import is_concrete, rounding_rtol, validate_primitives
 
 __all__ = [
     "ConceptBasis",
     "concept_basis",
     "commutator_norm",
+    "commute_rtol",
     "welfare_alignment",
     "item_loadings",
     "signal_noise_cost_ratio",
@@ -42,7 +46,22 @@ __all__ = [
     "platinum_items",
 ]
 
-COMMUTE_RTOL = 1e-8
+COMMUTE_RTOL = 1e-8  # the float64 tolerance, and the floor for every dtype
+
+# Mixing weights t / (‖M‖_F/‖Σ‖_F) of the combinations M + tΣ whose eigenvectors are tried as the
+# shared basis, in order.  Irrational and far apart, so that no pair of concepts ties for both.
+_MIXING = (0.6180339887498949, 1.4142135623730951)
+
+
+def commute_rtol(dtype, m: int) -> float:
+    """Tolerance for "``M`` and ``Σ`` commute" and "``QᵀMQ``, ``QᵀΣQ`` are diagonal", relative
+    to the matrices' Frobenius norms, for (m, m) matrices held in ``dtype``.
+
+    ``max(1e-8, 10 · m · eps(dtype))``: exactly :data:`COMMUTE_RTOL` (1e-8) in float64; in
+    float32 (``eps ≈ 1.2e-7``) the rounding of an exactly commuting pair already exceeds 1e-8,
+    so the tolerance follows the precision (about 2.4e-5 for m = 20).
+    """
+    return rounding_rtol(dtype, m, COMMUTE_RTOL)
 
 
 class ConceptBasis(eqx.Module):
@@ -72,13 +91,40 @@ def commutator_norm(M: ArrayLike, Sigma: ArrayLike) -> Float[Array, ""]:
     return jnp.linalg.norm(M @ Sigma - Sigma @ M) / jnp.where(denom > 0, denom, 1.0)
 
 
-def _commuting_basis(M, Sigma):
-    # A generic combination M + tΣ has the shared eigenvectors (ties resolved jointly).
-    t = 0.6180339887498949 * jnp.linalg.norm(M) / jnp.linalg.norm(Sigma)
+def _commuting_basis(M, Sigma, mix=_MIXING[0]):
+    # A generic combination M + tΣ has the shared eigenvectors (ties resolved jointly): an
+    # eigenvector pair with λ_i + tσ_i = λ_k + tσ_k but (λ_i, σ_i) ≠ (λ_k, σ_k) is only determined
+    # up to a rotation that mixes concepts, which _offdiagonal detects.
+    t = mix * jnp.linalg.norm(M) / jnp.linalg.norm(Sigma)
     _, Q = jnp.linalg.eigh(M + t * Sigma)
     lam = jnp.einsum("ij,ik,kj->j", Q, M, Q)
     sig = jnp.einsum("ij,ik,kj->j", Q, Sigma, Q)
     return Q, lam, sig, jnp.eye(M.shape[0], dtype=M.dtype)
+
+
+def _offdiagonal(Q, M, Sigma):
+    """``max(‖off(QᵀMQ)‖_F / ‖M‖_F, ‖off(QᵀΣQ)‖_F / ‖Σ‖_F)``: zero iff ``Q`` diagonalises both."""
+
+    def rel(X):
+        D = Q.T @ X @ Q
+        off = D - jnp.diag(jnp.diagonal(D))
+        norm = jnp.linalg.norm(X)
+        return jnp.linalg.norm(off) / jnp.where(norm > 0, norm, 1.0)
+
+    return jnp.maximum(rel(M), rel(Sigma))
+
+
+def _verified_commuting_basis(M, Sigma, tol):
+    """The shared eigenbasis from the first mixing weight whose ``Q`` diagonalises ``M`` and
+    ``Σ`` to ``tol``, and its residual; ``(None, smallest residual)`` when none does."""
+    best = np.inf
+    for mix in _MIXING:
+        basis = _commuting_basis(M, Sigma, mix)
+        resid = float(_offdiagonal(basis[0], M, Sigma))
+        if resid <= tol:
+            return basis, resid
+        best = min(best, resid)
+    return None, best
 
 
 def _generalized_basis(M, Sigma):
@@ -99,26 +145,50 @@ def concept_basis(
 ) -> ConceptBasis:
     """The concept eigenbasis of ``(M, Σ)``.
 
-    ``method="commuting"`` requires ``MΣ = ΣM`` (relative commutator ≤ 1e-8, else
-    ``ValueError``) and returns the shared orthonormal eigenbasis; ``"generalized"`` always
-    applies; ``"auto"`` picks ``"commuting"`` when the matrices commute and are concrete, else
-    ``"generalized"``.  Pass ``w`` to orient each ``q_j`` towards the welfare vector.
+    ``method="commuting"`` requires ``MΣ = ΣM`` (relative commutator ``‖MΣ − ΣM‖_F /
+    (‖M‖_F ‖Σ‖_F)`` at most :func:`commute_rtol`, i.e. 1e-8 in float64, else ``ValueError``)
+    and returns the shared orthonormal eigenbasis, taken from the eigenvectors of ``M + tΣ``
+    and checked: ``QᵀMQ`` and ``QᵀΣQ`` must be diagonal to the same tolerance (a second ``t`` is
+    tried when a pair of concepts ties in ``M + tΣ``; ``ValueError`` if neither separates them).
+    ``"generalized"`` always applies.  ``"auto"`` picks ``"commuting"`` when the matrices are
+    concrete, commute and the check passes, else ``"generalized"``.  Traced inputs skip the
+    checks.  Pass ``w`` to orient each ``q_j`` towards the welfare vector.
     """
     if method not in ("auto", "commuting", "generalized"):
         raise ValueError(f"method must be 'auto', 'commuting' or 'generalized', got {method!r}")
     validate_primitives(M=M, Sigma=Sigma, w=w)
     M, Sigma = jnp.asarray(M), jnp.asarray(Sigma)
     concrete = is_concrete(M, Sigma)
-    if method == "auto":
-        method = ("commuting" if concrete and float(commutator_norm(M, Sigma)) <= COMMUTE_RTOL
-                  else "generalized")
+    requested, found = method, None
+    if method != "generalized" and concrete:
+        tol = commute_rtol(jnp.result_type(M, Sigma, float), M.shape[0])
+        c = float(commutator_norm(M, Sigma))
+        if c > tol:
+            if requested == "commuting":
+                raise ValueError(
+                    f"M and Sigma do not commute (relative commutator {c:.3g} > {tol:.3g}), so "
+                    "they share no orthonormal eigenbasis; use method='generalized'"
+                )
+            method = "generalized"
+        else:
+            found, resid = _verified_commuting_basis(M, Sigma, tol)
+            if found is None:
+                if requested == "commuting":
+                    raise ValueError(
+                        "M and Sigma commute (relative commutator "
+                        f"{c:.3g}), but no shared eigenbasis could be separated from the "
+                        f"eigenvectors of M + t Sigma: for every t tried, Q^T M Q or Q^T Sigma Q "
+                        f"keeps a relative off-diagonal part >= {resid:.3g} > {tol:.3g} (concepts "
+                        "that tie, or a commutator just under the tolerance); use "
+                        "method='generalized'"
+                    )
+                method = "generalized"
+            else:
+                method = "commuting"
+    elif method == "auto":
+        method = "generalized"
     if method == "commuting":
-        if concrete and (c := float(commutator_norm(M, Sigma))) > COMMUTE_RTOL:
-            raise ValueError(
-                f"M and Sigma do not commute (relative commutator {c:.3g} > {COMMUTE_RTOL:g}), so "
-                "they share no orthonormal eigenbasis; use method='generalized'"
-            )
-        Q, lam, sig, metric = _commuting_basis(M, Sigma)
+        Q, lam, sig, metric = found if found is not None else _commuting_basis(M, Sigma)
     else:
         Q, lam, sig, metric = _generalized_basis(M, Sigma)
     order = jnp.argsort(-lam / sig)

@@ -62,8 +62,18 @@ def certainty_equivalent(
     Sigma: Float[ArrayLike, "m m"],
     r: Float[ArrayLike, ""],
 ) -> Float[Array, ""]:
-    """The lab's certainty equivalent ``CE(a; v) = vᵀAa − ½aᵀCa − (r/2)vᵀΣv``."""
+    """The lab's certainty equivalent ``CE(a; v) = vᵀAa − ½aᵀCa − (r/2)vᵀΣv``.
+
+    ``a`` is an effort vector (n,), one entry per column (activity) of ``A`` (m, n).
+    """
     validate_primitives(A=A, C=C, Sigma=Sigma, v=v, r=r)
+    # Shapes are static even under jit, so this check also runs when traced.
+    n = jnp.shape(A)[-1]
+    if jnp.ndim(a) != 1 or jnp.shape(a)[0] != n:
+        raise ValueError(
+            f"a (the lab's effort) must have shape ({n},), one entry per column (activity) of "
+            f"A, got shape {tuple(jnp.shape(a))}"
+        )
     a, v, A, C, Sigma = map(jnp.asarray, (a, v, A, C, Sigma))
     return v @ (A @ a) - 0.5 * a @ (C @ a) - 0.5 * r * v @ (Sigma @ v)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._bayes_model import LIKELIHOODS
+
 DESCRIPTION = """\
 Fit the stitching model score = sigmoid(alpha_b (C_m - D_b)) by Bayesian inference (NumPyro
 NUTS, or SVI for large tables) and write posterior summaries with 94% intervals.
@@ -19,6 +21,9 @@ Likelihoods (--likelihood):
             half an item (or by 0.005 when n_items is unknown) and the count is reported
   binomial  round(score * n_items) ~ Binomial(n_items, mu): large benchmarks weigh more;
             needs an n_items column
+  betabinomial
+            round(score * n_items) ~ BetaBinomial with mean mu and precision phi_b: counts as
+            binomial, plus a per-benchmark noise scale for items that share quirks
 
 Outputs in --out:
   capabilities.csv   model, mean, sd, hdi_3%, hdi_97% (+ r_hat, ess_bulk, ess_tail, release_date)
@@ -67,7 +72,7 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Bayesian fit")
     g.add_argument(
         "--likelihood",
-        choices=("gaussian", "beta", "binomial"),
+        choices=LIKELIHOODS,
         default="gaussian",
         help="observation model (default gaussian)",
     )

@@ -13,7 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._bayes_model import LIKELIHOODS, BayesData, Priors, prepare_data, stitching_model
+from ._bayes_model import (
+    _COUNT_LIKELIHOODS,
+    LIKELIHOODS,
+    BayesData,
+    Priors,
+    prepare_data,
+    stitching_model,
+)
 from ._model import BenchmarkAnchor, ModelAnchor, ParameterLayout
 from ._table import ScoreTable
 
@@ -161,7 +168,7 @@ def fit_stitching_bayes(
     table: ScoreTable,
     anchor: BenchmarkAnchor | ModelAnchor | None = None,
     *,
-    likelihood: Literal["gaussian", "beta", "binomial"] = "gaussian",
+    likelihood: Literal["gaussian", "beta", "binomial", "betabinomial"] = "gaussian",
     method: Literal["nuts", "svi"] = "nuts",
     chains: int = 4,
     samples: int = 1000,
@@ -186,8 +193,9 @@ def fit_stitching_bayes(
         table: a connected :class:`ScoreTable`.
         anchor: as in :func:`fit_stitching` (default ``BenchmarkAnchor()``: Winogrande,
             D = 0, alpha = 1); anchored entries are fixed, not sampled.
-        likelihood: ``"gaussian"`` (the Bayesian twin of least squares), ``"beta"`` or
-            ``"binomial"`` (needs ``n_items``); see :func:`stitching_model`.
+        likelihood: ``"gaussian"`` (the Bayesian twin of least squares), ``"beta"``,
+            ``"binomial"`` or ``"betabinomial"`` (both need ``n_items``; the second adds a
+            per-benchmark noise scale); see :func:`stitching_model`.
         method: ``"nuts"`` (exact MCMC, ``chains`` x ``samples`` draws after ``warmup``) or
             ``"svi"`` (variational; ``svi_guide`` AutoNormal or AutoLowRankMultivariateNormal,
             then ``samples`` draws from the guide; fast on large tables, no R-hat).
@@ -305,7 +313,7 @@ def fit_stitching_bayes(
     latent = {k: v for k, v in grouped.items() if k not in _DETERMINISTIC}
     flat_latent = {k: v.reshape((-1,) + v.shape[2:]) for k, v in latent.items()}
     derived, loglik = _push_forward(key_pp, flat_latent, data, layout, likelihood, priors)
-    if likelihood == "binomial":
+    if likelihood in _COUNT_LIKELIHOODS:
         # Count pmf -> density of the score k/n (bin width 1/n), comparable with Gaussian / Beta.
         loglik = loglik + jnp.log(data.n_items)
 
@@ -406,7 +414,9 @@ def _to_inference_data(table, layout, data: BayesData, likelihood, posterior, st
     for group in ("observed_data", "constant_data"):
         setattr(idata, group, getattr(idata, group).assign_coords(labels))
     idata.observed_data.attrs["scale"] = (
-        "item counts k = round(score * n_items)" if likelihood == "binomial" else "scores in [0, 1]"
+        "item counts k = round(score * n_items)"
+        if likelihood in _COUNT_LIKELIHOODS
+        else "scores in [0, 1]"
     )
     return idata
 
@@ -682,7 +692,7 @@ def plot_ppc(fit: BayesStitchingFit, *, path=None, ax=None):
 
     pp = fit.idata.posterior_predictive["y"].values.reshape(-1, fit.table.n_scores)
     obs = fit.idata.observed_data["y"].values
-    if fit.likelihood == "binomial":
+    if fit.likelihood in _COUNT_LIKELIHOODS:
         n = fit.idata.constant_data["n_items"].values
         pp, obs = pp / n, obs / n
     lo, hi = np.quantile(pp, [0.03, 0.97], axis=0)

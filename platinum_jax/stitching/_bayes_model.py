@@ -24,7 +24,8 @@ from ._model import ParameterLayout, predict_scores
 
 __all__ = ["LIKELIHOODS", "Priors", "BayesData", "prepare_data", "stitching_model"]
 
-LIKELIHOODS = ("gaussian", "beta", "binomial")
+LIKELIHOODS = ("gaussian", "beta", "binomial", "betabinomial")
+_COUNT_LIKELIHOODS = ("binomial", "betabinomial")
 
 # Keeps sigmoid outputs strictly inside (0, 1) where Beta / Binomial log densities are finite.
 _MU_EPS = 1e-9
@@ -52,8 +53,8 @@ class Priors:
     scale, log sigma_b = nu + s n_b with n_b ~ N(0, 1), nu ~ N(log_noise_loc, log_noise_loc_scale),
     s ~ HalfNormal(log_noise_spread): benchmarks with a handful of scores borrow their noise level
     from the others, and sigma_b cannot collapse to 0 (which would make a funnel NUTS diverges
-    in).  Beta precision: log phi_b ~ N(log_precision_loc, log_precision_scale).  Anchored entries are
-    fixed, not sampled.
+    in).  Beta and beta-binomial precision: log phi_b ~ N(log_precision_loc, log_precision_scale).
+    Anchored entries are fixed, not sampled.
 
     The defaults are weakly informative for scores in [0, 1] with the Winogrande anchor;
     override any field, e.g. ``dataclasses.replace(Priors(), log_noise_loc=-2.5)``.
@@ -101,7 +102,8 @@ def prepare_data(table, likelihood: str, *, beta_boundary: float = 0.005) -> tup
     Beta needs scores strictly inside (0, 1).  Exact 0 and 1 scores are moved inwards by half an
     item, 0.5 / n_items, when the benchmark size is known (the usual continuity correction), and
     by ``beta_boundary`` otherwise; the number moved is returned in ``info`` and reported.
-    Binomial needs ``n_items`` for every score and uses the count k_i = round(score_i n_i).
+    Binomial and beta-binomial need ``n_items`` for every score and use the count
+    k_i = round(score_i n_i).
     Returns ``(data, info)``.
     """
     if likelihood not in LIKELIHOODS:
@@ -120,12 +122,12 @@ def prepare_data(table, likelihood: str, *, beta_boundary: float = 0.005) -> tup
         at_zero, at_one = scores <= 0.0, scores >= 1.0
         info["n_boundary_moved"] = int(at_zero.sum() + at_one.sum())
         scores = np.where(at_zero, eps, np.where(at_one, 1.0 - eps, scores))
-    elif likelihood == "binomial":
+    elif likelihood in _COUNT_LIKELIHOODS:
         missing = ~(np.isfinite(n_items) & (n_items >= 1))
         if missing.any():
             names = sorted(set(frame.loc[missing, "benchmark"]))
             raise ValueError(
-                f"the binomial likelihood needs n_items for every score; {int(missing.sum())} "
+                f"the {likelihood} likelihood needs n_items for every score; {int(missing.sum())} "
                 f"score(s) lack it, on benchmark(s) {names[:8]}; add an 'n_items' column "
                 "(number of questions) or use likelihood='gaussian' or 'beta'"
             )
@@ -159,7 +161,7 @@ def stitching_model(
     Sites: ``capability_mu``, ``capability_tau``, ``capability_z`` (n_free_capability,),
     ``difficulty_z`` (n_free_difficulty,), ``slope_z`` (n_free_slope,), and the noise
     ``noise_log_mu``, ``noise_log_tau`` and ``noise_z`` with deterministic ``sigma`` (Gaussian)
-    or ``log_precision`` (Beta) per benchmark; deterministic ``capability``
+    or ``log_precision`` (Beta, beta-binomial) per benchmark; deterministic ``capability``
     (n_models,), ``difficulty`` and ``slope`` (n_benchmarks,) with anchors filled in, and
     ``noise_variance`` (n_benchmarks,): the mean over a benchmark's scores of Var[score | theta],
     the Sigma_bb of the optimal-weights problem.  Observed site ``y`` (n_scores,).
@@ -169,6 +171,11 @@ def stitching_model(
       beta:     y_i ~ Beta(mu_i phi_i, (1 - mu_i) phi_i), phi_i chosen so the variance is
                 mu_i (1 - mu_i) / (1 + phi_b) + s_i^2, floored at phi_i >= 1
       binomial: k_i ~ Binomial(n_i, mu_i)   (a benchmark counts by its items, not by its name)
+      betabinomial: k_i ~ BetaBinomial(mu_i phi_b, (1 - mu_i) phi_b, n_i): counts, plus a
+                per-benchmark noise scale.  Items of one benchmark share quirks (a model's
+                score moves more between benchmarks than binomial sampling allows), so the score
+                variance is mu (1 - mu) / n_i * (n_i + phi_b) / (1 + phi_b): binomial as
+                phi_b -> infinity, and never below it.
     Pass ``observed=False`` to sample ``y`` from the model (prior / posterior predictive).
     """
     if likelihood not in LIKELIHOODS:
@@ -208,7 +215,7 @@ def stitching_model(
         if likelihood == "gaussian":
             z_n = numpyro.sample("noise_z", dist.Normal(0.0, 1.0))
             sigma = numpyro.deterministic("sigma", jnp.exp(nu + spread * z_n))
-        elif likelihood == "beta":
+        elif likelihood in ("beta", "betabinomial"):
             log_phi = numpyro.sample(
                 "log_precision", dist.Normal(priors.log_precision_loc, priors.log_precision_scale)
             )
@@ -221,6 +228,12 @@ def stitching_model(
         # phi >= 1 keeps the Beta unimodal-or-flat even when the stderr is large.
         phi_i = jnp.maximum(mu * (1.0 - mu) / var_i - 1.0, 1.0)
         y_dist = dist.Beta(mu * phi_i, (1.0 - mu) * phi_i)
+    elif likelihood == "betabinomial":
+        phi_i = jnp.exp(log_phi)[bi]
+        var_i = mu * (1.0 - mu) / data.n_items * (data.n_items + phi_i) / (1.0 + phi_i)
+        y_dist = dist.BetaBinomial(
+            mu * phi_i, (1.0 - mu) * phi_i, total_count=data.n_items.astype(jnp.result_type(int))
+        )
     else:
         var_i = mu * (1.0 - mu) / data.n_items
         # Integer counts: NumPyro's binomial sampler indexes by total_count.

@@ -80,13 +80,16 @@ def base_basis(M: np.ndarray, Sigma: np.ndarray, w: np.ndarray) -> Basis | None:
 
     Written as ``M = P diag(λ) Pᵀ``, ``Σ = P diag(σ) Pᵀ`` with ``P = G Q`` (``G`` the basis
     metric, ``I`` or ``Σ``) so concept indices and orientation match the rest of the library.
-    Returns None when the basis does not reproduce ``M`` and ``Σ`` to 1e-8 relative (then the
-    sweep cannot take the fast path).
+    Returns None when the basis does not reproduce ``M`` and ``Σ`` to a relative tolerance of
+    :func:`platinum_jax.agency.commute_rtol` in the dtype the basis was computed in (1e-8 in
+    float64); then the sweep cannot take the fast path.
     """
     import hashlib
 
-    key = hashlib.sha1(b"".join(np.ascontiguousarray(x, np.float64).tobytes()
-                                for x in (M, Sigma, w))).hexdigest()
+    # The basis is computed in JAX's default float dtype, so x64 on and off are cached apart.
+    dtype = str(jnp.zeros(()).dtype).encode()
+    key = hashlib.sha1(dtype + b"".join(np.ascontiguousarray(x, np.float64).tobytes()
+                                        for x in (M, Sigma, w))).hexdigest()
     if key in _BASIS_CACHE:  # repeated sweeps of one base problem share its basis
         return _BASIS_CACHE[key]
     if len(_BASIS_CACHE) > 32:
@@ -99,7 +102,7 @@ _BASIS_CACHE: dict[str, Basis | None] = {}
 
 
 def _compute_basis(M: np.ndarray, Sigma: np.ndarray, w: np.ndarray) -> Basis | None:
-    from platinum_jax.agency import concept_basis
+    from platinum_jax.agency import commute_rtol, concept_basis
 
     cb = concept_basis(M, Sigma, w)
     Q = np.asarray(cb.vectors, dtype=np.float64)
@@ -108,10 +111,12 @@ def _compute_basis(M: np.ndarray, Sigma: np.ndarray, w: np.ndarray) -> Basis | N
     P = np.asarray(cb.metric, dtype=np.float64) @ Q
     lam = np.asarray(cb.eigenvalues, dtype=np.float64)
     sig = np.asarray(cb.noise, dtype=np.float64)
+    # A float32 basis (x64 off) reproduces M to float32 rounding only, far above 1e-8.
+    tol = commute_rtol(cb.vectors.dtype, M.shape[0])
     scale_m = max(1.0, float(np.abs(M).max()))
     scale_s = max(1.0, float(np.abs(Sigma).max()))
-    if (np.abs((P * lam) @ P.T - M).max() > 1e-8 * scale_m
-            or np.abs((P * sig) @ P.T - Sigma).max() > 1e-8 * scale_s):
+    if (np.abs((P * lam) @ P.T - M).max() > tol * scale_m
+            or np.abs((P * sig) @ P.T - Sigma).max() > tol * scale_s):
         return None
     return Basis(Q, P, lam, sig, str(cb.kind))
 
@@ -128,8 +133,10 @@ def platinum_flags(point: SweepPoint, tau_w: float, tau_m: float, tau_e: float) 
     commuting kind ``cos φ_j = (Pᵀw)_j / ‖Pᵀw‖``, ``cos θ_ij = Q_ij``; in the generalized kind
     (re-normalised so that ``QᵀΣQ = I`` at the point) ``cos φ_j = √σ_j (Pᵀw)_j / √(Σ_k σ_k
     (Pᵀw)_k²)`` and ``cos θ_ij = Q_ij / √σ_j``; in both ``λ_j/(rσ_j)`` is the ratio.  Columns
-    are signed towards ``w`` as the library does.  General path: the basis is recomputed,
-    commuting when ``MΣ = ΣM`` (relative commutator ≤ 1e-8), generalized otherwise.
+    are signed towards ``w`` as the library does.  General path: the basis is recomputed, as
+    ``concept_basis(method="auto")`` would: commuting when ``MΣ = ΣM`` and the shared eigenbasis
+    diagonalises both (relative residuals ≤ :func:`platinum_jax.agency.commute_rtol`, 1e-8 in
+    float64), generalized otherwise.
     """
     if point.spectral is not None:
         lam, sig, pw, r = point.spectral
@@ -141,10 +148,14 @@ def platinum_flags(point: SweepPoint, tau_w: float, tau_m: float, tau_e: float) 
             align = jnp.sqrt(sig) * jnp.abs(pw) / jnp.sqrt(jnp.sum(sig * pw * pw))
             load = point.basis.Q * (sign / jnp.sqrt(sig))
         return _flags(align, load, lam / (r * sig), tau_w, tau_m, tau_e)
-    from platinum_jax.agency import commutator_norm, platinum_items
-    from platinum_jax.agency._concepts import COMMUTE_RTOL
+    from platinum_jax.agency import commutator_norm, commute_rtol, platinum_items
+    from platinum_jax.agency._concepts import _offdiagonal
 
     args = (point.M, point.Sigma, point.w, point.r, tau_w, tau_m, tau_e)
     gen = platinum_items(*args, method="generalized").flags
-    com = platinum_items(*args, method="commuting").flags
-    return jnp.where(commutator_norm(point.M, point.Sigma) <= COMMUTE_RTOL, com, gen)
+    com = platinum_items(*args, method="commuting")
+    # Traced, so no eager fallback: take the commuting flags only where its basis is verified.
+    tol = commute_rtol(point.M.dtype, point.M.shape[0])
+    ok = ((commutator_norm(point.M, point.Sigma) <= tol)
+          & (_offdiagonal(com.basis.vectors, point.M, point.Sigma) <= tol))
+    return jnp.where(ok, com.flags, gen)

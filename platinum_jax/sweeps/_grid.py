@@ -28,6 +28,7 @@ from platinum_jax.sweeps._axes import (
     DenseState,
     SpectralState,
     _Context,
+    callable_fingerprint,
 )
 from platinum_jax.sweeps._fast import SweepPoint, base_basis, dense_point, spectral_point
 from platinum_jax.sweeps._shard import gather, place_indices, points_mesh, shard_points
@@ -153,6 +154,8 @@ class UserOutput(Output):
 
     ``dims`` names the trailing dimensions of the returned array (use ``"item"`` for an (m,)
     result to get item labels).  ``fn`` must be traceable (jax.numpy), it is vmapped and jitted.
+    A stored sweep records ``fn``'s code and captured values, so a changed ``fn`` (an edited
+    lambda, a new closure constant) is a different sweep and is not resumed from old chunks.
     """
 
     name: str = eqx.field(static=True)
@@ -173,8 +176,9 @@ class UserOutput(Output):
         return {self.name: jnp.asarray(self.fn(point))}
 
     def fingerprint(self):
-        return ("UserOutput", self.name, getattr(self.fn, "__qualname__", repr(self.fn)),
-                self.dims)
+        # The code and captured values of fn, not just its name: editing a lambda must not let
+        # a resumed sweep reuse chunks computed by the old one.
+        return ("UserOutput", self.name, callable_fingerprint(self.fn), self.dims)
 
 
 # --------------------------------------------------------------------------------------------
@@ -340,6 +344,7 @@ def sweep(
     devices: Sequence[jax.Device] | None = None,
     progress: bool = True,
     on_chunk: Callable[[int, int], None] | None = None,
+    keep_in_memory: bool = True,
 ):
     """Evaluate ``outputs`` at every point of the grid spanned by ``axes``.
 
@@ -361,6 +366,12 @@ def sweep(
         devices: devices to shard each chunk over (default: all of ``jax.devices()``).
         progress: show a tqdm progress bar over chunks.
         on_chunk: called as ``on_chunk(k, n_chunks)`` after chunk ``k`` is computed and stored.
+        keep_in_memory: collect the results in memory (default).  ``False`` (needs ``store=``)
+            is for grids larger than memory: each chunk is written to the store and dropped,
+            finished chunks of a resumed sweep are not read at all, and the returned Dataset is
+            opened lazily from the store, so values are read only when accessed (``.sel(...)``
+            reads just the chunks that hold the selection; ``.load()`` reads it into memory).
+            Peak memory is then one chunk, whatever the grid size.
 
     Returns:
         ``xarray.Dataset`` with one dimension per axis (coordinates = axis values), ``item``
@@ -393,6 +404,11 @@ def sweep(
         raise ValueError("outputs is empty; keep at least one output, e.g. Weights()")
     if method not in ("auto", "fast", "general"):
         raise ValueError(f"method must be 'auto', 'fast' or 'general', got {method!r}")
+    if not keep_in_memory and store is None:
+        raise ValueError(
+            "keep_in_memory=False needs store=DIR (netCDF chunk files, or Zarr when DIR ends in "
+            ".zarr): the results are written there chunk by chunk and read back from it lazily"
+        )
 
     breaking = [a for a in axes if not a.keeps_basis]
     needs_basis = any(getattr(a, "concept", None) is not None for a in axes)
@@ -490,7 +506,9 @@ def sweep(
            f"({reason}), {n_dev} device(s)")
     logger.info(msg)
 
-    results = {name: np.empty((n_points, *s.shape[1:]), dtype=s.dtype) for name, s in shapes.items()}
+    # Out of core, chunks go to the store only; the full (n_points, ...) arrays never exist.
+    results = ({name: np.empty((n_points, *s.shape[1:]), dtype=s.dtype)
+                for name, s in shapes.items()} if keep_in_memory else None)
     computed = 0
     chunk_iter = range(n_chunks)
     if progress:
@@ -501,6 +519,8 @@ def sweep(
         start = k * chunk_size
         stop = min(start + chunk_size, n_points)
         if k in done:
+            if results is None:
+                continue  # already on disk, where the returned Dataset will read it
             part = store.read(k)
         else:
             # Pad the last chunk by repeating its final index: same shapes, no recompilation.
@@ -513,16 +533,25 @@ def sweep(
             computed += 1
             if on_chunk is not None:
                 on_chunk(k, n_chunks)
-        for name, a in part.items():
-            results[name][start:stop] = a
+        if results is not None:
+            for name, a in part.items():
+                results[name][start:stop] = a
 
     coords: dict[str, Any] = {a.name: a.coords() for a in axes}
     coords["item"] = list(items)
-    data = {}
-    for name, arr in results.items():
-        dims = tuple(names) + var_dims[name]
-        data[name] = (dims, arr.reshape(shape + arr.shape[1:]))
-    ds = xr.Dataset(data, coords=coords)
+    if results is None:
+        from platinum_jax.sweeps._lazy import open_sweep
+
+        variables = {name: (var_dims[name], tuple(s.shape[1:]), s.dtype)
+                     for name, s in shapes.items()}
+        ds = open_sweep(store, dims=names, coords=coords, grid=shape, variables=variables,
+                        chunk_size=chunk_size)
+    else:
+        data = {}
+        for name, arr in results.items():
+            dims = tuple(names) + var_dims[name]
+            data[name] = (dims, arr.reshape(shape + arr.shape[1:]))
+        ds = xr.Dataset(data, coords=coords)
     ds.attrs.update(
         path=path, path_reason=reason, chunk_size=chunk_size, n_chunks=n_chunks,
         chunks_computed=computed, chunks_reused=n_chunks - computed, n_devices=n_dev,

@@ -4,6 +4,9 @@ A store records a fingerprint of the sweep (base primitives, axes, outputs, chun
 finished chunk of results.  A chunk counts as finished only once it is completely written
 (netCDF: atomic rename of the chunk file; Zarr: a per-chunk ``done`` flag set after the data),
 so a crash mid-write leaves that chunk to be recomputed, never half-read.
+
+Both formats hold every output flat, as ``(grid point, *trailing)`` in the C order of the grid;
+``platinum_jax.sweeps._lazy`` reads a finished store back as the labelled grid without loading it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ _MANIFEST = "manifest.json"
 
 
 class ChunkStore:
-    """Interface: ``open(...)`` once, then ``finished()``, ``write(k, arrays)``, ``read(k)``."""
+    """Interface: ``open(...)`` once, then ``finished()``, ``write(k, arrays)``, ``read(k)``.
+
+    ``read(k, names)`` returns ``{name: (points in chunk k, *trailing)}`` for the outputs in
+    ``names`` (all when None).
+    """
 
     path: Path
 
@@ -37,7 +44,7 @@ class ChunkStore:
     def write(self, k: int, arrays: dict[str, np.ndarray]) -> None:
         raise NotImplementedError
 
-    def read(self, k: int) -> dict[str, np.ndarray]:
+    def read(self, k: int, names=None) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
     def _stored_meta(self) -> dict | None:
@@ -88,11 +95,11 @@ class NetCDFStore(ChunkStore):
         xr.Dataset(data).to_netcdf(tmp, engine="h5netcdf")
         os.replace(tmp, self._chunk_path(k))  # atomic: a chunk file is either complete or absent
 
-    def read(self, k):
+    def read(self, k, names=None):
         import xarray as xr
 
         with xr.open_dataset(self._chunk_path(k), engine="h5netcdf") as ds:
-            return {name: ds[name].values for name in ds.data_vars}
+            return {name: ds[name].values for name in (ds.data_vars if names is None else names)}
 
 
 class ZarrStore(ChunkStore):
@@ -104,9 +111,13 @@ class ZarrStore(ChunkStore):
 
         n_chunks = -(-n_points // chunk_size)
         meta = self._stored_meta()
-        self._check_manifest(fingerprint, resume, meta is not None)
-        if meta is not None:
-            self._group = zarr.open_group(str(self.path), mode="r+")
+        group = None if meta is None else zarr.open_group(str(self.path), mode="r+")
+        # Only finished chunks count as data: a store created by a run that stopped before its
+        # first chunk was done holds nothing to protect, so a plain rerun continues it.
+        has_data = group is not None and bool(np.any(group["done"][:]))
+        self._check_manifest(fingerprint, resume, has_data)
+        if group is not None:
+            self._group = group
             self._chunk_size = int(meta["chunk_size"])
             return
         group = zarr.open_group(str(self.path), mode="w")
@@ -140,10 +151,10 @@ class ZarrStore(ChunkStore):
             self._group[name][k * cs: k * cs + a.shape[0]] = a
         self._group["done"][k] = True  # set last: the chunk counts only once its data are in
 
-    def read(self, k):
+    def read(self, k, names=None):
         cs = self._cs()
-        return {name: np.asarray(arr[k * cs: (k + 1) * cs])
-                for name, arr in self._group.arrays() if name != "done"}
+        names = [n for n, _ in self._group.arrays() if n != "done"] if names is None else names
+        return {name: np.asarray(self._group[name][k * cs: (k + 1) * cs]) for name in names}
 
 
 def as_store(store: ChunkStore | str | os.PathLike | None) -> ChunkStore | None:
