@@ -356,7 +356,8 @@ def sweep(
             :class:`PrimitiveSamples`); names must be distinct.  They are applied in the order
             listed, except that draws/samples (which replace matrices) are applied first.
         outputs: what to keep per point; default ``(Weights(), Welfare(), EffortCost())``.
-        chunk_size: grid points per compiled call (default: about 64 MiB of working memory).
+        chunk_size: at most this many grid points per compiled call (default: about 64 MiB of
+            working memory); the points are spread evenly over as few chunks as that allows.
         store: directory (netCDF chunk files, or Zarr when it ends in ``.zarr``) or a store
             object; each finished chunk is written there as soon as it is computed.
         resume: continue a sweep found in ``store``, reading its finished chunks.
@@ -451,6 +452,10 @@ def sweep(
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     chunk_size = int(min(chunk_size, n_points))
+    # Spread the points evenly over the fewest chunks of at most chunk_size, so the padded last
+    # chunk wastes less than one point per chunk (5,000 points at 2,048: 3 x 1,667, not 3 x 2,048).
+    n_chunks = -(-n_points // chunk_size)
+    chunk_size = -(-n_points // n_chunks)
     chunk_size = -(-chunk_size // n_dev) * n_dev  # whole slices per device
     n_chunks = -(-n_points // chunk_size)
 
