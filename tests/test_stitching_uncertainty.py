@@ -184,15 +184,21 @@ def test_cross_validation_prefers_true_link():
     assert fold0 == pytest.approx(np.mean((pred - held["score"].to_numpy()) ** 2), rel=1e-5)
 
 
+def _stitch_cli(tmp_path, frame, *options):
+    """Write ``frame`` as a CSV and run ``platinum-jax stitch`` on it; returns (rc, out dir)."""
+    csv = tmp_path / "scores.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "out"
+    return main(["stitch", str(csv), *options, "--out", str(out)]), out
+
+
 def test_cli_writes_outputs(tmp_path, small, capsys):
     table, _, fit = small
+    rc, out = _stitch_cli(
+        tmp_path, table.data, "--anchor-benchmark", "bench_00", "--uncertainty", "laplace",
+        "--rescale", "model_000", "100", "model_001", "120",
+    )
     csv = tmp_path / "scores.csv"
-    table.data.to_csv(csv, index=False)
-    out = tmp_path / "out"
-    rc = main([
-        "stitch", str(csv), "--anchor-benchmark", "bench_00", "--uncertainty", "laplace",
-        "--rescale", "model_000", "100", "model_001", "120", "--out", str(out),
-    ])
     assert rc == 0
     caps = pd.read_csv(out / "capabilities.csv", index_col="model")
     assert {"capability", "sd", "lower", "upper"} <= set(caps.columns)
@@ -213,13 +219,10 @@ def test_cli_writes_outputs(tmp_path, small, capsys):
 
 def test_cli_bootstrap_intervals(tmp_path, small):
     table, _, fit = small
-    csv = tmp_path / "scores.csv"
-    table.data.to_csv(csv, index=False)
-    out = tmp_path / "out"
-    rc = main([
-        "stitch", str(csv), "--anchor-benchmark", "bench_00", "--uncertainty", "bootstrap",
-        "--replicates", "4", "--seed", "3", "--out", str(out),
-    ])
+    rc, out = _stitch_cli(
+        tmp_path, table.data, "--anchor-benchmark", "bench_00", "--uncertainty", "bootstrap",
+        "--replicates", "4", "--seed", "3",
+    )
     assert rc == 0
     info = json.loads((out / "fit.json").read_text())
     assert info["uncertainty"] == "bootstrap" and info["replicates"] == 4
@@ -248,13 +251,9 @@ def test_cli_bootstrap_intervals(tmp_path, small):
 
 def test_cli_sensitivity_halfwidths(tmp_path, small):
     table, _, fit = small
-    csv = tmp_path / "scores.csv"
-    table.data.to_csv(csv, index=False)
-    out = tmp_path / "out"
-    rc = main([
-        "stitch", str(csv), "--anchor-benchmark", "bench_00", "--uncertainty", "sensitivity",
-        "--out", str(out),
-    ])
+    rc, out = _stitch_cli(
+        tmp_path, table.data, "--anchor-benchmark", "bench_00", "--uncertainty", "sensitivity"
+    )
     assert rc == 0
     caps = pd.read_csv(out / "capabilities.csv", index_col="model")
     bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
@@ -277,15 +276,13 @@ def test_cli_separate_components(tmp_path, small):
         {"model": ["zz_a", "zz_a", "zz_b", "zz_b"], "benchmark": ["zz_x", "zz_y", "zz_x", "zz_y"],
          "score": [0.2, 0.6, 0.4, 0.8]}
     )
-    csv = tmp_path / "scores.csv"
-    pd.concat([table.data, island]).to_csv(csv, index=False)
-    out = tmp_path / "out"
-    rc = main(["stitch", str(csv), "--anchor-benchmark", "bench_00", "--out", str(out)])
+    both = pd.concat([table.data, island])
+    rc, out = _stitch_cli(tmp_path, both, "--anchor-benchmark", "bench_00")
     assert rc == 2  # disconnected: refused unless asked to fit the parts
-    rc = main([
-        "stitch", str(csv), "--anchor-benchmark", "bench_00", "--components", "separate",
-        "--restarts", "2", "--out", str(out),
-    ])
+    rc, out = _stitch_cli(
+        tmp_path, both, "--anchor-benchmark", "bench_00", "--components", "separate",
+        "--restarts", "2",
+    )
     assert rc == 0
     for k in (1, 2):
         for name in ("capabilities", "benchmarks", "residuals"):
