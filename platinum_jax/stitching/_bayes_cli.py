@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from ._bayes_model import LIKELIHOODS
+from ._cli import add_anchor_arguments, anchor_from_args, load_table
 
 DESCRIPTION = """\
 Fit the stitching model score = sigmoid(alpha_b (C_m - D_b)) by Bayesian inference (NumPyro
@@ -117,41 +118,6 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_anchor_arguments(p: argparse.ArgumentParser) -> None:
-    """The anchor options of ``stitch``, read by its ``anchor_from_args``."""
-    g = p.add_argument_group("anchor (fixes the scale)")
-    g.add_argument(
-        "--anchor-benchmark",
-        default="Winogrande",
-        help="benchmark with fixed difficulty and slope (default Winogrande)",
-    )
-    g.add_argument(
-        "--anchor-difficulty",
-        type=float,
-        default=0.0,
-        help="the anchor benchmark's difficulty D (default 0)",
-    )
-    g.add_argument(
-        "--anchor-slope",
-        type=float,
-        default=1.0,
-        help="the anchor benchmark's slope alpha (default 1)",
-    )
-    g.add_argument(
-        "--anchor-models",
-        nargs=2,
-        metavar=("A", "B"),
-        help="fix the capabilities of two models instead (with --anchor-capabilities)",
-    )
-    g.add_argument(
-        "--anchor-capabilities",
-        nargs=2,
-        type=float,
-        metavar=("CA", "CB"),
-        help="the fixed capabilities of the two --anchor-models",
-    )
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "stitch-bayes",
@@ -166,7 +132,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="tidy CSV (model, benchmark, score[, n_items, stderr, dates]) or an "
         "Epoch raw-data directory",
     )
-    _add_anchor_arguments(p)
+    add_anchor_arguments(p)
     p.add_argument(
         "--duplicates",
         choices=("error", "max", "mean", "first", "last"),
@@ -192,8 +158,6 @@ def run(args: argparse.Namespace) -> int:
         from ._bayes_fit import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # chains in parallel; before JAX runs anything
-    from ._cli import load_table
-
     path = Path(args.data)
     if path.is_dir():
         if args.duplicates not in (None, "max"):
@@ -220,7 +184,6 @@ def run_bayes(args: argparse.Namespace, table) -> int:
     jax.config.update("jax_enable_x64", True)
     from ._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
     from ._bayes_weights import load_weights_config, posterior_optimal_weights
-    from ._cli import anchor_from_args
 
     weights_cfg = load_weights_config(args.weights_config) if args.weights_config else None
     out = Path(args.out)

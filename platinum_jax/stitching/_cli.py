@@ -58,10 +58,8 @@ command does it for you.
 """
 
 
-def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
-    """The data, anchor and fit options of ``stitch`` (reusable by other commands)."""
-    p.add_argument("data", metavar="DATA", help="tidy score CSV or an Epoch raw/ directory")
-    p.add_argument("--out", required=True, help="output directory (created if missing)")
+def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
+    """The anchor options, read back by :func:`anchor_from_args` (``stitch``, ``stitch-bayes``)."""
     a = p.add_argument_group("anchor (fixes the scale)")
     a.add_argument("--anchor-benchmark", default="Winogrande",
                    help="benchmark whose difficulty and slope are fixed (default Winogrande)")
@@ -72,6 +70,13 @@ def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
                    help="anchor two models instead of a benchmark")
     a.add_argument("--anchor-capabilities", nargs=2, type=float, metavar=("CA", "CB"),
                    help="capabilities of the two --anchor-models")
+
+
+def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
+    """The data, anchor and fit options of ``stitch`` (reusable by other commands)."""
+    p.add_argument("data", metavar="DATA", help="tidy score CSV or an Epoch raw/ directory")
+    p.add_argument("--out", required=True, help="output directory (created if missing)")
+    add_anchor_arguments(p)
     f = p.add_argument_group("fit")
     f.add_argument("--l2", type=float, default=0.1, help="L2 strength lambda (default 0.1)")
     f.add_argument("--restarts", type=int, default=0,
