@@ -510,3 +510,13 @@ def test_cli_reads_epoch_raw_directory(tmp_path, epoch_dir):
     assert info["n_scores"] == 1324 and info["converged"] is True and info["cost"] <= 3.4475
     assert len(pd.read_csv(out / "residuals.csv")) == 1324
     assert (out / "capabilities.png").stat().st_size > 0 and (out / "residuals.png").stat().st_size > 0
+
+
+def test_cli_refuses_a_reduction_it_cannot_apply_to_a_directory(tmp_path, epoch_dir, capsys):
+    from platinum_jax.cli import main
+
+    out = tmp_path / "out"
+    rc = main(["stitch", str(epoch_dir / "raw"), "--duplicates", "mean", "--out", str(out)])
+    assert rc == 2  # not silently reduced by max instead
+    assert "applies to CSV files" in capsys.readouterr().err
+    assert not (out / "capabilities.csv").exists()

@@ -158,16 +158,6 @@ def run(args: argparse.Namespace) -> int:
         from ._bayes_fit import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # chains in parallel; before JAX runs anything
-    path = Path(args.data)
-    if path.is_dir():
-        if args.duplicates not in (None, "max"):
-            raise ValueError(
-                f"--duplicates {args.duplicates} applies to CSV files: an Epoch directory is "
-                "reduced by max (the paper's choice); for another rule read it in Python with "
-                "ScoreTable.from_epoch(raw_dir, duplicates='mean')"
-            )
-    elif args.duplicates is None:
-        args.duplicates = "error"
     # the same reading of a CSV or an Epoch directory as `platinum-jax stitch`
     return run_bayes(args, load_table(args))
 

@@ -82,8 +82,9 @@ def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--restarts", type=int, default=0,
                    help="extra jittered starts; the lowest cost wins (default 0: the paper's start)")
     f.add_argument("--duplicates", choices=("error", "max", "mean", "first", "last"),
-                   default="error",
-                   help="repeated (model, benchmark) pairs in a CSV: fail (default) or reduce")
+                   default=None,
+                   help="repeated (model, benchmark) pairs in a CSV: fail (default) or reduce; "
+                   "an Epoch directory is always reduced by max, the paper's choice")
     f.add_argument("--clip", action="store_true",
                    help="clip scores outside [0, 1] instead of rejecting the file")
     f.add_argument("--components", choices=("error", "separate"), default="error",
@@ -123,18 +124,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def load_table(args: argparse.Namespace):
-    """The :class:`ScoreTable` named by ``args.data`` (CSV file or Epoch raw/ directory)."""
+    """The :class:`ScoreTable` named by ``args.data`` (CSV file or Epoch raw/ directory).
+
+    ``args.duplicates`` (None: ``"error"``) applies to a CSV; a directory is reduced by max, and
+    any other rule asked for it is an error rather than silently ignored.
+    """
     from ._table import ScoreTable
 
     path = Path(args.data)
     if path.is_dir():
+        if args.duplicates not in (None, "max"):
+            raise ValueError(
+                f"--duplicates {args.duplicates} applies to CSV files: an Epoch directory is "
+                "reduced by max (the paper's choice); for another rule read it in Python with "
+                "ScoreTable.from_epoch(raw_dir, duplicates='mean')"
+            )
         return ScoreTable.from_epoch(path, clip=args.clip)
     if not path.exists():
         raise FileNotFoundError(
             f"DATA {args.data!r} does not exist; give a tidy CSV (model, benchmark, score) "
             "or an Epoch raw/ directory"
         )
-    return ScoreTable.from_csv(path, duplicates=args.duplicates, clip=args.clip)
+    return ScoreTable.from_csv(path, duplicates=args.duplicates or "error", clip=args.clip)
 
 
 def anchor_from_args(args: argparse.Namespace):
