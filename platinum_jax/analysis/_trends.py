@@ -370,7 +370,8 @@ def bootstrap_capabilities(boot: Any) -> pd.DataFrame:
 
     ``boot`` is what :func:`platinum_jax.stitching._uncertainty.bootstrap` returns: replicate
     parameter vectors ``boot.thetas`` (R, P) of the fit ``boot.fit``; each is unpacked with the
-    fit's layout (anchored entries inserted) under ``vmap``.
+    fit's layout (anchored entries inserted) under ``vmap``.  Replicates that did not converge
+    (``boot.converged`` False) are left out, as in the bootstrap's own summary.
     """
     fit, thetas = getattr(boot, "fit", None), getattr(boot, "thetas", None)
     if fit is None or thetas is None:
@@ -378,6 +379,9 @@ def bootstrap_capabilities(boot: Any) -> pd.DataFrame:
             "expected a stitching bootstrap result with .fit and .thetas (from "
             f"platinum_jax.stitching._uncertainty.bootstrap), got {type(boot).__name__}"
         )
+    converged = getattr(boot, "converged", None)
+    if converged is not None:  # the replicates the bootstrap's own summary uses
+        thetas = np.asarray(thetas)[np.asarray(converged, dtype=bool)]
     caps = jax.vmap(lambda t: fit.layout.unpack(t).capability)(jnp.asarray(thetas))
     return pd.DataFrame(np.asarray(caps), columns=pd.Index(fit.table.models, name="model"))
 
