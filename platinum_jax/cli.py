@@ -14,6 +14,7 @@ import sys
 # Modules that contribute sub-commands, in the order ``--help`` lists them.
 _COMMAND_MODULES = (
     "platinum_jax._cli_demo",
+    "platinum_jax._cli_fit",
     "platinum_jax._cli_certify",
     "platinum_jax.analysis._cli",
     "platinum_jax.sweeps._cli",

@@ -23,6 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
+from platinum_jax.models._anchors import Anchor, BenchmarkAnchor, ModelAnchor
+
 from ._table import ScoreTable, UnknownNameError, close_matches_message
 
 __all__ = [
@@ -40,61 +42,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class BenchmarkAnchor:
-    """Fix one benchmark's difficulty ``D_b`` and slope ``alpha_b`` (the paper's choice)."""
-
-    benchmark: str = "Winogrande"
-    difficulty: float = 0.0
-    slope: float = 1.0
-
-    def __post_init__(self):
-        if not np.isfinite(self.difficulty) or not np.isfinite(self.slope):
-            raise ValueError("the anchor difficulty and slope must be finite numbers")
-        if self.slope <= 0:
-            raise ValueError(
-                f"anchor slope must be positive (got {self.slope}); a non-positive slope would "
-                "make higher capability mean lower scores on the anchor"
-            )
-
-    def describe(self) -> str:
-        return f"benchmark {self.benchmark!r}: D={self.difficulty:g}, alpha={self.slope:g}"
-
-
-@dataclass(frozen=True)
-class ModelAnchor:
-    """Fix the capabilities ``C_m`` of two models (sets both shift and stretch of the scale).
-
-    The L2 term pulls every capability towards 0, so choose values on the natural scale (e.g.
-    from a benchmark-anchored fit); to *report* on another scale (say 130 and 150) use
-    :meth:`StitchingFit.rescaled`, which leaves every prediction unchanged.
-    """
-
-    models: tuple[str, str]
-    capabilities: tuple[float, float]
-
-    def __post_init__(self):
-        object.__setattr__(self, "models", tuple(str(m) for m in self.models))
-        object.__setattr__(self, "capabilities", tuple(float(c) for c in self.capabilities))
-        if len(self.models) != 2 or len(self.capabilities) != 2:
-            raise ValueError("a ModelAnchor needs exactly two models and two capabilities")
-        if self.models[0] == self.models[1]:
-            raise ValueError(f"the two anchor models must differ (both are {self.models[0]!r})")
-        if not all(np.isfinite(self.capabilities)):
-            raise ValueError("anchor capabilities must be finite numbers")
-        if self.capabilities[0] == self.capabilities[1]:
-            raise ValueError(
-                "the two anchor capabilities must differ; equal values would collapse the scale"
-            )
-
-    def describe(self) -> str:
-        return (
-            f"models {self.models[0]!r}={self.capabilities[0]:g}, "
-            f"{self.models[1]!r}={self.capabilities[1]:g}"
-        )
-
-
-Anchor = BenchmarkAnchor | ModelAnchor
 
 
 class StitchingParams(eqx.Module):

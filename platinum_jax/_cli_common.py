@@ -1,0 +1,35 @@
+"""Command-line pieces shared by several commands (kept light: no JAX at import)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_anchor_arguments", "anchor_from_args"]
+
+
+def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
+    """The Rosetta anchor options, read back by :func:`anchor_from_args`."""
+    a = p.add_argument_group("anchor (fixes the Rosetta scale)")
+    a.add_argument("--anchor-benchmark", default="Winogrande",
+                   help="benchmark whose difficulty and slope are fixed (default Winogrande)")
+    a.add_argument("--anchor-difficulty", type=float, default=0.0,
+                   help="its difficulty D (default 0)")
+    a.add_argument("--anchor-slope", type=float, default=1.0, help="its slope alpha (default 1)")
+    a.add_argument("--anchor-models", nargs=2, metavar=("A", "B"),
+                   help="anchor two models instead of a benchmark")
+    a.add_argument("--anchor-capabilities", nargs=2, type=float, metavar=("CA", "CB"),
+                   help="capabilities of the two --anchor-models")
+
+
+def anchor_from_args(args: argparse.Namespace):
+    """A ``ModelAnchor`` when ``--anchor-models`` is given, else a ``BenchmarkAnchor``."""
+    from platinum_jax.models._anchors import BenchmarkAnchor, ModelAnchor
+
+    if args.anchor_models or args.anchor_capabilities:
+        if not (args.anchor_models and args.anchor_capabilities):
+            raise ValueError(
+                "--anchor-models and --anchor-capabilities go together: name two models and "
+                "give their two capabilities"
+            )
+        return ModelAnchor(tuple(args.anchor_models), tuple(args.anchor_capabilities))
+    return BenchmarkAnchor(args.anchor_benchmark, args.anchor_difficulty, args.anchor_slope)

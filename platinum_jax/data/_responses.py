@@ -1,0 +1,431 @@
+"""The response table: one observed response per (subject, item) row, long and sparse.
+
+A *subject* is what is measured (an AI model); an *item* is what it is measured on (a single
+question, or a whole benchmark when scores are benchmark-level); an optional *group* says which
+benchmark or task an item belongs to. Every measurement model and every inference method in the
+package reads the integer arrays of a :class:`ResponseTable`; the labels stay here for reporting.
+
+Memory: the arrays are ``int32`` indices and ``float64`` values (about 16 bytes a response plus 8
+per optional column), so 10 million responses take well under 1 GB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from platinum_jax._names import UnknownNameError, close_matches_message
+
+__all__ = ["ResponseTable"]
+
+Duplicates = Literal["error", "mean", "max", "min", "first", "last"]
+_DUPLICATE_RULES = ("error", "mean", "max", "min", "first", "last")
+_OPTIONAL = ("trials", "se", "weight")
+# Accepted spellings: the package's stitching tables say model/benchmark/score.
+_ALIASES = {"model": "subject", "score": "response"}
+
+
+def _rename_aliases(df: pd.DataFrame, name: str) -> pd.DataFrame:
+    cols = set(df.columns)
+    mapping = {a: c for a, c in _ALIASES.items() if a in cols and c not in cols}
+    if "item" not in cols and "benchmark" in cols:
+        mapping["benchmark"] = "item"  # benchmark-level scores: each benchmark is one item
+    elif "group" not in cols and "benchmark" in cols:
+        mapping["benchmark"] = "group"  # item-level scores: the benchmark groups the items
+    for alias, canonical in _ALIASES.items():
+        if alias in cols and canonical in cols:
+            raise ValueError(
+                f"{name} has both {alias!r} and {canonical!r} columns; keep one of them "
+                f"({alias!r} is read as {canonical!r})"
+            )
+    return df.rename(columns=mapping)
+
+
+def _rows(frame: pd.DataFrame, mask: np.ndarray, column: str, limit: int = 6) -> str:
+    idx = np.flatnonzero(mask)
+    parts = [
+        f"row {i}: ({frame['subject'].iat[i]!r}, {frame['item'].iat[i]!r}, "
+        f"{column}={frame[column].iat[i]!r})"
+        for i in idx[:limit]
+    ]
+    more = f" ... and {len(idx) - limit} more" if len(idx) > limit else ""
+    return "; ".join(parts) + more
+
+
+@dataclass(frozen=True, eq=False)
+class ResponseTable:
+    """Validated responses in long form: one row per observed (subject, item) pair.
+
+    Attributes:
+        subjects, items: sorted unique labels (``pd.Index`` named ``subject``/``item``).
+        subject_index, item_index: ``int32[N]`` positions of each row's subject and item.
+        response: ``float64[N]`` the observed responses (0/1, a fraction, a count share, ...;
+            which values are valid is the likelihood's business, checked when a model is fitted).
+        trials: ``float64[N]`` or None: the number of attempts behind a fraction (pass@k, a
+            benchmark's item count); ``se``: known standard errors or None; ``weight``: row
+            weights (default None = 1).
+        groups: labels of item groups (benchmarks) or None; ``item_group``: ``int32[I]``.
+        source: how messages name the input (a file name).
+
+    Build one with :meth:`from_frame`, :meth:`from_csv`/:meth:`from_parquet` (:meth:`read`
+    picks by suffix) or :meth:`from_arrays`.
+    """
+
+    subjects: pd.Index
+    items: pd.Index
+    subject_index: np.ndarray = field(repr=False)
+    item_index: np.ndarray = field(repr=False)
+    response: np.ndarray = field(repr=False)
+    trials: np.ndarray | None = field(default=None, repr=False)
+    se: np.ndarray | None = field(default=None, repr=False)
+    weight: np.ndarray | None = field(default=None, repr=False)
+    groups: pd.Index | None = None
+    item_group: np.ndarray | None = field(default=None, repr=False)
+    source: str = "the response table"
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_frame(
+        cls,
+        df: pd.DataFrame,
+        *,
+        duplicates: Duplicates = "error",
+        name: str = "the response table",
+    ) -> ResponseTable:
+        """Validate a long frame ``subject, item, response[, group, trials, se, weight]``.
+
+        ``model``/``score`` are read as ``subject``/``response``; ``benchmark`` is read as
+        ``item`` when there is no ``item`` column (benchmark-level scores), else as ``group``.
+
+        Args:
+            duplicates: repeated (subject, item) pairs: ``"error"`` (default) names them;
+                ``"mean"``, ``"max"``, ``"min"``, ``"first"``, ``"last"`` reduce them (trials
+                are summed under ``"mean"`` so that a mean of fractions keeps its precision).
+            name: how messages refer to the input.
+
+        Raises:
+            ValueError: missing columns or names, non-numeric or non-finite values (rows named),
+                negative or non-integer trials, negative standard errors or weights, an item
+                that lies in two groups, duplicates under ``duplicates="error"``.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
+        if duplicates not in _DUPLICATE_RULES:
+            raise ValueError(f"duplicates={duplicates!r} is not one of {_DUPLICATE_RULES}")
+        frame = _rename_aliases(df, name)
+        missing = [c for c in ("subject", "item", "response") if c not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"{name} lacks the column(s) {missing}; a response table needs columns "
+                "subject, item, response (model/benchmark/score are accepted as aliases) and "
+                f"optionally group, trials, se, weight (found {list(df.columns)})"
+            )
+        if len(frame) == 0:
+            raise ValueError(f"{name} has no rows; a response table needs at least one response")
+        keep = ["subject", "item", "response"] + [
+            c for c in ("group", *_OPTIONAL) if c in frame.columns
+        ]
+        frame = frame.loc[:, keep].reset_index(drop=True)
+        for col in ("subject", "item") + (("group",) if "group" in frame.columns else ()):
+            bad = frame[col].isna().to_numpy()
+            if bad.any():
+                raise ValueError(
+                    f"{name}: {int(bad.sum())} row(s) have no {col} (rows "
+                    f"{[int(i) for i in np.flatnonzero(bad)[:8]]}); fill in or drop those rows"
+                )
+            frame[col] = frame[col].astype(str)
+        for col in ("response", *_OPTIONAL):
+            if col not in frame.columns:
+                continue
+            raw = frame[col]
+            values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+            bad = ~np.isfinite(values)
+            if bad.any():
+                what = "non-numeric, NaN or infinite"
+                raise ValueError(
+                    f"{name}: {int(bad.sum())} {col} value(s) are {what}: "
+                    f"{_rows(frame, bad, col)}; fix or drop those rows (strip '%' signs and "
+                    "divide by 100 for percentages)"
+                )
+            frame[col] = values
+        if "trials" in frame.columns:
+            t = frame["trials"].to_numpy()
+            bad = (t < 1) | (t != np.round(t))
+            if bad.any():
+                raise ValueError(
+                    f"{name}: trials must be whole numbers >= 1 (the attempts behind each "
+                    f"response): {_rows(frame, bad, 'trials')}"
+                )
+        for col in ("se", "weight"):
+            if col in frame.columns and (frame[col].to_numpy() < 0).any():
+                bad = frame[col].to_numpy() < 0
+                raise ValueError(f"{name}: negative {col}: {_rows(frame, bad, col)}")
+        frame = _reduce_duplicates(frame, duplicates, name)
+        return cls._from_clean(frame, name)
+
+    @classmethod
+    def _from_clean(cls, frame: pd.DataFrame, name: str) -> ResponseTable:
+        s_codes, subjects = pd.factorize(frame["subject"], sort=True)
+        i_codes, items = pd.factorize(frame["item"], sort=True)
+        groups = item_group = None
+        if "group" in frame.columns:
+            g_codes, groups = pd.factorize(frame["group"], sort=True)
+            item_group = np.full(len(items), -1, dtype=np.int64)
+            item_group[i_codes] = g_codes
+            clash = item_group[i_codes] != g_codes
+            if clash.any():
+                i = int(np.flatnonzero(clash)[0])
+                raise ValueError(
+                    f"{name}: item {frame['item'].iat[i]!r} appears in more than one group "
+                    f"(e.g. {frame['group'].iat[i]!r}); give each item one group, or make item "
+                    "ids unique within groups (for example 'group/item')"
+                )
+            groups = pd.Index(groups, name="group")
+            item_group = item_group.astype(np.int32)
+
+        def col(c):
+            return frame[c].to_numpy(dtype=np.float64, copy=True) if c in frame.columns else None
+
+        table = cls(
+            subjects=pd.Index(subjects, name="subject"),
+            items=pd.Index(items, name="item"),
+            subject_index=s_codes.astype(np.int32),
+            item_index=i_codes.astype(np.int32),
+            response=col("response"),
+            trials=col("trials"),
+            se=col("se"),
+            weight=col("weight"),
+            groups=groups,
+            item_group=item_group,
+            source=name,
+        )
+        for arr in (table.subject_index, table.item_index, table.response, table.trials,
+                    table.se, table.weight, table.item_group):
+            if arr is not None:
+                arr.setflags(write=False)  # shared, never edited
+        return table
+
+    @classmethod
+    def from_arrays(
+        cls,
+        subject_index,
+        item_index,
+        response,
+        *,
+        subjects: Iterable[str] | None = None,
+        items: Iterable[str] | None = None,
+        trials=None,
+        name: str = "the response arrays",
+    ) -> ResponseTable:
+        """Table from integer positions (for simulations); labels default to ``s0, s1, ...``."""
+        s = np.asarray(subject_index)
+        i = np.asarray(item_index)
+        n_s = int(s.max()) + 1 if subjects is None else len(list(subjects))
+        n_i = int(i.max()) + 1 if items is None else len(list(items))
+        s_names = [f"s{k}" for k in range(n_s)] if subjects is None else [str(x) for x in subjects]
+        i_names = [f"i{k}" for k in range(n_i)] if items is None else [str(x) for x in items]
+        frame = pd.DataFrame(
+            {
+                "subject": np.asarray(s_names, dtype=object)[s],
+                "item": np.asarray(i_names, dtype=object)[i],
+                "response": np.asarray(response, dtype=np.float64),
+            }
+        )
+        if trials is not None:
+            frame["trials"] = np.asarray(trials, dtype=np.float64)
+        return cls.from_frame(frame, name=name)
+
+    @classmethod
+    def from_csv(cls, path: str | Path, **kw) -> ResponseTable:
+        """Read a long CSV (see :meth:`from_frame` for the columns and options)."""
+        path = Path(path)
+        try:
+            df = pd.read_csv(path)
+        except pd.errors.EmptyDataError:
+            raise ValueError(f"{path} is empty; expected a CSV with a header row") from None
+        return cls.from_frame(df, name=kw.pop("name", path.name), **kw)
+
+    @classmethod
+    def from_parquet(cls, path: str | Path, **kw) -> ResponseTable:
+        """Read a long Parquet file (needs ``pyarrow``)."""
+        path = Path(path)
+        return cls.from_frame(pd.read_parquet(path), name=kw.pop("name", path.name), **kw)
+
+    @classmethod
+    def read(cls, path: str | Path, **kw) -> ResponseTable:
+        """CSV or Parquet by the file's suffix."""
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such file")
+        if path.suffix.lower() in (".parquet", ".pq"):
+            return cls.from_parquet(path, **kw)
+        return cls.from_csv(path, **kw)
+
+    @classmethod
+    def from_score_table(cls, table) -> ResponseTable:
+        """Benchmark-level scores of a stitching ``ScoreTable``: subjects = models, items =
+        benchmarks (its ``n_items`` and ``stderr`` columns become ``trials`` and ``se`` where
+        every row has them)."""
+        data = table.data
+        frame = pd.DataFrame(
+            {"subject": data["model"], "item": data["benchmark"], "response": data["score"]}
+        )
+        return cls.from_frame(frame, name="the score table")
+
+    # ------------------------------------------------------------------ sizes and labels
+    @property
+    def n_subjects(self) -> int:
+        return len(self.subjects)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def n_responses(self) -> int:
+        return int(self.response.shape[0])
+
+    def __len__(self) -> int:
+        return self.n_responses
+
+    def __repr__(self) -> str:
+        grp = f", {len(self.groups)} groups" if self.groups is not None else ""
+        return (
+            f"ResponseTable({self.n_responses} responses, {self.n_subjects} subjects, "
+            f"{self.n_items} items{grp}; missing share {self.missing_share:.1%})"
+        )
+
+    @property
+    def missing_share(self) -> float:
+        """Share of the subject x item matrix with no response."""
+        return 1.0 - self.n_responses / float(self.n_subjects * self.n_items)
+
+    def subject_position(self, name: str) -> int:
+        return _position(self.subjects, name, "subject")
+
+    def item_position(self, name: str) -> int:
+        return _position(self.items, name, "item")
+
+    def to_frame(self) -> pd.DataFrame:
+        """The rows as a labelled frame (the inverse of :meth:`from_frame`)."""
+        out = pd.DataFrame(
+            {
+                "subject": self.subjects[self.subject_index],
+                "item": self.items[self.item_index],
+                "response": self.response,
+            }
+        )
+        if self.groups is not None:
+            out["group"] = self.groups[self.item_group[self.item_index]]
+        for c in _OPTIONAL:
+            if getattr(self, c) is not None:
+                out[c] = getattr(self, c)
+        return out
+
+    def item_groups(self) -> pd.Series | None:
+        """Group label per item (indexed by item), or None without groups."""
+        if self.groups is None:
+            return None
+        return pd.Series(self.groups[self.item_group], index=self.items, name="group")
+
+    def components(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Connected components of the subject-item graph, largest first, as
+        ``(subject positions, item positions)``; a fit puts only one component on one scale."""
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        n_s, n_i = self.n_subjects, self.n_items
+        ones = np.ones(self.n_responses, dtype=np.int8)
+        adj = coo_matrix(
+            (ones, (self.subject_index, n_s + self.item_index)), shape=(n_s + n_i, n_s + n_i)
+        )
+        n, labels = connected_components(adj, directed=False)
+        comps = [
+            (np.flatnonzero(labels[:n_s] == k), np.flatnonzero(labels[n_s:] == k))
+            for k in range(n)
+        ]
+        return sorted(comps, key=lambda c: -(len(c[0]) + len(c[1])))
+
+    def check_connected(self) -> None:
+        """Raise naming the components when the subject-item graph falls apart."""
+        comps = self.components()
+        if len(comps) <= 1:
+            return
+        parts = []
+        for k, (s, i) in enumerate(comps[:5]):
+            shown = ", ".join(repr(self.items[j]) for j in i[:3]) + (" ..." if len(i) > 3 else "")
+            parts.append(f"component {k + 1}: {len(s)} subjects, {len(i)} items ({shown})")
+        more = f"; ... and {len(comps) - 5} more" if len(comps) > 5 else ""
+        raise ValueError(
+            f"{self.source}: the subject-item graph has {len(comps)} disconnected components, so "
+            f"their scales are not comparable: {'; '.join(parts)}{more}. Add responses that link "
+            "them, or fit each component on its own (ResponseTable.select)"
+        )
+
+    # ------------------------------------------------------------------ subsets
+    def select(
+        self, *, subjects: Iterable[str] | None = None, items: Iterable[str] | None = None
+    ) -> ResponseTable:
+        """The rows of the named subjects and/or items (labels re-indexed; unknown names raise)."""
+        mask = np.ones(self.n_responses, dtype=bool)
+        if subjects is not None:
+            pos = [self.subject_position(s) for s in subjects]
+            mask &= np.isin(self.subject_index, pos)
+        if items is not None:
+            pos = [self.item_position(i) for i in items]
+            mask &= np.isin(self.item_index, pos)
+        return self.rows(mask)
+
+    def rows(self, mask: np.ndarray) -> ResponseTable:
+        """The table restricted to the rows where ``mask`` is true."""
+        mask = np.asarray(mask, dtype=bool)
+        if not mask.any():
+            raise ValueError(f"{self.source}: the selection leaves no responses")
+        frame = self.to_frame().loc[mask].reset_index(drop=True)
+        return replace(ResponseTable.from_frame(frame, name=self.source))
+
+
+def _position(index: pd.Index, name: str, kind: str) -> int:
+    try:
+        return int(index.get_loc(name))
+    except KeyError:
+        raise UnknownNameError(close_matches_message(kind, name, list(index))) from None
+
+
+def _reduce_duplicates(frame: pd.DataFrame, rule: str, name: str) -> pd.DataFrame:
+    dup = frame.duplicated(["subject", "item"], keep=False).to_numpy()
+    if not dup.any():
+        return frame
+    if rule == "error":
+        pairs = frame.loc[dup, ["subject", "item"]].drop_duplicates().head(5)
+        shown = "; ".join(f"({r.subject!r}, {r.item!r})" for r in pairs.itertuples())
+        raise ValueError(
+            f"{name}: {int(dup.sum())} rows repeat a (subject, item) pair, e.g. {shown}; pass "
+            "duplicates='mean'|'max'|'min'|'first'|'last' (CLI: --duplicates) to reduce them"
+        )
+    pooled = rule == "mean" and "trials" in frame.columns
+    if pooled:  # a mean of fractions over different trials: pool the successes
+        frame = frame.assign(_successes=frame["response"] * frame["trials"])
+    grouped = frame.groupby(["subject", "item"], sort=False, as_index=False)
+    if rule in ("first", "last"):
+        return grouped.nth(0 if rule == "first" else -1).reset_index(drop=True)
+    agg = {"response": rule}
+    if pooled:
+        agg["_successes"] = "sum"
+    if "group" in frame.columns:
+        agg["group"] = "first"
+    if "trials" in frame.columns:
+        agg["trials"] = "sum" if rule == "mean" else "first"
+    if "se" in frame.columns:
+        agg["se"] = "mean"
+    if "weight" in frame.columns:
+        agg["weight"] = "sum" if rule == "mean" else "first"
+    out = grouped.agg(agg).reset_index(drop=True)
+    if pooled:
+        out["response"] = out.pop("_successes") / out["trials"]
+    return out

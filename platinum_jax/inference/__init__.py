@@ -1,0 +1,64 @@
+"""Inference for any measurement model: one engine, every method.
+
+    >>> import jax; jax.config.update("jax_enable_x64", True)       # doctest: +SKIP
+    >>> from platinum_jax.data import ResponseTable
+    >>> from platinum_jax.models import TwoPL
+    >>> from platinum_jax.inference import fit
+    >>> table = ResponseTable.read("responses.csv")                     # doctest: +SKIP
+    >>> result = fit(TwoPL(), table, method="laplace")                  # doctest: +SKIP
+    >>> result.items.head()                                             # doctest: +SKIP
+
+Methods: ``map`` (penalised MAP by bipartite Levenberg-Marquardt, with restarts), ``laplace``
+(Gaussian at the MAP), ``bootstrap`` (refits over resampled responses), ``svi`` and ``nuts``
+(NumPyro, the model built from the protocol); :func:`cross_validate` (K-fold) and :func:`loo`
+(PSIS-LOO) compare models; :func:`score_subjects` estimates new subjects against fixed items.
+"""
+
+from ._bayes import loo, numpyro_model, nuts, posterior_theta, svi
+from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
+from ._point import bootstrap, cross_validate, fit_map, laplace, score_subjects
+from ._problem import Data, Problem, Theta
+from ._results import Fit
+
+__all__ = [
+    "Data",
+    "Fit",
+    "MAPResult",
+    "METHODS",
+    "Problem",
+    "Theta",
+    "bootstrap",
+    "cross_validate",
+    "fit",
+    "fit_map",
+    "gauss_newton_system",
+    "laplace",
+    "loo",
+    "map_solver",
+    "numpyro_model",
+    "nuts",
+    "posterior_theta",
+    "score_subjects",
+    "solve_map",
+    "svi",
+]
+
+METHODS = ("map", "laplace", "bootstrap", "svi", "nuts")
+
+
+def fit(model, table, method: str = "map", **options) -> Fit:
+    """Fit ``model`` to ``table`` by ``method`` (one of :data:`METHODS`); ``options`` go to
+    the method's function (:func:`fit_map`, :func:`laplace`, :func:`bootstrap`, :func:`svi`,
+    :func:`nuts`)."""
+    if method == "map":
+        return fit_map(model, table, **options)
+    if method == "laplace":
+        lap = {k: options.pop(k) for k in ("draws", "seed", "max_parameters") if k in options}
+        return laplace(fit_map(model, table, **options), **lap)
+    if method == "bootstrap":
+        return bootstrap(model, table, **options)
+    if method == "svi":
+        return svi(model, table, **options)
+    if method == "nuts":
+        return nuts(model, table, **options)
+    raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")

@@ -1,0 +1,261 @@
+"""Point fits and their uncertainty for any measurement model: MAP with restarts, Laplace,
+bootstrap, K-fold cross-validation, and scoring new subjects against fixed items.
+
+Enable float64 for fits (``jax.config.update("jax_enable_x64", True)``); in float32 the
+solver still runs but stops at float32 precision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from platinum_jax.data import ResponseTable
+from platinum_jax.models._protocol import Identification, MeasurementModel
+
+from ._map import map_solver
+from ._problem import Problem, Theta
+from ._results import Fit
+
+__all__ = ["fit_map", "laplace", "bootstrap", "cross_validate", "score_subjects"]
+
+
+def _problem(model, table) -> Problem:
+    if isinstance(model, Problem):
+        return model
+    table.check_connected()
+    return Problem(model, table)
+
+
+def _jitter(problem: Problem, theta: Theta, restarts: int, seed: int) -> Theta:
+    """The start plus ``restarts`` copies jittered as each :class:`Param` declares."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for block, free, raw in ((problem.subject, problem.free_S, theta.subjects),
+                             (problem.item, problem.free_I, theta.items),
+                             (problem.glob, problem.free_G, theta.globals)):
+        base = np.repeat(np.asarray(raw, np.float64)[None], restarts + 1, axis=0)
+        for name, (a, b, _) in block.slices().items():
+            p = dict(block.decl)[name]
+            part = base[1:, ..., a:b]
+            noise = rng.normal(0.0, p.jitter, part.shape) * free[..., a:b]
+            base[1:, ..., a:b] = part * np.exp(noise) if p.relative else part + noise
+        out.append(jnp.asarray(base, problem.dtype))
+    return Theta(*out)
+
+
+def fit_map(
+    model: MeasurementModel,
+    table: ResponseTable,
+    *,
+    restarts: int = 0,
+    seed: int = 0,
+    theta0: Theta | None = None,
+    **solver_options,
+) -> Fit:
+    """Penalised MAP fit of ``model`` to ``table`` by bipartite Levenberg-Marquardt.
+
+    Args:
+        restarts: extra starts, jittered around the start as each parameter declares
+            (:attr:`Param.jitter`), solved in one vmapped call; the lowest converged objective wins (objectives can have several minima).
+        seed: seed of the jitter.
+        theta0: a start (raw blocks) instead of the declared one.
+        solver_options: ``max_steps``, ``gtol``, ``ftol``, ``xtol``.
+
+    Raises:
+        ValueError: responses the likelihood cannot produce, a disconnected subject-item graph.
+    """
+    if restarts < 0:
+        raise ValueError(f"restarts must be >= 0 (got {restarts})")
+    problem = _problem(model, table)
+    start = problem.start() if theta0 is None else Theta(*(jnp.asarray(t, problem.dtype)
+                                                            for t in theta0))
+    data = problem.data()
+    if restarts:
+        many = map_solver(problem, batched="theta", **solver_options)(
+            _jitter(problem, start, restarts, seed), data)
+        cost = np.where(np.asarray(many.converged), np.asarray(many.objective), np.inf)
+        best = int(np.argmin(cost)) if np.isfinite(cost).any() else 0
+        res = jax.tree_util.tree_map(lambda a: a[best], many)
+        extra = {"restarts": restarts, "restart_objectives": np.asarray(many.objective)}
+    else:
+        res = map_solver(problem, **solver_options)(start, data)
+        extra = {}
+    theta = Theta(*(np.asarray(t) for t in res.theta))
+    return Fit(
+        problem=problem,
+        method="map",
+        theta=theta,
+        objective=float(res.objective),
+        converged=bool(res.converged),
+        diagnostics={"iterations": int(res.iterations),
+                     "gradient_norm": float(res.gradient_norm), **extra},
+    )
+
+
+# ---------------------------------------------------------------------- Laplace
+def _free_index(problem: Problem):
+    return [np.flatnonzero(np.asarray(f).ravel()) for f in
+            (problem.free_S, problem.free_I, problem.free_G)]
+
+
+def _from_free(problem: Problem, theta: Theta, x):
+    """Free-parameter vector -> full raw blocks (fixed entries from ``theta``)."""
+    idx = _free_index(problem)
+    out, k = [], 0
+    for block, ix in zip(theta, idx, strict=True):
+        flat = jnp.asarray(block).ravel()
+        flat = flat.at[ix].set(x[k:k + len(ix)])
+        out.append(flat.reshape(jnp.shape(block)))
+        k += len(ix)
+    return Theta(*out)
+
+
+def _to_free(problem: Problem, theta: Theta):
+    idx = _free_index(problem)
+    return jnp.concatenate([jnp.asarray(b).ravel()[ix] for b, ix in zip(theta, idx, strict=True)])
+
+
+def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int = 6000) -> Fit:
+    """Gaussian approximation at the MAP: covariance = inverse Hessian of the penalised
+    objective over the free raw parameters (Cholesky, no explicit inverse); intervals come from
+    ``draws`` samples mapped to natural values.
+
+    Raises:
+        ValueError: more than ``max_parameters`` free parameters (the Hessian is dense: use
+            :func:`bootstrap` or a Bayesian fit), or a Hessian that is not positive definite
+            at the fit (not a minimum, or a parameter the data and penalty do not pin down).
+    """
+    problem = fit.problem
+    n = problem.n_free
+    if n > max_parameters:
+        raise ValueError(
+            f"Laplace needs a dense {n} x {n} Hessian (more than max_parameters="
+            f"{max_parameters}); use bootstrap or SVI for a model this large, or raise the limit"
+        )
+    data = problem.data()
+    theta = Theta(*(jnp.asarray(t, problem.dtype) for t in fit.theta))
+    x0 = _to_free(problem, theta)
+    hess = jax.jit(jax.hessian(lambda x: problem.objective(_from_free(problem, theta, x), data)))(x0)
+    chol = jnp.linalg.cholesky(hess)
+    if not bool(jnp.all(jnp.isfinite(chol))):
+        raise ValueError(
+            "the Hessian of the objective is not positive definite at this fit, so Laplace has "
+            "no Gaussian to report: check that the fit converged, and that every free parameter "
+            "is pinned down by data or a penalty (an item nobody answered, a missing anchor)"
+        )
+    z = jax.random.normal(jax.random.PRNGKey(seed), (draws, n), problem.dtype)
+    steps = jax.scipy.linalg.solve_triangular(chol.T, z.T, lower=False).T  # ~ N(0, H^-1)
+    sample = jax.vmap(lambda d: _from_free(problem, theta, x0 + d))(steps)
+    sd = jnp.sqrt(jnp.sum(jax.scipy.linalg.solve_triangular(chol, jnp.eye(n), lower=True) ** 2, 0))
+    return dataclasses.replace(
+        fit, method="laplace", draws=Theta(*(np.asarray(s) for s in sample)),
+        diagnostics={**fit.diagnostics, "laplace_raw_sd_max": float(jnp.max(sd))},
+    )
+
+
+# ---------------------------------------------------------------------- resampling
+def bootstrap(
+    model: MeasurementModel | Fit,
+    table: ResponseTable | None = None,
+    *,
+    replicates: int = 200,
+    seed: int = 0,
+    batch_size: int = 32,
+    **solver_options,
+) -> Fit:
+    """Nonparametric bootstrap over responses: each replicate refits with multinomial row
+    weights (one vmapped solver, started at the full-data MAP). Replicates that do not
+    converge are left out of the intervals, and their count is reported.
+
+    ``model`` may be a MAP :class:`Fit` (its data are used) or a model with ``table``.
+    """
+    base = model if isinstance(model, Fit) else fit_map(model, table, **solver_options)
+    problem = base.problem
+    n = problem.table.n_responses
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=replicates).astype(np.float64)
+    data = problem.data()
+    solve = map_solver(problem, batched="data", **solver_options)
+    start = Theta(*(jnp.asarray(t, problem.dtype) for t in base.theta))
+    results = []
+    for k in range(0, replicates, batch_size):  # bounded memory: batches of replicates
+        w = jnp.asarray(counts[k:k + batch_size], problem.dtype) * data.weight
+        results.append(solve(start, dataclasses.replace(data, weight=w)))
+    res = jax.tree_util.tree_map(lambda *a: np.concatenate(a), *results)
+    ok = np.asarray(res.converged)
+    if not ok.any():
+        raise ValueError("no bootstrap replicate converged; check the full-data fit first")
+    draws = Theta(*(np.asarray(t)[ok] for t in res.theta))
+    return dataclasses.replace(
+        base, method="bootstrap", draws=draws,
+        diagnostics={**base.diagnostics, "replicates": replicates,
+                     "replicates_converged": int(ok.sum())},
+    )
+
+
+def cross_validate(
+    model: MeasurementModel,
+    table: ResponseTable,
+    *,
+    folds: int = 10,
+    seed: int = 0,
+    **solver_options,
+) -> pd.DataFrame:
+    """K-fold cross-validation over responses: each fold is refitted with its rows weighted 0
+    (one vmapped solver) and predicted. Returns one row per fold with ``n_test``,
+    ``mse`` (of mean responses), ``log_lik`` (mean held-out log-likelihood per response) and
+    ``converged``; ``attrs["predictions"]`` holds the out-of-fold prediction per row.
+    """
+    if folds < 2:
+        raise ValueError(f"folds must be >= 2 (got {folds})")
+    problem = _problem(model, table)
+    n = table.n_responses
+    if folds > n:
+        raise ValueError(f"folds={folds} exceeds the {n} responses")
+    assign = np.random.default_rng(seed).permutation(np.arange(n) % folds)
+    data = problem.data()
+    train = jnp.asarray(np.stack([assign != k for k in range(folds)]), problem.dtype)
+    res = map_solver(problem, batched="data", **solver_options)(
+        problem.start(), dataclasses.replace(data, weight=train * data.weight))
+    pred = np.asarray(jax.vmap(lambda th: problem.predict(th, data.subject_index,
+                                                          data.item_index))(res.theta))
+    loglik = np.asarray(jax.vmap(lambda th: problem.pointwise_log_lik(th, data))(res.theta))
+    rows, oof = [], np.empty(n)
+    y = np.asarray(table.response)
+    for k in range(folds):
+        test = assign == k
+        oof[test] = pred[k, test]
+        rows.append({"fold": k, "n_test": int(test.sum()),
+                     "mse": float(np.mean((pred[k, test] - y[test]) ** 2)),
+                     "log_lik": float(np.mean(loglik[k, test])),
+                     "converged": bool(np.asarray(res.converged)[k])})
+    out = pd.DataFrame(rows).set_index("fold")
+    out.attrs["predictions"] = oof
+    return out
+
+
+# ---------------------------------------------------------------------- new subjects
+def score_subjects(fit: Fit, responses: ResponseTable, *, draws: int = 2000,
+                   seed: int = 0) -> Fit:
+    """Estimate new subjects against the fitted items and globals (held fixed), with Laplace
+    intervals: a new AI model's ability from a handful of items.
+
+    ``responses`` names items of the fit (unknown items raise with close matches). Returns a
+    :class:`Fit` over the new subjects whose ``subjects`` frame has the estimates and intervals.
+    """
+    old = fit.problem
+    pos = np.array([old.table.item_position(i) for i in responses.items])
+    ident = Identification(description="items and globals fixed at an earlier fit")
+    problem = Problem(old.model, responses, identification=ident)
+    fixed_items = np.asarray(fit.theta.items)[pos]
+    problem.free_I = np.zeros_like(problem.free_I)
+    problem.init_I = fixed_items.astype(np.float64)
+    problem.free_G = np.zeros_like(problem.free_G)
+    problem.init_G = np.asarray(fit.theta.globals, np.float64)
+    new = fit_map(problem, responses)
+    return laplace(new, draws=draws, seed=seed)

@@ -1,0 +1,247 @@
+"""A model bound to data: flat parameter blocks, fixed entries, and the per-row functions.
+
+Every inference method works on three blocks of raw parameters:
+
+* ``S``: ``(n_subjects, p_s)``: each subject's parameters, flattened;
+* ``I``: ``(n_items, p_i)``: each item's parameters, flattened;
+* ``G``: ``(p_g,)``: the model's globals followed by the likelihood's.
+
+A response row touches one row of ``S``, one row of ``I`` and ``G``: the bipartite structure
+the MAP solver exploits. Fixed entries (the model's identification) keep their values; masks
+say which entries are free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from platinum_jax.data import ResponseTable
+from platinum_jax.models._protocol import DataInfo, MeasurementModel, Param
+
+__all__ = ["Block", "Problem", "Data", "Theta"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """Flat layout of a dict of :class:`Param`: names in declaration order, with offsets."""
+
+    decl: tuple[tuple[str, Param], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.decl)
+
+    @property
+    def size(self) -> int:
+        return sum(p.size for _, p in self.decl)
+
+    def slices(self):
+        out, k = {}, 0
+        for n, p in self.decl:
+            out[n] = (k, k + p.size, p.shape)
+            k += p.size
+        return out
+
+    def unflatten(self, vec) -> dict:
+        """``(..., p)`` -> ``{name: (..., *shape)}`` (raw values)."""
+        lead = vec.shape[:-1]
+        return {n: vec[..., a:b].reshape(*lead, *shape) for n, (a, b, shape) in self.slices().items()}
+
+    def natural(self, raw: dict) -> dict:
+        return {n: p.natural(raw[n]) for n, p in self.decl}
+
+    def columns(self) -> list[tuple[str, str]]:
+        """``(param name, column label)`` per flat entry (``name[k]`` for vector params)."""
+        cols = []
+        for n, p in self.decl:
+            if p.shape == ():
+                cols.append((n, n))
+            else:
+                cols.extend((n, f"{n}[{','.join(map(str, ix))}]") for ix in np.ndindex(*p.shape))
+        return cols
+
+
+class Theta(NamedTuple):
+    """Raw parameter blocks ``(S, I, G)``: subjects ``(n_subjects, p_s)``, items
+    ``(n_items, p_i)``, globals ``(p_g,)``."""
+
+    subjects: jax.Array
+    items: jax.Array
+    globals: jax.Array
+
+
+@dataclass(frozen=True, eq=False)
+class Data:
+    """Row arrays on the device: positions, responses, trials (1 where absent), weights."""
+
+    subject_index: jax.Array
+    item_index: jax.Array
+    response: jax.Array
+    trials: jax.Array
+    weight: jax.Array
+
+
+jax.tree_util.register_dataclass(
+    Data,
+    data_fields=["subject_index", "item_index", "response", "trials", "weight"],
+    meta_fields=[],
+)
+
+
+class Problem:
+    """``model`` bound to ``table``: blocks, fixed entries, start values, per-row functions.
+
+    Built once per fit; the jitted solvers close over it. ``eliminate`` says which side the MAP
+    solver eliminates (the one with more parameters; the other side is solved densely).
+    """
+
+    def __init__(self, model: MeasurementModel, table: ResponseTable, *,
+                 identification=None):
+        if not isinstance(model, MeasurementModel):
+            raise TypeError(f"model must be a MeasurementModel, got {type(model).__name__}")
+        if not isinstance(table, ResponseTable):
+            raise TypeError(
+                f"data must be a ResponseTable, got {type(table).__name__}; build one with "
+                "ResponseTable.from_frame or ResponseTable.read"
+            )
+        model.likelihood.check(table.response, table.trials, table.source)
+        self.model = model
+        self.table = table
+        self.info = DataInfo(table.n_subjects, table.n_items, table.n_responses)
+        self.subject = Block(tuple(model.subject_params().items()))
+        self.item = Block(tuple(model.item_params().items()))
+        lik = model.likelihood.params()
+        clash = set(lik) & set(model.global_params())
+        if clash:
+            raise ValueError(f"global parameter names clash with the likelihood's: {sorted(clash)}")
+        self.glob = Block(tuple(model.global_params().items()) + tuple(lik.items()))
+        self.n_model_globals = len(model.global_params())
+        self.identification = (model.identify(table) if identification is None
+                               else identification)
+        self.dtype = jnp.result_type(float)
+        self.free_S, self.init_S = self._layout(self.subject, table.n_subjects,
+                                                self.identification.subject, "subject")
+        self.free_I, self.init_I = self._layout(self.item, table.n_items,
+                                                self.identification.item, "item")
+        self.free_G, self.init_G = self._layout(self.glob, None, self.identification.glob,
+                                                "global")
+        self.eliminate = (
+            "subjects" if table.n_subjects * self.subject.size >= table.n_items * self.item.size
+            else "items"
+        )
+
+    # ------------------------------------------------------------------ layout
+    def _layout(self, block: Block, n: int | None, fixed: dict, kind: str):
+        lead = () if n is None else (n,)
+        free = np.ones((*lead, block.size), dtype=bool)
+        init = np.zeros((*lead, block.size), dtype=np.float64)
+        unknown = set(fixed) - set(block.names)
+        if unknown:
+            raise ValueError(f"identification fixes unknown {kind} parameter(s) {sorted(unknown)}")
+        for name, (a, b, shape) in block.slices().items():
+            p = dict(block.decl)[name]
+            init[..., a:b] = p.init
+            if name in fixed:
+                f = fixed[name]
+                mask = np.broadcast_to(f.mask, (*lead, *shape)).reshape(*lead, b - a)
+                vals = np.broadcast_to(f.values, (*lead, *shape)).reshape(*lead, b - a)
+                free[..., a:b] &= ~mask
+                init[..., a:b] = np.where(mask, vals, init[..., a:b])
+        return free, init
+
+    def start(self) -> Theta:
+        """The declared start values with fixed entries in place."""
+        d = self.dtype
+        return Theta(jnp.asarray(self.init_S, d), jnp.asarray(self.init_I, d),
+                     jnp.asarray(self.init_G, d))
+
+    def data(self, weight=None) -> Data:
+        t = self.table
+        d = self.dtype
+        w = np.ones(t.n_responses) if t.weight is None else t.weight
+        if weight is not None:
+            w = w * np.asarray(weight)
+        return Data(
+            jnp.asarray(t.subject_index),
+            jnp.asarray(t.item_index),
+            jnp.asarray(t.response, d),
+            jnp.asarray(np.ones(t.n_responses) if t.trials is None else t.trials, d),
+            jnp.asarray(w, d),
+        )
+
+    @property
+    def n_free(self) -> int:
+        return int(self.free_S.sum() + self.free_I.sum() + self.free_G.sum())
+
+    # ------------------------------------------------------------------ per-row functions
+    def split_globals(self, g):
+        """Raw global vector -> (model globals natural, likelihood raw params)."""
+        raw = self.glob.unflatten(g)
+        names = self.glob.names
+        model_g = {n: dict(self.glob.decl)[n].natural(raw[n]) for n in names[: self.n_model_globals]}
+        lik_g = {n: raw[n] for n in names[self.n_model_globals:]}
+        return model_g, lik_g
+
+    def mean(self, s_row, i_row, g):
+        """Mean response of one row from its raw subject row, item row and globals."""
+        model_g, _ = self.split_globals(g)
+        s = self.subject.natural(self.subject.unflatten(s_row))
+        i = self.item.natural(self.item.unflatten(i_row))
+        return self.model.mean(s, i, model_g)
+
+    def row_loss(self, s_row, i_row, g, y, n):
+        _, lik_g = self.split_globals(g)
+        return self.model.likelihood.loss(y, self.mean(s_row, i_row, g), n, lik_g)
+
+    def row_log_prob(self, s_row, i_row, g, y, n):
+        _, lik_g = self.split_globals(g)
+        return self.model.likelihood.log_prob(y, self.mean(s_row, i_row, g), n, lik_g)
+
+    def predict(self, theta: Theta, subject_index, item_index):
+        S, I, G = theta  # noqa: E741
+        return jax.vmap(lambda s, i: self.mean(s, i, G))(S[subject_index], I[item_index])
+
+    # ------------------------------------------------------------------ penalties
+    def _free_dict(self, block: Block, free_row):
+        return block.unflatten(jnp.asarray(free_row))
+
+    def subject_penalty(self, s_row, free_row, g):
+        raw = self.subject.unflatten(s_row)
+        return self.model.subject_penalty(raw, self._free_dict(self.subject, free_row),
+                                          self._raw_globals(g), self.info)
+
+    def item_penalty(self, i_row, free_row, g):
+        raw = self.item.unflatten(i_row)
+        return self.model.item_penalty(raw, self._free_dict(self.item, free_row),
+                                       self._raw_globals(g), self.info)
+
+    def global_penalty(self, g):
+        return self.model.global_penalty(self.glob.unflatten(g),
+                                         self._free_dict(self.glob, self.free_G), self.info)
+
+    def _raw_globals(self, g):
+        # Penalties see raw globals (the same scale as their priors).
+        return {n: v for n, v in self.glob.unflatten(g).items()
+                if n in self.glob.names[: self.n_model_globals]}
+
+    def objective(self, theta: Theta, data: Data):
+        """``sum_rows w * loss + penalties`` (what MAP minimises)."""
+        S, I, G = theta  # noqa: E741
+        rows = jax.vmap(self.row_loss, in_axes=(0, 0, None, 0, 0))(
+            S[data.subject_index], I[data.item_index], G, data.response, data.trials
+        )
+        pen_s = jax.vmap(self.subject_penalty, in_axes=(0, 0, None))(S, self.free_S, G)
+        pen_i = jax.vmap(self.item_penalty, in_axes=(0, 0, None))(I, self.free_I, G)
+        return jnp.sum(data.weight * rows) + jnp.sum(pen_s) + jnp.sum(pen_i) + \
+            self.global_penalty(G)
+
+    def pointwise_log_lik(self, theta: Theta, data: Data):
+        S, I, G = theta  # noqa: E741
+        return jax.vmap(self.row_log_prob, in_axes=(0, 0, None, 0, 0))(
+            S[data.subject_index], I[data.item_index], G, data.response, data.trials
+        )

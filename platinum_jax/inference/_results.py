@@ -1,0 +1,186 @@
+"""Fitted measurement models as labelled results: one frame per subject and per item."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+
+from ._problem import Block, Problem, Theta
+
+__all__ = ["Fit"]
+
+
+def _natural_matrix(block: Block, raw: np.ndarray) -> np.ndarray:
+    """Raw ``(..., p)`` -> natural values in the same flat layout."""
+    if block.size == 0:
+        return np.asarray(raw)
+    nat = block.natural(block.unflatten(jax.numpy.asarray(raw)))
+    lead = raw.shape[:-1]
+    return np.concatenate(
+        [np.asarray(nat[n]).reshape(*lead, p.size) for n, p in block.decl], axis=-1
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Fit:
+    """A fitted measurement model (immutable). Frames use natural parameter values.
+
+    Attributes:
+        problem: the model bound to its data (``problem.model``, ``problem.table``).
+        method: ``"map"``, ``"laplace"``, ``"bootstrap"``, ``"svi"`` or ``"nuts"``.
+        theta: the point estimate (MAP; posterior mean for SVI/NUTS), raw blocks.
+        draws: raw blocks with a leading draw axis (``None`` for a plain MAP fit): Laplace
+            draws, bootstrap replicates or posterior draws.
+        objective: the penalised objective at ``theta`` (MAP methods).
+        diagnostics: convergence facts (iterations, gradient norm, R-hat, ESS, divergences...).
+        interval: probability of the reported equal-tailed intervals (default 0.9).
+        inference_data: ArviZ ``InferenceData`` for SVI/NUTS fits.
+    """
+
+    problem: Problem
+    method: str
+    theta: Theta
+    objective: float = float("nan")
+    converged: bool = True
+    diagnostics: dict = field(default_factory=dict)
+    draws: Theta | None = None
+    interval: float = 0.9
+    inference_data: object = None
+
+    @property
+    def model(self):
+        return self.problem.model
+
+    @property
+    def table(self):
+        return self.problem.table
+
+    # ------------------------------------------------------------------ frames
+    def _frame(self, block: Block, raw_point, raw_draws, index, extra: dict) -> pd.DataFrame:
+        cols = [label for _, label in block.columns()]
+        point = _natural_matrix(block, np.asarray(raw_point))
+        frame = pd.DataFrame(point, index=index, columns=cols)
+        if raw_draws is not None:
+            nat = _natural_matrix(block, np.asarray(raw_draws))  # (D, n, p)
+            lo_q, hi_q = (1 - self.interval) / 2, 1 - (1 - self.interval) / 2
+            sd = nat.std(axis=0, ddof=1)
+            lo = np.quantile(nat, lo_q, axis=0)
+            hi = np.quantile(nat, hi_q, axis=0)
+            for k, c in enumerate(cols):
+                frame[f"{c}_sd"] = sd[:, k]
+                frame[f"{c}_lo"] = lo[:, k]
+                frame[f"{c}_hi"] = hi[:, k]
+        for k, v in extra.items():
+            frame[k] = v
+        return frame
+
+    @property
+    def subjects(self) -> pd.DataFrame:
+        """One row per subject: its parameters (and ``_sd``, ``_lo``, ``_hi`` with draws) and
+        ``n_responses``."""
+        t = self.table
+        counts = np.bincount(t.subject_index, minlength=t.n_subjects)
+        draws = None if self.draws is None else self.draws.subjects
+        return self._frame(self.problem.subject, self.theta.subjects, draws, t.subjects,
+                           {"n_responses": counts})
+
+    @property
+    def items(self) -> pd.DataFrame:
+        """One row per item: its parameters (and intervals), ``group`` when the data have
+        groups, and ``n_responses``."""
+        t = self.table
+        extra = {}
+        if t.groups is not None:
+            extra["group"] = np.asarray(t.groups)[t.item_group]
+        extra["n_responses"] = np.bincount(t.item_index, minlength=t.n_items)
+        draws = None if self.draws is None else self.draws.items
+        return self._frame(self.problem.item, self.theta.items, draws, t.items, extra)
+
+    @property
+    def globals(self) -> pd.DataFrame:
+        """Global parameters (the likelihood's included), natural values, one row each."""
+        block = self.problem.glob
+        if block.size == 0:
+            return pd.DataFrame(columns=["value"])
+        draws = None if self.draws is None else self.draws.globals[:, None, :]
+        frame = self._frame(block, np.asarray(self.theta.globals)[None], draws, ["value"], {})
+        base = [label for _, label in block.columns()]
+        out = pd.DataFrame({"value": frame[base].iloc[0].to_numpy()}, index=pd.Index(base,
+                                                                                      name="name"))
+        if draws is not None:
+            for suffix in ("sd", "lo", "hi"):
+                out[suffix] = frame[[f"{c}_{suffix}" for c in base]].iloc[0].to_numpy()
+        return out
+
+    def predict(self, subject_index=None, item_index=None) -> np.ndarray:
+        """Mean responses at the point estimate (default: every row of the data)."""
+        t = self.table
+        s = t.subject_index if subject_index is None else np.asarray(subject_index)
+        i = t.item_index if item_index is None else np.asarray(item_index)
+        return np.asarray(self.problem.predict(self.theta, s, i))
+
+    @property
+    def residuals(self) -> pd.DataFrame:
+        """Per response: ``subject, item, response, predicted, residual`` (predicted minus
+        response), with the model's own mean function (its link included)."""
+        t = self.table
+        pred = self.predict()
+        return pd.DataFrame({
+            "subject": t.subjects[t.subject_index],
+            "item": t.items[t.item_index],
+            "response": t.response,
+            "predicted": pred,
+            "residual": pred - t.response,
+        })
+
+    def summary(self) -> dict:
+        """Plain-Python summary (what ``platinum-jax fit`` writes to ``fit.json``)."""
+        t = self.table
+        return {
+            "model": self.model.describe(),
+            "method": self.method,
+            "objective": float(self.objective),
+            "converged": bool(self.converged),
+            "identification": self.problem.identification.description,
+            "n_subjects": t.n_subjects,
+            "n_items": t.n_items,
+            "n_responses": t.n_responses,
+            "n_free_parameters": self.problem.n_free,
+            "interval": self.interval if self.draws is not None else None,
+            "diagnostics": _plain(self.diagnostics),
+        }
+
+    def write(self, out: str | Path) -> list[Path]:
+        """Write ``subjects.csv``, ``items.csv``, ``globals.csv`` and ``fit.json`` into ``out``
+        (each file written to a temporary name and renamed, so none is ever half-written)."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, frame in (("subjects.csv", self.subjects), ("items.csv", self.items),
+                            ("globals.csv", self.globals)):
+            written.append(_atomic(out / name, frame.to_csv()))
+        written.append(_atomic(out / "fit.json", json.dumps(self.summary(), indent=2) + "\n"))
+        return written
+
+
+def _atomic(path: Path, text: str) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return path
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (np.generic, np.ndarray)) or hasattr(value, "dtype"):
+        arr = np.asarray(value)
+        return arr.item() if arr.ndim == 0 else arr.tolist()
+    return value

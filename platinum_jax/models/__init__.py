@@ -1,0 +1,54 @@
+"""Measurement models: how a subject's parameters and an item's produce a response.
+
+One protocol (:class:`MeasurementModel`: parameters per subject, per item and global, a mean
+function, a likelihood, penalties and priors, an identification) and the models built on it:
+
+* :class:`Rosetta`: ``score = f(alpha_b (C_m - D_b))``, benchmarks as items (Ho et al. 2025,
+  "A Rosetta Stone for AI Benchmarks");
+* :class:`OnePL`, :class:`TwoPL`, :class:`ThreePL`, :class:`FourPL`: item response theory for
+  single questions.
+
+Every model gets every inference method of :mod:`platinum_jax.inference` for free.
+"""
+
+from . import likelihoods
+from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
+from ._protocol import (
+    DataInfo,
+    Fixed,
+    Identification,
+    Likelihood,
+    MeasurementModel,
+    Param,
+    fix_entries,
+)
+from ._registry import MODELS, make_model
+from .irt import FourPL, OnePL, ThreePL, TwoPL
+from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Gaussian
+from .rosetta import Rosetta
+
+__all__ = [
+    "Anchor",
+    "BenchmarkAnchor",
+    "Bernoulli",
+    "Beta",
+    "BetaBinomial",
+    "Binomial",
+    "DataInfo",
+    "Fixed",
+    "FourPL",
+    "Gaussian",
+    "Identification",
+    "Likelihood",
+    "MODELS",
+    "MeasurementModel",
+    "ModelAnchor",
+    "OnePL",
+    "Param",
+    "Rosetta",
+    "ThreePL",
+    "TwoPL",
+    "fix_entries",
+    "likelihoods",
+    "make_model",
+]

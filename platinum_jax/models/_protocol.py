@@ -1,0 +1,213 @@
+"""The measurement-model protocol: what a model declares, and nothing about how it is fitted.
+
+A measurement model says, for one response of subject ``s`` on item ``i``:
+
+* which parameters belong to each **subject** (an ability, a capability vector), to each
+  **item** (a difficulty, a discrimination, a guessing floor) and to the whole (**globals**);
+* the **mean** response ``mu = f(subject params, item params, globals)``: any jittable function;
+* a **likelihood** family for the response given ``mu`` (:mod:`~platinum_jax.models.likelihoods`);
+* a **penalty** for point (MAP) fits and **priors** for Bayesian fits; by default the penalty is
+  the negative log prior, so MAP is the posterior mode;
+* how the scale is **identified** (entries fixed to values, e.g. an anchor item).
+
+Everything else (Gauss-Newton/Levenberg-Marquardt MAP, restarts, Laplace, bootstrap,
+cross-validation, SVI, NUTS, scoring new subjects) lives in :mod:`platinum_jax.inference` and
+works for any model written this way. A new model is a subclass with four methods; see
+``notebooks/extending_models.ipynb`` for one in about 30 lines.
+
+Parameters are *raw* (unconstrained) numbers; a :class:`Param` may carry a ``transform`` to its
+natural value (e.g. ``jax.nn.sigmoid`` for a guessing floor in (0, 1)). Priors and penalties are
+stated on the raw value; :meth:`MeasurementModel.mean` receives natural values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["Param", "DataInfo", "Fixed", "Identification", "Likelihood", "MeasurementModel"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """Declaration of one parameter of each subject, item, or of the whole model.
+
+    Args:
+        shape: per-entity shape, ``()`` for a scalar, ``(K,)`` for a K-vector.
+        init: starting value of the raw parameter (a number, broadcast).
+        prior: a NumPyro distribution over the raw value of one element (Bayesian fits, and
+            the default MAP penalty ``-log prior``); None means improper flat.
+        transform: raw -> natural value (e.g. ``jnp.exp`` for a positive scale); None = identity.
+        doc: what the parameter means, with its symbol.
+        jitter: spread of random restarts around ``init``: raw + N(0, jitter^2), or with
+            ``relative=True`` raw * exp(N(0, jitter^2)) (for scales and slopes).
+        map_only: a device of point fits that the likelihood never sees (e.g. the centring shift
+            of the Rosetta penalty); Bayesian fits hold it at ``init``.
+    """
+
+    shape: tuple[int, ...] = ()
+    init: float = 0.0
+    prior: Any = None
+    transform: Callable | None = None
+    doc: str = ""
+    map_only: bool = False
+    jitter: float = 0.5
+    relative: bool = False
+
+    @property
+    def size(self) -> int:
+        return int(math.prod(self.shape))
+
+    def natural(self, raw):
+        return raw if self.transform is None else self.transform(raw)
+
+
+@dataclass(frozen=True)
+class DataInfo:
+    """Sizes of the data a model is fitted to (static; a penalty may be normalised by them)."""
+
+    n_subjects: int
+    n_items: int
+    n_responses: int
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """Entries of one parameter held at given values: ``mask`` and ``values`` have the full
+    shape ``(n_entities, *param.shape)`` (for globals: ``param.shape``)."""
+
+    mask: np.ndarray
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class Identification:
+    """What a model fixes to identify its scale, by block and parameter name.
+
+    ``subject``, ``item``, ``glob``: ``{name: Fixed}``. ``description`` is written to
+    ``fit.json``.
+    """
+
+    subject: Mapping[str, Fixed] = field(default_factory=dict)
+    item: Mapping[str, Fixed] = field(default_factory=dict)
+    glob: Mapping[str, Fixed] = field(default_factory=dict)
+    description: str = "none (priors or penalties fix the scale)"
+
+
+def fix_entries(n: int, shape: tuple[int, ...], positions, values) -> Fixed:
+    """:class:`Fixed` for entities ``positions`` (all components) set to ``values``."""
+    mask = np.zeros((n, *shape), dtype=bool)
+    vals = np.zeros((n, *shape), dtype=np.float64)
+    for p, v in zip(positions, values, strict=True):
+        mask[p] = True
+        vals[p] = v
+    return Fixed(mask, vals)
+
+
+class Likelihood(eqx.Module):
+    """A response distribution given the mean ``mu`` (and its own global parameters).
+
+    Subclasses implement :meth:`log_prob` (per row, vectorised over rows) and :meth:`sample`,
+    and may declare global parameters (a noise scale, a precision) in :meth:`params`.
+    :meth:`loss` (what MAP minimises) defaults to ``-log_prob``; a subclass may drop terms
+    that do not depend on parameters. :meth:`check` validates responses before a fit.
+    """
+
+    name: ClassVar[str] = "likelihood"
+
+    def params(self) -> dict[str, Param]:
+        return {}
+
+    def log_prob(self, y, mu, trials, theta: dict):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def loss(self, y, mu, trials, theta: dict):
+        return -self.log_prob(y, mu, trials, theta)
+
+    def sample(self, key, mu, trials, theta: dict):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def check(self, response: np.ndarray, trials: np.ndarray | None, source: str) -> None:
+        """Raise a clear ``ValueError`` when responses cannot come from this family."""
+
+
+class MeasurementModel(eqx.Module):
+    """Abstract measurement model; subclass it and implement the four declarations.
+
+    Required: :meth:`subject_params`, :meth:`item_params`, :meth:`mean` and the ``likelihood``
+    field. Optional: :meth:`global_params`, :meth:`identify`, the three penalty hooks (default:
+    ``-log prior`` of the free entries) and :meth:`describe`.
+
+    Example (a one-parameter logistic model)::
+
+        class Rasch(MeasurementModel):
+            likelihood: Likelihood = Bernoulli()
+            name: ClassVar[str] = "rasch"
+
+            def subject_params(self):
+                return {"ability": Param(prior=dist.Normal(0, 1))}
+
+            def item_params(self):
+                return {"difficulty": Param(prior=dist.Normal(0, 3))}
+
+            def mean(self, subject, item, glob):
+                return jax.nn.sigmoid(subject["ability"] - item["difficulty"])
+    """
+
+    likelihood: eqx.AbstractVar[Likelihood]
+    name: ClassVar[str] = "model"
+
+    # ------------------------------------------------------------------ declarations
+    def subject_params(self) -> dict[str, Param]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def item_params(self) -> dict[str, Param]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def global_params(self) -> dict[str, Param]:
+        return {}
+
+    def mean(self, subject: dict, item: dict, glob: dict):  # pragma: no cover - abstract
+        """Mean response of one subject on one item (natural parameter values; a scalar)."""
+        raise NotImplementedError
+
+    def identify(self, table) -> Identification:
+        """Entries fixed to identify the scale, given the data (default: none)."""
+        return Identification()
+
+    def describe(self) -> dict:
+        """Plain-Python description written to ``fit.json``."""
+        return {"name": self.name, "likelihood": self.likelihood.name}
+
+    # ------------------------------------------------------------------ penalties (MAP)
+    def subject_penalty(self, raw: dict, free: dict, glob: dict, info: DataInfo):
+        """Penalty of one subject's raw parameters (default ``-log prior`` of free entries).
+
+        ``free`` has the shapes of ``raw`` (True where the entry is fitted); ``glob`` holds the
+        model's raw global parameters; ``info`` the data sizes."""
+        return _neg_log_prior(self.subject_params(), raw, free)
+
+    def item_penalty(self, raw: dict, free: dict, glob: dict, info: DataInfo):
+        """Penalty of one item's raw parameters (default ``-log prior`` of free entries)."""
+        return _neg_log_prior(self.item_params(), raw, free)
+
+    def global_penalty(self, glob: dict, free: dict, info: DataInfo):
+        """Penalty of the raw global parameters, the likelihood's included."""
+        decl = {**self.global_params(), **self.likelihood.params()}
+        return _neg_log_prior(decl, glob, free)
+
+
+def _neg_log_prior(decl: dict[str, Param], raw: dict, free: dict):
+    total = jnp.zeros(())
+    for name, p in decl.items():
+        if p.prior is None:
+            continue
+        lp = p.prior.log_prob(raw[name])
+        total = total - jnp.sum(jnp.where(free[name], lp, 0.0))
+    return total

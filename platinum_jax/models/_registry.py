@@ -1,0 +1,34 @@
+"""Built-in models by name (what ``platinum-jax fit --model NAME`` offers)."""
+
+from __future__ import annotations
+
+from .irt import FourPL, OnePL, ThreePL, TwoPL
+from .likelihoods import LIKELIHOODS
+from .rosetta import Rosetta
+
+__all__ = ["MODELS", "make_model"]
+
+MODELS = {
+    "rosetta": Rosetta,
+    "1pl": OnePL,
+    "2pl": TwoPL,
+    "3pl": ThreePL,
+    "4pl": FourPL,
+}
+
+
+def make_model(name: str, *, likelihood: str | None = None, **options):
+    """A built-in model by name, with an optional likelihood by name (``bernoulli``,
+    ``binomial``, ``gaussian``, ``beta``, ``beta_binomial``) and model options."""
+    try:
+        cls = MODELS[name]
+    except KeyError:
+        raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)}") from None
+    if likelihood is not None:
+        try:
+            options["likelihood"] = LIKELIHOODS[likelihood]()
+        except KeyError:
+            raise ValueError(
+                f"unknown likelihood {likelihood!r}; choose one of {sorted(LIKELIHOODS)}"
+            ) from None
+    return cls(**options)

@@ -1,0 +1,201 @@
+"""Likelihood families for responses given their mean ``mu`` (one file, one idea each).
+
+===================  ==========================  =====================================
+family               responses                   global parameters (raw)
+===================  ==========================  =====================================
+:class:`Bernoulli`   0/1 (fractions: see below)  none
+:class:`Binomial`    fractions of ``trials``     none
+:class:`Gaussian`    any real number             ``log_noise`` unless ``noise`` given
+:class:`Beta`        fractions strictly in (0,1) ``log_precision`` (phi)
+:class:`BetaBinomial` fractions of ``trials``    ``log_precision`` (phi)
+===================  ==========================  =====================================
+
+Inside logarithms ``mu`` is kept a few machine epsilons away from 0 and 1, so a saturated
+prediction gives a large finite loss rather than ``inf``; data are never altered.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+from jax.scipy.special import betaln, gammaln, xlogy
+
+from ._protocol import Likelihood, Param
+
+__all__ = ["Bernoulli", "Binomial", "Gaussian", "Beta", "BetaBinomial", "LIKELIHOODS"]
+
+
+def _safe(mu):
+    eps = 8 * jnp.finfo(jnp.result_type(mu)).eps
+    return jnp.clip(mu, eps, 1.0 - eps)
+
+
+def _check_unit(response, source, *, closed=True, what="responses"):
+    lo, hi = float(np.min(response)), float(np.max(response))
+    ok = (lo >= 0 and hi <= 1) if closed else (lo > 0 and hi < 1)
+    if ok:
+        return
+    hint = ""
+    if lo >= 0 and hi <= 100 and np.mean(response > 1.5) > 0.5:
+        hint = " -- these look like percentages; divide by 100"
+    interval = "[0, 1]" if closed else "(0, 1), excluding 0 and 1"
+    raise ValueError(f"{source}: {what} must lie in {interval} (min {lo:g}, max {hi:g}){hint}")
+
+
+class Bernoulli(Likelihood):
+    """``y ~ Bernoulli(mu)``; a fraction ``y`` in [0, 1] is read as a share of successes
+    (the cross-entropy ``y log mu + (1-y) log(1-mu)``, a quasi-likelihood; prefer
+    :class:`Binomial` when the number of attempts is known)."""
+
+    name: ClassVar[str] = "bernoulli"
+
+    def log_prob(self, y, mu, trials, theta):
+        m = _safe(mu)
+        return xlogy(y, m) + xlogy(1.0 - y, 1.0 - m)
+
+    def sample(self, key, mu, trials, theta):
+        return jax.random.bernoulli(key, mu).astype(jnp.result_type(mu))
+
+    def check(self, response, trials, source):
+        _check_unit(response, source)
+
+
+class Binomial(Likelihood):
+    """``y * trials ~ Binomial(trials, mu)``: pass@1 over several samples, a benchmark's share
+    of items solved. Rows without a ``trials`` column count as one attempt."""
+
+    name: ClassVar[str] = "binomial"
+
+    def log_prob(self, y, mu, trials, theta):
+        n = 1.0 if trials is None else trials
+        k = y * n
+        m = _safe(mu)
+        log_choose = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+        return log_choose + xlogy(k, m) + xlogy(n - k, 1.0 - m)
+
+    def loss(self, y, mu, trials, theta):
+        n = 1.0 if trials is None else trials
+        m = _safe(mu)
+        return -(xlogy(y * n, m) + xlogy((1.0 - y) * n, 1.0 - m))
+
+    def sample(self, key, mu, trials, theta):
+        n = jnp.ones_like(mu) if trials is None else trials
+        return jax.random.binomial(key, n, mu).astype(jnp.result_type(mu)) / n
+
+    def check(self, response, trials, source):
+        _check_unit(response, source)
+        if trials is not None:
+            k = response * trials
+            bad = np.abs(k - np.round(k)) > 1e-6 * np.maximum(trials, 1)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(
+                    f"{source}: {int(bad.sum())} response(s) are not a whole number of successes "
+                    f"out of their trials (e.g. row {i}: response {response[i]:g} x trials "
+                    f"{trials[i]:g}); check the trials column or use the beta likelihood"
+                )
+
+
+class Gaussian(Likelihood):
+    """``y ~ Normal(mu, sigma)``. With ``noise`` given, sigma is known and MAP is least squares
+    ``0.5 sum ((y - mu)/sigma)^2`` (the Rosetta paper's objective with ``noise=1``); with
+    ``noise=None`` sigma is a global parameter ``log_noise``."""
+
+    noise: float | None = None
+    name: ClassVar[str] = "gaussian"
+
+    def params(self):
+        if self.noise is not None:
+            return {}
+        return {"log_noise": Param(init=float(np.log(0.1)), prior=dist.Normal(np.log(0.1), 1.5),
+                                   transform=jnp.exp, doc="measurement noise sd (log)")}
+
+    def _sigma(self, theta):
+        return self.noise if self.noise is not None else jnp.exp(theta["log_noise"])
+
+    def log_prob(self, y, mu, trials, theta):
+        s = self._sigma(theta)
+        return -0.5 * ((y - mu) / s) ** 2 - jnp.log(s) - 0.5 * jnp.log(2 * jnp.pi)
+
+    def loss(self, y, mu, trials, theta):
+        s = self._sigma(theta)
+        known = self.noise is not None  # a known noise adds only constants: leave them out
+        return 0.5 * ((y - mu) / s) ** 2 + (0.0 if known else jnp.log(s))
+
+    def sample(self, key, mu, trials, theta):
+        return mu + self._sigma(theta) * jax.random.normal(key, jnp.shape(mu), jnp.result_type(mu))
+
+    def check(self, response, trials, source):
+        if self.noise is not None and not (np.isfinite(self.noise) and self.noise > 0):
+            raise ValueError(f"Gaussian noise must be a positive number (got {self.noise})")
+
+
+class Beta(Likelihood):
+    """``y ~ Beta(mu phi, (1 - mu) phi)`` for continuous fractions strictly inside (0, 1)
+    (partial credit); ``phi`` (global ``log_precision``) sets the spread."""
+
+    name: ClassVar[str] = "beta"
+
+    def params(self):
+        return {"log_precision": Param(init=float(np.log(20.0)),
+                                       prior=dist.Normal(np.log(20.0), 1.5), transform=jnp.exp,
+                                       doc="precision phi (log)")}
+
+    def log_prob(self, y, mu, trials, theta):
+        phi = jnp.exp(theta["log_precision"])
+        m = _safe(mu)
+        a, b = m * phi, (1.0 - m) * phi
+        return xlogy(a - 1.0, y) + xlogy(b - 1.0, 1.0 - y) - betaln(a, b)
+
+    def sample(self, key, mu, trials, theta):
+        phi = jnp.exp(theta["log_precision"])
+        m = _safe(mu)
+        return jax.random.beta(key, m * phi, (1.0 - m) * phi)
+
+    def check(self, response, trials, source):
+        _check_unit(response, source, closed=False)
+
+
+class BetaBinomial(Likelihood):
+    """``y * trials ~ BetaBinomial(trials, mu phi, (1 - mu) phi)``: a binomial whose success
+    probability varies around ``mu`` (over-dispersion, global ``log_precision``)."""
+
+    name: ClassVar[str] = "beta_binomial"
+
+    def params(self):
+        return {"log_precision": Param(init=float(np.log(20.0)),
+                                       prior=dist.Normal(np.log(20.0), 1.5), transform=jnp.exp,
+                                       doc="precision phi (log)")}
+
+    def log_prob(self, y, mu, trials, theta):
+        n = 1.0 if trials is None else trials
+        k = y * n
+        phi = jnp.exp(theta["log_precision"])
+        m = _safe(mu)
+        a, b = m * phi, (1.0 - m) * phi
+        log_choose = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+        return log_choose + betaln(k + a, n - k + b) - betaln(a, b)
+
+    def sample(self, key, mu, trials, theta):
+        n = jnp.ones_like(mu) if trials is None else trials
+        phi = jnp.exp(theta["log_precision"])
+        k1, k2 = jax.random.split(key)
+        m = _safe(mu)
+        p = jax.random.beta(k1, m * phi, (1.0 - m) * phi)
+        return jax.random.binomial(k2, n, p).astype(jnp.result_type(mu)) / n
+
+    def check(self, response, trials, source):
+        Binomial().check(response, trials, source)
+
+
+LIKELIHOODS = {
+    "bernoulli": Bernoulli,
+    "binomial": Binomial,
+    "gaussian": Gaussian,
+    "beta": Beta,
+    "beta_binomial": BetaBinomial,
+}
