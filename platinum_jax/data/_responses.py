@@ -222,13 +222,16 @@ class ResponseTable:
         trials=None,
         name: str = "the response arrays",
     ) -> ResponseTable:
-        """Table from integer positions (for simulations); labels default to ``s0, s1, ...``."""
+        """Table from integer positions (for simulations). Labels default to ``s0, s1, ...``
+        zero-padded (``s007``) so that sorted labels keep the positions."""
         s = np.asarray(subject_index)
         i = np.asarray(item_index)
         n_s = int(s.max()) + 1 if subjects is None else len(list(subjects))
         n_i = int(i.max()) + 1 if items is None else len(list(items))
-        s_names = [f"s{k}" for k in range(n_s)] if subjects is None else [str(x) for x in subjects]
-        i_names = [f"i{k}" for k in range(n_i)] if items is None else [str(x) for x in items]
+        s_names = _labels("s", n_s) if subjects is None else [str(x) for x in subjects]
+        i_names = _labels("i", n_i) if items is None else [str(x) for x in items]
+        if sorted(s_names) != s_names or sorted(i_names) != i_names:
+            raise ValueError("from_arrays needs labels in sorted order (positions follow them)")
         frame = pd.DataFrame(
             {
                 "subject": np.asarray(s_names, dtype=object)[s],
@@ -388,6 +391,11 @@ class ResponseTable:
             raise ValueError(f"{self.source}: the selection leaves no responses")
         frame = self.to_frame().loc[mask].reset_index(drop=True)
         return replace(ResponseTable.from_frame(frame, name=self.source))
+
+
+def _labels(prefix: str, n: int) -> list[str]:
+    width = len(str(max(n - 1, 0)))
+    return [f"{prefix}{k:0{width}d}" for k in range(n)]
 
 
 def _position(index: pd.Index, name: str, kind: str) -> int:

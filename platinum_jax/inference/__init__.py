@@ -19,6 +19,7 @@ from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._point import bootstrap, cross_validate, fit_map, laplace, score_subjects
 from ._problem import Data, Problem, Theta
 from ._results import Fit
+from ._simulate import simulate
 
 __all__ = [
     "Data",
@@ -39,6 +40,7 @@ __all__ = [
     "nuts",
     "posterior_theta",
     "score_subjects",
+    "simulate",
     "solve_map",
     "svi",
 ]

@@ -63,9 +63,12 @@ def _psd(h):
     return (v * jnp.maximum(w, 0.0)) @ v.T
 
 
-def gauss_newton_system(problem: Problem, theta: Theta, data: Data) -> _System:
-    """Objective, gradient and generalised Gauss-Newton blocks at ``theta`` (masked: fixed
-    entries have zero gradient and identity curvature)."""
+def gauss_newton_system(problem: Problem, theta: Theta, data: Data,
+                        curvature: str = "gauss-newton") -> _System:
+    """Objective, gradient and curvature blocks at ``theta`` (masked: fixed entries have zero
+    gradient and identity curvature). ``curvature``: ``"gauss-newton"`` (the generalised
+    Gauss-Newton matrix, positive semi-definite) or ``"newton"`` (each row's exact Hessian;
+    the damping keeps steps safe where the sum is indefinite)."""
     S, I, G = theta  # noqa: E741
     n_s, n_i = S.shape[0], I.shape[0]
     n_lik = problem.glob.size - sum(p.size for _, p in problem.glob.decl[: problem.n_model_globals])
@@ -80,6 +83,18 @@ def gauss_newton_system(problem: Problem, theta: Theta, data: Data) -> _System:
         lik = {k: lik[k] for k in problem.glob.names[problem.n_model_globals:]}
         return problem.model.likelihood.loss(y, z[0], n, lik)
 
+    ps, pi_ = S.shape[1], I.shape[1]
+
+    def per_row_newton(s, i, y, n, w):
+        x = jnp.concatenate([s, i, G])
+        fun = lambda x: problem.row_loss(x[:ps], x[ps:ps + pi_], x[ps + pi_:], y, n)  # noqa: E731
+        loss, gr = jax.value_and_grad(fun)(x)
+        h = jax.hessian(fun)(x) * w
+        gr = gr * w
+        a, b = ps, ps + pi_
+        return (w * loss, gr[:a], gr[a:b], gr[b:], h[:a, :a], h[a:b, a:b], h[b:, b:],
+                h[:a, a:b], h[:a, b:], h[a:b, b:])
+
     def per_row(s, i, y, n, w):
         (js, ji, jg), z = jax.jacfwd(lambda a, b, c: (outputs(a, b, c),) * 2, argnums=(0, 1, 2),
                                      has_aux=True)(s, i, G)
@@ -90,7 +105,8 @@ def gauss_newton_system(problem: Problem, theta: Theta, data: Data) -> _System:
         return (w * loss, js.T @ gz, ji.T @ gz, jg.T @ gz, js.T @ hjs, ji.T @ hji, jg.T @ hjg,
                 js.T @ hji, js.T @ hjg, ji.T @ hjg)
 
-    out = jax.vmap(per_row)(S[data.subject_index], I[data.item_index], data.response,
+    row_fn = per_row_newton if curvature == "newton" else per_row
+    out = jax.vmap(row_fn)(S[data.subject_index], I[data.item_index], data.response,
                             data.trials, data.weight)
     loss, gs, gi, gg, hss, hii, hgg, hsi, hsg, hig = out
     si, ii = data.subject_index, data.item_index
@@ -196,10 +212,22 @@ def solve_map(
     gtol: float = 1e-9,
     ftol: float = 1e-13,
     xtol: float = 1e-12,
+    curvature: str = "auto",
 ) -> MAPResult:
     """Minimise :meth:`Problem.objective` from ``theta0`` (jittable and vmappable over
     ``theta0`` and ``data``; ``problem`` is closed over, so build the jitted function once per
-    problem with :func:`map_solver`)."""
+    problem with :func:`map_solver`).
+
+    ``curvature``: ``"gauss-newton"``, ``"newton"`` or ``"auto"`` (Gauss-Newton for least
+    squares, i.e. a Gaussian likelihood, where it is the classic choice; Newton otherwise,
+    where the Fisher matrix of a bilinear predictor such as ``a_i (theta_s - b_i)`` converges
+    only linearly)."""
+    if curvature == "auto":
+        from platinum_jax.models.likelihoods import Gaussian
+
+        curvature = "gauss-newton" if isinstance(problem.model.likelihood, Gaussian) else "newton"
+    if curvature not in ("gauss-newton", "newton"):
+        raise ValueError(f"curvature must be 'auto', 'gauss-newton' or 'newton' (got {curvature!r})")
     free = tuple(jnp.asarray(f, theta0[0].dtype)
                  for f in (problem.free_S, problem.free_I, problem.free_G))
     dtype = theta0[0].dtype
@@ -209,7 +237,7 @@ def solve_map(
 
     def body(state):
         theta = state["theta"]
-        sys = gauss_newton_system(problem, theta, data)
+        sys = gauss_newton_system(problem, theta, data, curvature)
         diag_max = jnp.maximum(
             jnp.max(jnp.concatenate([jnp.diagonal(sys.HSS, axis1=1, axis2=2).ravel(),
                                      jnp.diagonal(sys.HII, axis1=1, axis2=2).ravel(),

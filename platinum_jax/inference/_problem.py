@@ -50,7 +50,8 @@ class Block:
     def unflatten(self, vec) -> dict:
         """``(..., p)`` -> ``{name: (..., *shape)}`` (raw values)."""
         lead = vec.shape[:-1]
-        return {n: vec[..., a:b].reshape(*lead, *shape) for n, (a, b, shape) in self.slices().items()}
+        return {n: vec[..., a:b].reshape((*lead, *shape))
+                for n, (a, b, shape) in self.slices().items()}
 
     def natural(self, raw: dict) -> dict:
         return {n: p.natural(raw[n]) for n, p in self.decl}
