@@ -109,7 +109,6 @@ def run(args) -> int:
     import numpy as np
     import pandas as pd
 
-    from platinum_jax._extras import MissingExtraError
     from platinum_jax.judge import JudgeConfig, audit, load_items, run_judgments, write_report
     from platinum_jax.rubric import (
         certify,
@@ -132,13 +131,9 @@ def run(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cache = Path(args.cache) if args.cache else out / "judgments.sqlite"
-    try:
-        res = run_judgments(items, concepts, judges, samples=args.samples, cache=cache,
-                            concurrency=args.concurrency, rate_limit=args.rate_limit,
-                            retry_failed=args.retry_failed, progress=not args.no_progress)
-    except MissingExtraError as exc:  # the LLM clients are the optional [judge] extra
-        print(f"platinum-jax certify: error: {exc}", file=sys.stderr)
-        return 2
+    res = run_judgments(items, concepts, judges, samples=args.samples, cache=cache,
+                        concurrency=args.concurrency, rate_limit=args.rate_limit,
+                        retry_failed=args.retry_failed, progress=not args.no_progress)
 
     cs = res.concept_scores
     rule = "threshold" if args.threshold is not None else "appendix"

@@ -61,6 +61,23 @@ def test_certify_without_the_judge_extra_prints_one_line(tmp_path, monkeypatch, 
     assert err.startswith("platinum-jax certify: error:") and "platinum-jax[judge]" in err
 
 
+def test_zarr_store_without_zarr_names_the_extra(tmp_path, monkeypatch, capsys):
+    from platinum_jax.cli import main
+    from platinum_jax.datasets import demo_world
+    from platinum_jax.sweeps import RiskAversion, Welfare, sweep
+
+    monkeypatch.setitem(sys.modules, "zarr", None)
+    with pytest.raises(MissingExtraError, match=r'platinum-jax\[zarr\]'):
+        sweep(demo_world(seed=0).primitives, [RiskAversion([0.5, 1.0])], [Welfare()],
+              store=str(tmp_path / "s.zarr"), progress=False)
+    rc = main(["sweep", "--r", "0.5,1", "--store-format", "zarr", "--no-plots",
+               "--out", str(tmp_path / "cli")])
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("platinum-jax sweep: error:")
+    assert 'pip install "platinum-jax[zarr]"' in err
+
+
 def test_require_reports_a_broken_dependency_as_itself(tmp_path, monkeypatch):
     # A package that is installed but fails on one of its own imports is not a missing extra.
     pkg = tmp_path / "pj_broken_dep"
