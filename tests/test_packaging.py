@@ -246,3 +246,28 @@ def test_wheel_runs_outside_the_repository(wheel, tmp_path):
         capture_output=True, text=True, cwd=work, env=env, timeout=120)
     assert data.returncode == 0, data.stderr
     assert data.stdout.split() == ["9", "True"]
+
+
+# --- the papers by name ----------------------------------------------------------------------
+
+
+def test_user_facing_text_cites_the_papers_by_name(capsys):
+    # Internal file numbers ("seed 000", "seed 002") mean nothing to a reader.
+    import re
+
+    from platinum_jax.cli import main
+
+    pattern = re.compile(r"\bseeds?\s*(?:0\d\d|§)", re.IGNORECASE)
+    files = [*ROOT.joinpath("platinum_jax").rglob("*.py"), *ROOT.joinpath("platinum_jax").rglob("*.txt"),
+             *ROOT.joinpath("notebooks").glob("*.ipynb"), *ROOT.joinpath("docs").rglob("*.md"),
+             ROOT / "README.md"]
+    offenders = [f"{p.relative_to(ROOT)}:{i}" for p in files
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if pattern.search(line)]
+    assert not offenders, offenders
+
+    with pytest.raises(SystemExit):
+        main(["certify", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "Haupt, Reuel, Kochenderfer and Koyejo" in help_text
+    assert "Optimal Aggregation Mechanisms for AI Benchmarking and Platinum Benchmarks" in help_text
