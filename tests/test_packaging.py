@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -253,8 +254,6 @@ def test_wheel_runs_outside_the_repository(wheel, tmp_path):
 
 def test_user_facing_text_cites_the_papers_by_name(capsys):
     # Internal file numbers ("seed 000", "seed 002") mean nothing to a reader.
-    import re
-
     from platinum_jax.cli import main
 
     pattern = re.compile(r"\bseeds?\s*(?:0\d\d|§)", re.IGNORECASE)
