@@ -202,10 +202,18 @@ def test_wheel_runs_outside_the_repository(wheel, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
 
-    where = subprocess.run([str(py), "-c", "import platinum_jax; print(platinum_jax.__file__)"],
-                           capture_output=True, text=True, cwd=work, env=env, timeout=120)
-    assert where.returncode == 0, where.stderr
-    assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout  # not the checkout
+    # The installed copy is the one imported, and it carries its package data: the OECD concept
+    # set and the judge's prompt templates.
+    probe = subprocess.run(
+        [str(py), "-c", "import platinum_jax; from platinum_jax import rubric; "
+         "from platinum_jax.judge import render_item_prompt; c = rubric.load_concepts('oecd'); "
+         "k = c[c.names[0]]; print(platinum_jax.__file__); "
+         "print(len(c), 'Language' in render_item_prompt('2 + 2?', None, k.name, k.definition))"],
+        capture_output=True, text=True, cwd=work, env=env, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    location, checks = probe.stdout.strip().splitlines()
+    assert Path(location).is_relative_to(venv), location  # not the checkout
+    assert checks.split() == ["9", "True"]
 
     cli = venv / "bin" / "platinum-jax"
     demo = subprocess.run([str(cli), "demo", "--out", "demo"], capture_output=True, text=True,
@@ -238,15 +246,6 @@ def test_wheel_runs_outside_the_repository(wheel, tmp_path):
     np.testing.assert_allclose(caps.loc[models, "capability"].to_numpy(), C, atol=1e-5)
     bench = pd.read_csv(work / "stitch" / "benchmarks.csv", index_col="benchmark")
     np.testing.assert_allclose(bench.loc[[f"b{j}" for j in range(D.size)], "difficulty"], D, atol=1e-5)
-
-    # Package data read through the installed copy: the OECD concepts and the judge prompts.
-    data = subprocess.run(
-        [str(py), "-c", "from platinum_jax import rubric; from platinum_jax.judge import "
-         "render_item_prompt; c = rubric.load_concepts('oecd'); k = c[c.names[0]]; "
-         "print(len(c), 'Language' in render_item_prompt('2 + 2?', None, k.name, k.definition))"],
-        capture_output=True, text=True, cwd=work, env=env, timeout=120)
-    assert data.returncode == 0, data.stderr
-    assert data.stdout.split() == ["9", "True"]
 
 
 # --- the papers by name ----------------------------------------------------------------------
