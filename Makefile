@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench docs docs-serve clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +16,26 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(VENV)/.installed $@
 
+$(VENV)/.installed-docs: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	touch $(VENV)/.installed $@
+
+# MkDocs plugins print a banner about MkDocs 2.0 on every build; it is not about this site.
+DOCS_ENV := NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true
+
 demo: $(VENV)/.installed
 	$(BIN)/platinum-jax demo --out demo_output
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+# The site in site/, warnings (broken cross-references included) as errors; notebooks are
+# rendered as committed, not executed (the test suite executes them).
+docs: $(VENV)/.installed-docs
+	$(DOCS_ENV) $(BIN)/mkdocs build --strict
+
+docs-serve: $(VENV)/.installed-docs
+	$(DOCS_ENV) $(BIN)/mkdocs serve
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check platinum_jax tests benchmarks
@@ -30,4 +45,4 @@ bench: $(VENV)/.installed-dev
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b --quick || exit 1; done
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache
+	rm -rf $(VENV) demo_output .pytest_cache site .cache

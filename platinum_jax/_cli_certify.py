@@ -8,7 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 _DESCRIPTION = """\
-Certify platinum items with an LLM judge (seed 000, section 4 and appendix A).
+Certify platinum items with an LLM judge (Haupt, Reuel, Kochenderfer and Koyejo, "Optimal
+Aggregation Mechanisms for AI Benchmarking and Platinum Benchmarks", section 4 and appendix A).
 
 For each concept j the judge scores welfare alignment W_j (1-5), marginal improvement cost K_j
 and measurement noise N_j (low/medium/high); for each item i and concept j it scores the

@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from platinum_jax._extras import MissingExtraError
+
 # Modules that contribute sub-commands, in the order ``--help`` lists them.
 _COMMAND_MODULES = (
     "platinum_jax._cli_demo",
@@ -65,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 
         enable_compilation_cache()  # later runs of the same shapes skip compilation
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as exc:
-        # Input problems are the user's to fix: print the message, not a traceback.
+    except (ValueError, FileNotFoundError, KeyError, MissingExtraError) as exc:
+        # Input problems and missing optional extras are the user's to fix: print the message,
+        # not a traceback.
         print(f"platinum-jax {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,6 +1,6 @@
 """Synthetic benchmark worlds with known ground truth (the package's embedded default data).
 
-:func:`demo_world` builds a principal-agent instance (seed 000) whose items fall into named
+:func:`demo_world` builds a principal-agent instance (Haupt et al.'s model) whose items fall into named
 concept groups with chosen welfare relevance, improvement cost and measurement noise, so that
 which items are platinum is known by construction rather than computed.
 """

@@ -144,7 +144,7 @@ def test_commuting_concept_shift_is_the_papers_rank_one_change():
     world = demo_world(seed=0)
     base = world.primitives
     M0, S0, w0 = (np.asarray(x) for x in (base.M, base.Sigma, base.w))
-    # Independent concept 0: the shared eigenvector with the largest λ/σ (seed 000, eq. 3).
+    # Independent concept 0: the shared eigenvector with the largest λ/σ (Haupt et al., eq. 3).
     _, V = np.linalg.eigh(M0 + 0.37 * S0)
     lam = np.einsum("ij,ik,kj->j", V, M0, V)
     sig = np.einsum("ij,ik,kj->j", V, S0, V)
@@ -154,7 +154,7 @@ def test_commuting_concept_shift_is_the_papers_rank_one_change():
     for (i, k), (j, d) in itertools.product(enumerate([0.7, 2.0]), enumerate([0.5, 3.0])):
         v, _, _ = _np_solve(M0 / k + d * np.outer(q, q), S0, w0, 1.0)
         np.testing.assert_allclose(ds["v"].values[i, j], v, atol=1e-10)
-    # Seed 000 §3: higher κ acts like more risk and lowers welfare; δ > 0 raises concept 0 items.
+    # Haupt et al. §3: higher κ acts like more risk and lowers welfare; δ > 0 raises concept 0 items.
     assert (ds["welfare"].values[1] < ds["welfare"].values[0]).all()
     items0 = np.abs(q) > 1e-8
     assert (ds["v"].values[:, 1, items0] > ds["v"].values[:, 0, items0]).all()

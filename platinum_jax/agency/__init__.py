@@ -1,4 +1,5 @@
-"""The principal-agent model of benchmark aggregation (seed 000, sections 2–3)."""
+"""The principal-agent model of benchmark aggregation (Haupt, Reuel, Kochenderfer and Koyejo,
+"Optimal Aggregation Mechanisms for AI Benchmarking and Platinum Benchmarks", sections 2–3)."""
 
 from platinum_jax.agency._concepts import (
     ConceptBasis,

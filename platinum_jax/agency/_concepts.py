@@ -1,4 +1,4 @@
-"""Latent concepts and platinum items (seed 000, end of section 2).
+"""Latent concepts and platinum items (Haupt et al., end of section 2).
 
 Two bases are offered.  When ``M`` and ``Σ`` commute (the paper's assumption) they share an
 orthonormal eigenbasis ``Q``: ``M = Q diag(λ) Qᵀ``, ``Σ = Q diag(σ) Qᵀ`` and, in rotated

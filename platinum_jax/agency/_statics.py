@@ -1,4 +1,4 @@
-"""Comparative statics (seed 000, section 3) and autodiff sensitivities of ``v*`` and ``W(v*)``."""
+"""Comparative statics (Haupt et al., section 3) and autodiff sensitivities of ``v*`` and ``W(v*)``."""
 
 from __future__ import annotations
 

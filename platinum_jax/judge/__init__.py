@@ -1,4 +1,4 @@
-"""LLM-as-judge certification workflow for the platinum rubric (seed 000, appendix A).
+"""LLM-as-judge certification workflow for the platinum rubric (Haupt et al., appendix A).
 
 Render the two appendix prompts, call an OpenAI-compatible or Anthropic model with rate
 limiting, backoff and an on-disk SQLite cache, parse replies strictly, aggregate several samples

@@ -1,4 +1,4 @@
-"""The two judge prompts of seed 000, appendix A, and strict parsing of the replies.
+"""The two judge prompts of Haupt et al., appendix A, and strict parsing of the replies.
 
 Templates live in ``platinum_jax/judge/templates/`` with ``{UPPER_CASE}`` placeholders.  The
 concept prompt adds a scale for measurement noise, which the appendix's JSON asks for but its

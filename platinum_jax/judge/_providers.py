@@ -2,7 +2,8 @@
 
 Any server speaking the OpenAI chat-completions API (OpenAI, vLLM, Ollama, llama.cpp server) is
 reached through the official ``openai`` client with a configurable base URL; Anthropic through the
-``anthropic`` client.  API keys are read only from environment variables and never stored.
+``anthropic`` client; both come with ``pip install "platinum-jax[judge]"`` and are imported
+only when a provider is made.  API keys are read only from environment variables and never stored.
 
 Transient failures (HTTP 429, 5xx, timeouts, dropped connections) are retried here with
 exponential backoff and full jitter; the clients' own retries are switched off so that every
@@ -18,6 +19,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from platinum_jax._extras import require
 
 __all__ = [
     "JudgeConfig",
@@ -193,7 +196,7 @@ class OpenAIChatProvider(Provider):
 
     def __init__(self, config: JudgeConfig, **kwargs):
         super().__init__(config, **kwargs)
-        import openai
+        openai = require("openai", "judge", "the openai judge provider")
 
         self._openai = openai
         self._client = openai.OpenAI(api_key=_api_key(config), base_url=config.base_url,
@@ -222,7 +225,7 @@ class AnthropicProvider(Provider):
 
     def __init__(self, config: JudgeConfig, **kwargs):
         super().__init__(config, **kwargs)
-        import anthropic
+        anthropic = require("anthropic", "judge", "the anthropic judge provider")
 
         self._anthropic = anthropic
         self._client = anthropic.Anthropic(api_key=_api_key(config), base_url=config.base_url,

@@ -1,4 +1,4 @@
-"""The platinum rubric (seed 000, section 4): concepts, rubric scores, certification, reweighting.
+"""The platinum rubric (Haupt et al., section 4): concepts, rubric scores, certification, reweighting.
 
 Per concept j: welfare alignment W_j in 1..5, improvement cost K_j and measurement noise N_j in
 {low, medium, high}; per item i and concept j: measurement strength S_ij in 0..3.  The quality

@@ -1,6 +1,6 @@
 """Concept sets: the welfare-relevant concepts J = {1, ..., J} the rubric scores.
 
-A concept is a name and a short definition (seed 000, section 4).  The default set is the nine
+A concept is a name and a short definition (Haupt et al., section 4).  The default set is the nine
 OECD AI capability indicators; curators load their own from YAML, JSON or CSV.
 """
 

@@ -3,7 +3,7 @@
 Two routes:
 
 * the rubric route: item weights proportional to the platinum score, v_i = P_i / sum_k P_k;
-* the model route: read the rubric as primitives of the agency model (seed 000 §2) and use the
+* the model route: read the rubric as primitives of the agency model (Haupt et al. §2) and use the
   optimal weights v* = (M + r Sigma)^-1 M w.  The mapping (constants in :class:`RubricModelMap`):
 
     loadings      L_ij = S_ij / 3                       (S approximates |cos theta_ij|)

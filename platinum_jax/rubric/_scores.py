@@ -1,4 +1,4 @@
-"""Rubric scores, the quality factor Q_j, the platinum score P_i and certification (seed 000 §4).
+"""Rubric scores, the quality factor Q_j, the platinum score P_i and certification (Haupt et al. §4).
 
 Per concept j the rubric elicits welfare alignment W_j in {1..5} (a proxy for |cos phi_j|),
 marginal improvement cost K_j in {low, medium, high} (a proxy for 1/lambda_j) and measurement

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from platinum_jax._extras import require
+
 __all__ = ["ChunkStore", "NetCDFStore", "ZarrStore", "as_store"]
 
 _MANIFEST = "manifest.json"
@@ -107,7 +109,7 @@ class ZarrStore(ChunkStore):
     the sweep, plus a ``done`` flag per chunk."""
 
     def open(self, fingerprint, spec, n_points, chunk_size, resume):
-        import zarr
+        zarr = require("zarr", "zarr", "a Zarr sweep store (a store path ending in .zarr)")
 
         n_chunks = -(-n_points // chunk_size)
         meta = self._stored_meta()
@@ -135,7 +137,7 @@ class ZarrStore(ChunkStore):
     def _stored_meta(self):
         if not (self.path / "zarr.json").exists():
             return None
-        import zarr
+        zarr = require("zarr", "zarr", "a Zarr sweep store (a store path ending in .zarr)")
 
         return dict(zarr.open_group(str(self.path), mode="r").attrs.get("sweep", {})) or None
 
