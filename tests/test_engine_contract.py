@@ -1,0 +1,111 @@
+"""Every registered model through every inference method, on a world simulated from it.
+
+Adding a model adds one row to ``WORLDS``; the methods, their labelled outputs and the recovery
+of the subjects' main parameter are then checked for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from platinum_jax.inference import (
+    bootstrap,
+    cross_validate,
+    fit_map,
+    laplace,
+    loo,
+    nuts,
+    simulate,
+    svi,
+)
+from platinum_jax.models import (
+    MODELS,
+    BenchmarkAnchor,
+    FourPL,
+    Gaussian,
+    OnePL,
+    Rosetta,
+    ThreePL,
+    TwoPL,
+)
+
+# name -> (model, main subject parameter, subjects, items, minimum MAP correlation with truth)
+WORLDS = {
+    "rosetta": (Rosetta(likelihood=Gaussian(noise=0.05), anchor=BenchmarkAnchor("i00")),
+                "capability", 60, 12, 0.9),
+    "1pl": (OnePL(), "ability", 120, 20, 0.85),
+    "2pl": (TwoPL(), "ability", 120, 20, 0.8),
+    "3pl": (ThreePL(), "ability", 120, 20, 0.7),
+    "4pl": (FourPL(), "ability", 120, 20, 0.7),
+}
+
+
+def test_every_registered_model_has_a_world():
+    assert set(WORLDS) == set(MODELS)
+
+
+@pytest.fixture(scope="module", params=sorted(WORLDS))
+def world(request):
+    model, param, n_s, n_i, min_corr = WORLDS[request.param]
+    table, truth = simulate(model, n_s, n_i, seed=11)
+    base = fit_map(model, table)
+    return request.param, model, param, table, truth, base, min_corr
+
+
+def _labelled(frame, index, columns):
+    assert list(frame.index) == list(index)
+    assert set(columns) <= set(frame.columns)
+    assert np.isfinite(frame[list(columns)].to_numpy(dtype=float)).all()
+
+
+def test_map_recovers_the_truth(world):
+    name, model, param, table, truth, base, min_corr = world
+    assert base.converged, base.diagnostics
+    _labelled(base.subjects, table.subjects, [param, "n_responses"])
+    _labelled(base.items, table.items, [n for n, _ in model.item_params().items()])
+    corr = np.corrcoef(base.subjects[param], truth.subjects[:, 0])[0, 1]
+    assert corr > min_corr, (name, corr)
+
+
+def test_laplace_and_bootstrap_give_intervals(world):
+    _, model, param, table, truth, base, _ = world
+    lap = laplace(base, draws=300)
+    _labelled(lap.subjects, table.subjects, [f"{param}_sd", f"{param}_lo", f"{param}_hi"])
+    assert (lap.subjects[f"{param}_sd"] > 0).all()
+    assert (lap.subjects[f"{param}_lo"] <= lap.subjects[f"{param}_hi"]).all()
+    boot = bootstrap(base, replicates=8, batch_size=8)
+    assert boot.diagnostics["replicates_converged"] >= 6
+    _labelled(boot.items, table.items, [f"{n}_sd" for n in model.item_params()])
+
+
+def test_cross_validation_predicts_every_response(world):
+    _, model, _, table, _, _, _ = world
+    cv = cross_validate(model, table, folds=3)
+    assert cv["n_test"].sum() == table.n_responses
+    oof = cv.attrs["predictions"]
+    assert oof.shape == (table.n_responses,) and np.isfinite(oof).all()
+    assert np.isfinite(cv["log_lik"]).all()
+
+
+def test_svi_and_nuts_give_labelled_posteriors(world):
+    name, model, param, _, _, _, min_corr = world
+    # A smaller world: these check the wiring and labels; calibration lives in benchmarks/.
+    table, truth = simulate(model, 40, 12, seed=5)
+    post = nuts(model, table, chains=1, warmup=100, samples=100, seed=1)
+    _labelled(post.subjects, table.subjects, [param, f"{param}_sd", f"{param}_lo"])
+    idata = post.inference_data
+    assert list(idata.posterior[param].coords["subject"].values) == list(table.subjects)
+    assert post.diagnostics["rhat_max"] == "unavailable with one chain"
+    corr = np.corrcoef(post.subjects[param], truth.subjects[:, 0])[0, 1]
+    assert corr > min_corr - 0.15, (name, corr)
+    assert np.isfinite(loo(post).elpd_loo)
+    var = svi(model, table, steps=200, draws=100, seed=1)
+    _labelled(var.items, table.items, [f"{n}_sd" for n in model.item_params()])
+
+
+def test_models_are_values_with_their_own_options():
+    assert TwoPL() == TwoPL() and ThreePL().name == "3pl"
+    assert Rosetta(link="clipped_linear").describe()["link"] == "clipped_linear"
+    with pytest.raises(ValueError, match="unknown link"):
+        Rosetta(link="probit")
