@@ -17,7 +17,7 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
-	$(BIN)/platinum-jax demo --out demo_output
+	$(BIN)/platinum-jax demo --out demo_output --overwrite
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -n 2 --dist loadfile

@@ -7,7 +7,7 @@ holds a scripted local server for offline tests and demos.
 """
 
 from ._audit import FIELD_LEVELS, AuditReport, audit, load_expert_labels, quadratic_weighted_kappa
-from ._cache import JudgmentCache, call_key, prompt_hash
+from ._cache import CacheCorruptError, JudgmentCache, call_key, prompt_hash
 from ._prompts import (
     ReplyError,
     parse_concept_reply,
@@ -17,6 +17,7 @@ from ._prompts import (
 )
 from ._providers import (
     AnthropicProvider,
+    CancelledCall,
     FatalProviderError,
     JudgeConfig,
     OpenAIChatProvider,
@@ -25,6 +26,7 @@ from ._providers import (
     RateLimiter,
     TransientError,
     make_provider,
+    redact,
 )
 from ._report import certification_figure, write_report
 from ._runner import Judgments, aggregate_categorical, aggregate_ordinal, load_items, run_judgments
@@ -33,6 +35,8 @@ __all__ = [
     "FIELD_LEVELS",
     "AnthropicProvider",
     "AuditReport",
+    "CacheCorruptError",
+    "CancelledCall",
     "FatalProviderError",
     "JudgeConfig",
     "JudgmentCache",
@@ -55,6 +59,7 @@ __all__ = [
     "parse_item_reply",
     "prompt_hash",
     "quadratic_weighted_kappa",
+    "redact",
     "render_concept_prompt",
     "render_item_prompt",
     "run_judgments",
