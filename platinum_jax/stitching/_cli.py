@@ -127,12 +127,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# Library messages name keyword arguments; on the command line the options are meant.
+_OPTION_HINTS = (
+    ("pass clip=True to clip them instead", "pass --clip to clip them instead"),
+    ("pass duplicates='max', 'mean', 'first' or 'last' to reduce them",
+     "pass --duplicates max, mean, first or last to reduce them"),
+    ("pass components='separate' to fit each alone", "pass --components separate to fit each alone"),
+)
+
+
+def as_option_hints(exc: Exception) -> Exception:
+    """``exc`` with keyword-argument advice rewritten as command-line options (same type)."""
+    text = str(exc)
+    for api, cli in _OPTION_HINTS:
+        text = text.replace(api, cli)
+    if text == str(exc):
+        return exc
+    try:
+        return type(exc)(text)
+    except TypeError:
+        return ValueError(text)
+
+
 def load_table(args: argparse.Namespace):
     """The :class:`ScoreTable` named by ``args.data`` (CSV file or Epoch raw/ directory).
 
     ``args.duplicates`` (None: ``"error"``) applies to a CSV; a directory is reduced by max, and
-    any other rule asked for it is an error rather than silently ignored.
+    any other rule asked for it is an error rather than silently ignored.  Errors that advise a
+    keyword argument (``clip=True``) name the command-line option (``--clip``) instead.
     """
+    try:
+        return _load_table(args)
+    except ValueError as exc:
+        raise as_option_hints(exc) from None
+
+
+def _load_table(args: argparse.Namespace):
     from ._table import ScoreTable
 
     path = Path(args.data)
@@ -254,9 +284,12 @@ def run(args: argparse.Namespace) -> int:
     # Claimed before the fit: a directory that cannot be written fails in a second, not after it.
     with output_directory(args.out, "stitch", overwrite=args.overwrite) as out:
         print(f"{table!r}; anchor {anchor.describe()}; l2 = {args.l2:g}")
-        fits = fit_stitching(
-            table, anchor, args.l2, components=args.components, restarts=args.restarts
-        )
+        try:
+            fits = fit_stitching(
+                table, anchor, args.l2, components=args.components, restarts=args.restarts
+            )
+        except ValueError as exc:
+            raise as_option_hints(exc) from None
         if not isinstance(fits, list):
             fits = [fits]
         for k, fit in enumerate(fits):
