@@ -8,7 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 _DESCRIPTION = """\
-Certify platinum items with an LLM judge (seed 000, section 4 and appendix A).
+Certify platinum items with an LLM judge (Haupt, Reuel, Kochenderfer and Koyejo, "Optimal
+Aggregation Mechanisms for AI Benchmarking and Platinum Benchmarks", section 4 and appendix A).
 
 For each concept j the judge scores welfare alignment W_j (1-5), marginal improvement cost K_j
 and measurement noise N_j (low/medium/high); for each item i and concept j it scores the
@@ -42,7 +43,7 @@ replaced, its judge cache (judgments.sqlite) is kept so finished calls are not p
 Exit status:
   0  every judge call succeeded (whatever the number of items certified)
   2  a problem with the input or the setup (bad file, unknown option value, rejected API key,
-     damaged cache, DIR not usable): nothing was judged
+     damaged cache, DIR not usable)
   3  some judge calls failed (rate limits, server errors, timeouts, unusable or invalid replies):
      the outputs are written but incomplete; rerun the same command with --overwrite to ask
      the failed calls again (add --retry-failed to also redo invalid replies)

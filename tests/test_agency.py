@@ -263,7 +263,7 @@ def test_float32_keeps_the_commuting_basis_and_the_fast_path():
     np.testing.assert_allclose((Q * sig) @ Q.T, Sigma, atol=1e-4 * np.abs(Sigma).max())
     assert out["platinum_kind"] == "commuting" and out["platinum"] == out["truth"]
     assert out["path"] == "fast" and out["basis_kind"] == "commuting", out["reason"]
-    # Grid truth in float64: M/κ + δ q qᵀ with q the concept of largest λ/σ (seed 000, eq. 3),
+    # Grid truth in float64: M/κ + δ q qᵀ with q the concept of largest λ/σ (Haupt et al., eq. 3),
     # found independently from eigh of a generic combination of the commuting pair.
     _, V = np.linalg.eigh(M + 0.37 * Sigma)
     ratio = np.einsum("ij,ik,kj->j", V, M, V) / np.einsum("ij,ik,kj->j", V, Sigma, V)

@@ -144,7 +144,7 @@ def test_commuting_concept_shift_is_the_papers_rank_one_change():
     world = demo_world(seed=0)
     base = world.primitives
     M0, S0, w0 = (np.asarray(x) for x in (base.M, base.Sigma, base.w))
-    # Independent concept 0: the shared eigenvector with the largest λ/σ (seed 000, eq. 3).
+    # Independent concept 0: the shared eigenvector with the largest λ/σ (Haupt et al., eq. 3).
     _, V = np.linalg.eigh(M0 + 0.37 * S0)
     lam = np.einsum("ij,ik,kj->j", V, M0, V)
     sig = np.einsum("ij,ik,kj->j", V, S0, V)

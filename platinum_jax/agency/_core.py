@@ -1,4 +1,7 @@
-"""The multitask principal-agent model of benchmark aggregation (seed 000, section 2).
+"""The multitask principal-agent model of benchmark aggregation.
+
+From Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms for AI Benchmarking
+and Platinum Benchmarks", section 2.
 
 A designer publishes weights ``v`` (m,), a lab with CARA coefficient ``r`` best-responds with
 effort ``a`` (n,) at cost ½ aᵀCa, task performance is ``y = A a + ε`` with ``ε ~ N(0, Σ)``, and
@@ -127,7 +130,7 @@ def optimal_weights(
     *,
     check: Check = "auto",
 ) -> Float[Array, " m"]:
-    """Welfare-maximising aggregation weights ``v* = (M + rΣ)⁻¹Mw`` (seed 000, eq. 1).
+    """Welfare-maximising aggregation weights ``v* = (M + rΣ)⁻¹Mw`` (Haupt et al., eq. 1).
 
     Solved with a Cholesky factorisation of ``M + rΣ`` (positive definite when ``Σ ≻ 0`` and
     ``r > 0``).  ``check="auto"`` validates concrete inputs and does nothing under tracing;

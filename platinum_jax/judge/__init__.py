@@ -1,4 +1,7 @@
-"""LLM-as-judge certification workflow for the platinum rubric (seed 000, appendix A).
+"""LLM-as-judge certification workflow for the platinum rubric.
+
+From Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms for AI Benchmarking
+and Platinum Benchmarks", appendix A.
 
 Render the two appendix prompts, call an OpenAI-compatible or Anthropic model with rate
 limiting, backoff and an on-disk SQLite cache, parse replies strictly, aggregate several samples

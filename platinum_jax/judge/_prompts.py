@@ -1,4 +1,7 @@
-"""The two judge prompts of seed 000, appendix A, and strict parsing of the replies.
+"""The two judge prompts and strict parsing of the replies.
+
+The prompts are those of Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms
+for AI Benchmarking and Platinum Benchmarks", appendix A.
 
 Templates live in ``platinum_jax/judge/templates/`` with ``{UPPER_CASE}`` placeholders.  The
 concept prompt adds a scale for measurement noise, which the appendix's JSON asks for but its

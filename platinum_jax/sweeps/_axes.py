@@ -1,4 +1,7 @@
-"""Sweep axes: small composable transformations of the primitives (seed 000, sections 2-3).
+"""Sweep axes: small composable transformations of the primitives.
+
+From Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms for AI Benchmarking
+and Platinum Benchmarks", sections 2-3.
 
 An axis owns a 1-D array of ``values`` (its coordinates) and says how one value changes the
 primitives of a grid point.  Every axis has two views of that change:
@@ -298,7 +301,7 @@ class RiskAversion(Axis):
 
 
 class CostScale(Axis):
-    """Uniform cost change ``M ↦ M / κ`` with ``κ > 0`` (seed 000 §3, "uniform changes").
+    """Uniform cost change ``M ↦ M / κ`` with ``κ > 0`` (Haupt et al. §3, "uniform changes").
 
     Equivalent to ``v*(κ) = (M + κ rΣ)⁻¹ M w``: larger ``κ`` means costlier improvement, which
     acts like more measurement risk and moves weight toward well-measured concepts.
@@ -326,7 +329,7 @@ class CostScale(Axis):
 
 
 class ConceptShift(Axis):
-    """Concept-separable cost change ``M ↦ M + δ p_j p_jᵀ`` (seed 000, eq. 3).
+    """Concept-separable cost change ``M ↦ M + δ p_j p_jᵀ`` (Haupt et al., eq. 3).
 
     ``p_j = G q_j`` with ``q_j`` concept ``j`` of :func:`platinum_jax.concept_basis` and ``G`` its
     metric: when ``M`` and ``Σ`` commute ``p_j = q_j`` (the unit eigenvector of the paper);

@@ -118,7 +118,7 @@ class EffortCost(Output):
 
 
 class Platinum(Output):
-    """Platinum flags (item,) bool (seed 000, Definition 1), variable ``"platinum"``.
+    """Platinum flags (item,) bool (Haupt et al., Definition 1), variable ``"platinum"``.
 
     Item ``i`` is platinum when some concept ``j`` has welfare alignment ``cos φ_j ≥ τ_w``,
     loading ``cos θ_ij ≥ τ_m`` and signal-to-noise-cost ratio ``λ_j/(rσ_j) ≥ τ_e``, exactly as

@@ -4,7 +4,7 @@
 * :func:`plot_weight_curves` -- ``v*_i`` against one axis (r, κ, δ, ...) with the direction seed
   000 predicts written on the panel;
 * :func:`plot_measurement_shift` -- a uniform cost change (κ) moving weight toward
-  well-measured items (seed 000 §3).
+  well-measured items (Haupt et al. §3).
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import numpy as np
 
 __all__ = ["plot_weight_heatmaps", "plot_weight_curves", "plot_measurement_shift"]
 
-# What seed 000 predicts along each built-in axis, in words for the figure.
+# What Haupt et al. predict along each built-in axis, in words for the figure.
 _PREDICTIONS = {
-    "RiskAversion": "seed 000 eq. 2: larger r shrinks every concept by λ/(λ+rσ),\n"
+    "RiskAversion": "Haupt et al. eq. 2: larger r shrinks every concept by λ/(λ+rσ),\n"
                     "most for noisy or costly concepts -> weight falls, toward precise items",
-    "CostScale": "seed 000 §3: M/κ equals risk κr; larger κ shifts\n"
+    "CostScale": "Haupt et al. §3: M/κ equals risk κr; larger κ shifts\n"
                  "weight toward well-measured concepts",
-    "ConceptShift": "seed 000 eq. 3: δ > 0 makes concept {c} cheaper ->\n"
+    "ConceptShift": "Haupt et al. eq. 3: δ > 0 makes concept {c} cheaper ->\n"
                     "weight rises on items loading on it",
-    "NoiseScale": "seed 000 §3: larger noise on concept {c} lowers its weight",
+    "NoiseScale": "Haupt et al. §3: larger noise on concept {c} lowers its weight",
     "WelfareShift": "higher welfare relevance raises the weight of aligned items",
 }
 
@@ -119,7 +119,7 @@ def _is_log(values) -> bool:
 def plot_weight_curves(ds, axes_to_plot=None, *, items=None, at: dict | None = None, path=None):
     """``v*_i`` against each of ``axes_to_plot`` (default: every axis), one panel per axis.
 
-    Each panel states the comparative static seed 000 predicts for that kind of axis.
+    Each panel states the comparative static Haupt et al. predicts for that kind of axis.
     """
     if "v" not in ds:
         raise KeyError("the sweep has no 'v' variable; run it with outputs=[Weights(), ...]")
@@ -161,7 +161,7 @@ def _cycle(n: int):
 
 
 def plot_measurement_shift(ds, noise, *, axis: str = "kappa", at: dict | None = None, path=None):
-    """How a uniform cost change moves weight toward well-measured items (seed 000 §3).
+    """How a uniform cost change moves weight toward well-measured items (Haupt et al. §3).
 
     ``noise`` (m,) is each item's measurement noise (e.g. ``diag(Σ)`` or its concept's σ).  Left:
     each item's share ``v*_i / Σ_k |v*_k|`` against ``axis``, coloured by noise.  Right: the
@@ -209,7 +209,7 @@ def plot_measurement_shift(ds, noise, *, axis: str = "kappa", at: dict | None = 
     ax_total.set_ylabel("total weight share")
     ax_total.legend(fontsize=8)
     ax_total.set_title("uniform cost change (M -> M/kappa) moves weight\n"
-                       "toward well-measured items (seed 000 §3)", fontsize=9)
+                       "toward well-measured items (Haupt et al. §3)", fontsize=9)
     for ax in (ax_items, ax_total):
         if _is_log(x):
             ax.set_xscale("log")
