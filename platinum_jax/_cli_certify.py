@@ -129,6 +129,7 @@ def run(args) -> int:
 
     items = load_items(args.items)
     concepts = load_concepts(args.concepts)
+    results = _load_results(args.results, items) if args.results else None  # before paying for calls
     judges = [JudgeConfig.from_spec(spec, api_key_env=args.api_key_env,
                                     temperature=args.temperature, max_tokens=args.max_tokens,
                                     timeout=args.timeout, max_retries=args.max_retries,
@@ -154,7 +155,7 @@ def run(args) -> int:
             return 130
         finally:
             store.close()
-        return _write_outputs(args, out, res, items, concepts)
+        return _write_outputs(args, out, res, items, concepts, results)
 
 
 def _open_cache(path: Path, rebuild: bool, out):
@@ -189,7 +190,35 @@ def _failure_reasons(failures) -> str:
     return ", ".join(f"{n} x {r}" for r, n in counts.most_common())
 
 
-def _write_outputs(args, out, res, items, concepts) -> int:
+def _load_results(path: str, items):
+    """The --results table (models x items in [0, 1]), checked against the items file."""
+    import pandas as pd
+
+    from platinum_jax.rubric._reweight import _validate_results
+
+    try:
+        results = pd.read_csv(path, index_col=0)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"--results {path}: no such file") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise ValueError(f"--results {path} is not a readable CSV ({exc})") from None
+    results.columns = results.columns.astype(str)
+    try:
+        _validate_results(results)
+    except ValueError as exc:
+        raise ValueError(f"--results {path}: {exc}") from None
+    ids = [str(i) for i in items.index]
+    missing = [i for i in ids if i not in results.columns]
+    extra = [c for c in results.columns if c not in ids]
+    if missing or extra:
+        raise ValueError(
+            f"--results {path}: its columns must be the item ids of the items file; missing "
+            f"{missing[:5]}, not in the items file {extra[:5]}"
+        )
+    return results
+
+
+def _write_outputs(args, out, res, items, concepts, results) -> int:
     import numpy as np
     import pandas as pd
 
@@ -238,8 +267,6 @@ def _write_outputs(args, out, res, items, concepts) -> int:
         if not complete:
             notes.append("rankings not compared: the weights are incomplete")
         else:
-            results = pd.read_csv(args.results, index_col=0)
-            results.columns = results.columns.astype(str)
             schemes = {"rubric": weights["rubric_weight"]}
             if weights["model_weight"].notna().all():
                 schemes["model"] = weights["model_weight"]

@@ -79,3 +79,23 @@ def test_certify_refuses_a_negative_temperature(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "--temperature" in err and "got -3" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_certify_checks_its_inputs_before_any_call(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"item_id": "q1", "text": "What is 2 + 2?"}\n'
+                     '{"item_id": "q2", "text": "Name a prime."}\n')
+    results = tmp_path / "results.csv"
+    results.write_text("model,q1,q2\nA,90,80\n")  # percentages
+    base = ["certify", str(items), "--judge", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+            "--out", str(tmp_path / "o")]
+    assert main([*base, "--results", str(results)]) == 2
+    assert "--results" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    results.write_text("model,q1,q3\nA,0.9,0.8\n")  # an item the items file does not have
+    assert main([*base, "--results", str(results)]) == 2
+    assert "not in the items file ['q3']" in capsys.readouterr().err
+    # a directory where a file belongs is a message, not a traceback
+    assert main(["certify", str(tmp_path), "--judge", "openai:m", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "platinum-jax certify: error:" in err and "Traceback" not in err

@@ -177,6 +177,5 @@ def test_certify_cli_compares_rankings(tmp_path, items_file, concepts_file, monk
     assert "rubric: Kendall tau 0.333, 2 model(s) moved" in capsys.readouterr().err
     bad = results * 100
     bad.to_csv(tmp_path / "results.csv")
-    assert main(_args(items_file, concepts_file, server, out, "--results", str(tmp_path / "results.csv"),
-                      "--overwrite")) == 2
+    assert main(_args(items_file, concepts_file, server, out, "--results", str(tmp_path / "results.csv"))) == 2
     assert "divide by 100" in capsys.readouterr().err
