@@ -265,3 +265,25 @@ def test_injected_item_text_is_quoted_as_data(tmp_path, files, monkeypatch):
     bare = f"Benchmark item text: {injected['q4']}\nmeasurement_strength_0_to_3"
     reply = _ObedientJudge(items["text"])("openai", [{"content": bare}], 0)
     assert json.loads(reply.text)["measurement_strength_0_to_3"] == 3
+
+
+def test_certify_ctrl_c_exits_130_and_a_plain_rerun_continues(tmp_path, files, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    out = tmp_path / "cert"
+    switch = _Switch(Reply(text="{}", delay=20.0))  # hangs until the switch is flipped
+
+    with ScriptedJudgeServer(switch) as server:
+        def ctrl_c_once_calls_hang():
+            while server.request_count < 4:
+                time.sleep(0.01)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+        threading.Thread(target=ctrl_c_once_calls_hang, daemon=True).start()
+        assert _certify(files, server.openai_base_url, out, "--timeout", "30") == 130
+        assert "interrupted" in capsys.readouterr().err
+        assert json.loads((out / ".platinum-jax-manifest.json").read_text())["complete"] is False
+        switch.broken = False
+        # nothing but the cache is there, so the same command continues without --overwrite
+        assert _certify(files, server.openai_base_url, out) == 0
+    items = pd.read_csv(out / "items.csv", index_col="item_id")
+    assert list(items["certified"]) == [True, True, False, False, True]
