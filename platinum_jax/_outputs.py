@@ -175,6 +175,7 @@ def output_directory(
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{option} {out} is an existing file; give a directory path")
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -208,7 +209,18 @@ def output_directory(
         od = OutputDir(out, command)
         od._state = sorted(n for n in keep if (out / n).exists())
         od._save_manifest(complete=False)
-        yield od
+        try:
+            yield od
+        except BaseException:
+            # A run that failed before writing anything into a directory it created leaves
+            # no empty directory behind.
+            if created and not od.written and not any((out / n).exists() for n in od._state):
+                for name in (MANIFEST, LOCK):
+                    with contextlib.suppress(OSError):
+                        (out / name).unlink()
+                with contextlib.suppress(OSError):
+                    out.rmdir()
+            raise
         if od.finished:
             od._save_manifest(complete=True)
     finally:

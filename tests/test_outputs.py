@@ -240,3 +240,17 @@ def test_reading_a_tampered_chunk_lazily_is_refused_by_name(problem, tmp_path, f
         path.write_bytes((store / "chunk_000000.nc").read_bytes())
     with pytest.raises(ValueError, match="chunk 1 failed its check"):
         ds["welfare"].values  # noqa: B018
+
+
+def test_a_run_that_fails_before_writing_leaves_no_directory(tmp_path):
+    out = tmp_path / "new"
+    with pytest.raises(RuntimeError, match="fit failed"):
+        with output_directory(out, "stitch"):
+            raise RuntimeError("fit failed")
+    assert not out.exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()  # a directory the user made is left where it was
+    with pytest.raises(RuntimeError):
+        with output_directory(kept, "stitch"):
+            raise RuntimeError("fit failed")
+    assert kept.is_dir()
