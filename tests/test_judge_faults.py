@@ -129,6 +129,9 @@ def test_redact_removes_the_key_and_common_key_shapes():
         assert leak not in clean
     assert '"authorization": "Bearer [REDACTED]"' in clean and "api_key=[REDACTED]" in clean
     assert redact("score 3 of 5, plain text", [CANARY]) == "score 3 of 5, plain text"
+    # replies keep their words: only the key itself is removed from them
+    reply = f"tests basic arithmetic; secret: none; {CANARY}"
+    assert redact(reply, [CANARY], shapes=False) == "tests basic arithmetic; secret: none; [REDACTED]"
 
 
 def test_a_server_echoing_the_key_cannot_leak_it(tmp_path, files, monkeypatch, capsys):

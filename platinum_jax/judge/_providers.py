@@ -74,14 +74,20 @@ _KEY_SHAPES = [
 ]
 
 
-def redact(text: str, secrets=()) -> str:
-    """``text`` with every occurrence of ``secrets`` and anything shaped like a credential
-    replaced by ``[REDACTED]``; applied to provider errors and replies before they are shown or
-    stored, so a server that echoes the request headers cannot leak the API key."""
+def redact(text: str, secrets=(), shapes: bool = True) -> str:
+    """``text`` with every occurrence of ``secrets`` (and, with ``shapes``, anything shaped like
+    a credential) replaced by ``[REDACTED]``.
+
+    Provider errors get both before they are shown or stored, so a server that echoes the
+    request headers cannot leak the API key; replies get the secrets only, so that a rationale
+    that says "basic arithmetic" is kept as written.
+    """
     if not isinstance(text, str):
         return text
     for secret in sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
+    if not shapes:
+        return text
     for shape in _KEY_SHAPES:
         text = shape.sub(lambda m: "".join(g for g in m.groups() if g) + REDACTED, text)
     return text
@@ -227,7 +233,7 @@ class Provider:
             with self._count_lock:
                 self.requests += 1
             try:
-                return redact(self._request(messages), self.secrets), attempt
+                return redact(self._request(messages), self.secrets, shapes=False), attempt
             except TransientError as exc:
                 if attempt == cfg.max_retries:
                     raise TransientError(redact(f"gave up after {attempt + 1} attempt(s): {exc}",
