@@ -18,7 +18,7 @@ noisy; trivia recall matters little for welfare.  The demo
   2. certifies platinum items by Definition 1 and checks them against the truth,
   3. compares welfare under uniform and optimal weights, and the comparative statics,
   4. writes items.csv, concepts.csv, comparative_statics.csv, summary.json and weights.png
-     to --out.
+     to --out (which must be empty unless --overwrite replaces an earlier demo run there).
 """
 
 EPILOG = """\

@@ -33,6 +33,8 @@ Outputs in --out:
   fit.json          cost, iterations, converged, anchor, l2, sizes (+ bootstrap counts)
   capabilities.png  capabilities over release date with error bars, and benchmark difficulties
   residuals.png     residuals per benchmark
+--out must be empty, or hold an earlier stitch run and --overwrite be given; a second run into
+a directory being written stops with an error. Files are written whole or not at all.
 With --bayes, the Bayesian fit (NumPyro) runs instead; see `platinum-jax stitch-bayes --help`.
 """
 

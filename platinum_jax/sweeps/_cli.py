@@ -25,6 +25,9 @@ The sweep is computed in chunks of --chunk-size points by one compiled function;
 finished chunk is written to OUT/chunks, so an interrupted run continues with --resume.
 Results: OUT/sweep.nc (xarray; open with xarray.open_dataset), OUT/summary.json and
 PNG figures (heat maps of each item's weight, weight curves, measurement shift).
+OUT must be empty unless --resume (same sweep) or --overwrite (start afresh) is given.  Every
+stored chunk carries the sweep's fingerprint, its index and checksums: on --resume a chunk that
+does not match is recomputed, with a warning naming it.
 """
 
 EPILOG = """\
