@@ -195,12 +195,23 @@ class NetCDFStore(ChunkStore):
         os.replace(tmp, self._chunk_path(k))  # atomic: a chunk file is either complete or absent
 
     def _load(self, k, names):
-        import xarray as xr
+        # h5py directly: an order of magnitude faster than opening each chunk with xarray,
+        # which matters when a resume checks every chunk.
+        import h5py
 
-        with xr.open_dataset(self._chunk_path(k), engine="h5netcdf", cache=False) as ds:
-            arrays = {name: ds[name].values
-                      for name in (list(ds.data_vars) if names is None else names)}
-            seal = json.loads(ds.attrs.get("platinum_jax_seal", "{}"))
+        with h5py.File(self._chunk_path(k), "r") as f:
+            raw = f.attrs.get("platinum_jax_seal", "{}")
+            seal = json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
+            if names is None:
+                names = [n for n, d in f.items() if isinstance(d, h5py.Dataset)
+                         and d.attrs.get("CLASS") != b"DIMENSION_SCALE"]
+            arrays = {}
+            for name in names:
+                d = f[name]
+                a = d[()]
+                if d.attrs.get("dtype") in ("bool", b"bool"):  # xarray stores bool as int8
+                    a = a.astype(bool)
+                arrays[name] = a
         return arrays, seal
 
     def read(self, k, names=None):
