@@ -31,10 +31,10 @@ def _wait_for(path, proc, seconds=60.0):
     deadline = time.monotonic() + seconds
     while not path.exists():
         if proc.poll() is not None:
-            raise AssertionError(f"helper process ended early: {proc.stderr.read().decode()}")
+            raise AssertionError(f"the writing process ended early: {proc.stderr.read().decode()}")
         if time.monotonic() > deadline:
             proc.kill()
-            raise AssertionError("helper process never got ready")
+            raise AssertionError("the writing process never got ready")
         time.sleep(0.02)
 
 
