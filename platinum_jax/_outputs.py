@@ -91,9 +91,6 @@ class OutputDir:
         """Leave the run marked incomplete in the manifest (e.g. after Ctrl-C)."""
         self.finished = False
 
-    def __truediv__(self, name: str) -> Path:
-        return self.path / name
-
     def write(self, name: str, writer: Callable[..., object], *args, **kwargs) -> Path:
         """Write ``name`` atomically with ``writer(path, *args, **kwargs)`` (e.g. ``df.to_csv``)."""
         if Path(name).name != name or name.startswith(".platinum-jax"):
