@@ -24,7 +24,7 @@ $(VENV)/.installed-docs: $(BIN)/python pyproject.toml
 DOCS_ENV := NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true
 
 demo: $(VENV)/.installed
-	$(BIN)/platinum-jax demo --out demo_output
+	$(BIN)/platinum-jax demo --out demo_output --overwrite
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -n 2 --dist loadfile

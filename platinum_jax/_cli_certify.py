@@ -37,6 +37,17 @@ Outputs in --out DIR:
   report.html   summary, figure and failures for a curator
   audit.csv, review.csv  with --expert: agreement with expert labels, cells to review first
   rankings.csv  with --results: model scores and ranks, uniform vs reweighted
+DIR must be empty, or hold an earlier certify run and --overwrite be given: its outputs are
+replaced, its judge cache (judgments.sqlite) is kept so finished calls are not paid for again.
+
+Exit status:
+  0  every judge call succeeded (whatever the number of items certified)
+  2  a problem with the input or the setup (bad file, unknown option value, rejected API key,
+     damaged cache, DIR not usable)
+  3  some judge calls failed (rate limits, server errors, timeouts, unusable or invalid replies):
+     the outputs are written but incomplete; rerun the same command with --overwrite to ask
+     the failed calls again (add --retry-failed to also redo invalid replies)
+  130  interrupted (Ctrl-C): every finished call is in the cache; rerun to continue
 """
 
 _EPILOG = """\
@@ -84,7 +95,13 @@ def register(subparsers) -> None:
     p.add_argument("--threshold", type=float, default=None, metavar="T",
                    help="certify when P_i >= T instead of the appendix rule")
     p.add_argument("--cache", default=None, metavar="FILE", help="SQLite cache (default: DIR/judgments.sqlite)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory (created if needed)")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="output directory (created if needed; must be empty unless --overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the outputs of an earlier certify run in DIR (its judge cache is kept)")
+    p.add_argument("--rebuild-cache", action="store_true",
+                   help="if the judge cache is damaged, set it aside (NAME.corrupt-TIMESTAMP) and "
+                        "start a new one; finished calls are then asked again")
     p.add_argument("--concurrency", type=int, default=4, help="parallel requests (default 4)")
     p.add_argument("--rate-limit", type=float, default=None, metavar="RPS", help="max requests per second")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
@@ -106,21 +123,13 @@ def run(args) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # the model route solves linear systems
-    import numpy as np
-    import pandas as pd
-
-    from platinum_jax.judge import JudgeConfig, audit, load_items, run_judgments, write_report
-    from platinum_jax.rubric import (
-        certify,
-        item_weights,
-        load_concepts,
-        model_weights,
-        quality_factors,
-        ranking_change,
-    )
+    from platinum_jax._outputs import output_directory
+    from platinum_jax.judge import JudgeConfig, load_items, run_judgments
+    from platinum_jax.rubric import load_concepts
 
     items = load_items(args.items)
     concepts = load_concepts(args.concepts)
+    results = _load_results(args.results, items) if args.results else None  # before paying for calls
     judges = [JudgeConfig.from_spec(spec, api_key_env=args.api_key_env,
                                     temperature=args.temperature, max_tokens=args.max_tokens,
                                     timeout=args.timeout, max_retries=args.max_retries,
@@ -128,12 +137,99 @@ def run(args) -> int:
     # --base-url names an OpenAI-compatible server; sending an anthropic: judge there as well
     # would break a run that mixes a local judge with a hosted Anthropic one.
     judges = [replace(j, base_url=args.base_url) if j.provider == "openai" else j for j in judges]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cache = Path(args.cache) if args.cache else out / "judgments.sqlite"
-    res = run_judgments(items, concepts, judges, samples=args.samples, cache=cache,
-                        concurrency=args.concurrency, rate_limit=args.rate_limit,
-                        retry_failed=args.retry_failed, progress=not args.no_progress)
+    cache_default = args.cache is None
+    cache_names = ("judgments.sqlite", "judgments.sqlite-wal", "judgments.sqlite-shm")
+    with output_directory(args.out, "certify", overwrite=args.overwrite,
+                          keep=cache_names if cache_default else (),
+                          hint="the judge cache there is kept, so finished calls cost nothing") as out:
+        cache = out.own("judgments.sqlite") if cache_default else Path(args.cache)
+        store = _open_cache(cache, args.rebuild_cache, out if cache_default else None)
+        try:
+            res = run_judgments(items, concepts, judges, samples=args.samples, cache=store,
+                                concurrency=args.concurrency, rate_limit=args.rate_limit,
+                                retry_failed=args.retry_failed, progress=not args.no_progress)
+        except KeyboardInterrupt:
+            out.abandon()
+            print(f"platinum-jax certify: interrupted; {len(store)} finished judge call(s) are in "
+                  f"{cache}; rerun the same command to continue", file=sys.stderr)
+            return 130
+        finally:
+            store.close()
+        return _write_outputs(args, out, res, items, concepts, results)
+
+
+def _open_cache(path: Path, rebuild: bool, out):
+    from platinum_jax.judge import CacheCorruptError, JudgmentCache
+    from platinum_jax.judge._cache import set_aside
+
+    try:
+        return JudgmentCache(path)
+    except CacheCorruptError:
+        if not rebuild or not path.exists():
+            raise
+    moved = set_aside(path)
+    if out is not None:
+        out.own(moved.name)
+    print(f"note: the damaged judge cache was moved to {moved}; building a new one", file=sys.stderr)
+    return JudgmentCache(path)
+
+
+def _failure_reasons(failures) -> str:
+    """'12 x HTTP 500, 3 x invalid reply' from the error column of the failed calls."""
+    import re
+    from collections import Counter
+
+    def reason(error: str) -> str:
+        text = re.sub(r"^\w+Error: ", "", str(error))
+        text = re.sub(r"^gave up after \d+ attempt\(s\): ", "", text)
+        if text.startswith("invalid reply"):
+            return "invalid reply"
+        return re.split(r"[:(;]", text, maxsplit=1)[0].strip()[:80] or "unknown"
+
+    counts = Counter(reason(e) for e in failures["error"])
+    return ", ".join(f"{n} x {r}" for r, n in counts.most_common())
+
+
+def _load_results(path: str, items):
+    """The --results table (models x items in [0, 1]), checked against the items file."""
+    import pandas as pd
+
+    from platinum_jax.rubric._reweight import _validate_results
+
+    try:
+        results = pd.read_csv(path, index_col=0)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"--results {path}: no such file") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise ValueError(f"--results {path} is not a readable CSV ({exc})") from None
+    results.columns = results.columns.astype(str)
+    try:
+        _validate_results(results)
+    except ValueError as exc:
+        raise ValueError(f"--results {path}: {exc}") from None
+    ids = [str(i) for i in items.index]
+    missing = [i for i in ids if i not in results.columns]
+    extra = [c for c in results.columns if c not in ids]
+    if missing or extra:
+        raise ValueError(
+            f"--results {path}: its columns must be the item ids of the items file; missing "
+            f"{missing[:5]}, not in the items file {extra[:5]}"
+        )
+    return results
+
+
+def _write_outputs(args, out, res, items, concepts, results) -> int:
+    import numpy as np
+    import pandas as pd
+
+    from platinum_jax.judge import audit, write_report
+    from platinum_jax.rubric import (
+        certify,
+        item_weights,
+        model_weights,
+        quality_factors,
+        ranking_change,
+    )
 
     cs = res.concept_scores
     rule = "threshold" if args.threshold is not None else "appendix"
@@ -141,10 +237,10 @@ def run(args) -> int:
     S = res.strengths.copy()
     S.columns = [f"S_{c}" for c in S.columns]
     items_out = cert[["platinum_score", "certified", "concept", "certifying_concept", "complete"]].join(S.astype("Int64"))
-    items_out.to_csv(out / "items.csv", index_label="item_id")
+    out.write("items.csv", items_out.to_csv, index_label="item_id")
     concepts_out = concepts.to_frame().join(cs)
     concepts_out.insert(4, "Q", quality_factors(cs[["W", "K", "N"]], allow_missing=True))
-    concepts_out.to_csv(out / "concepts.csv", index_label="concept")
+    out.write("concepts.csv", concepts_out.to_csv, index_label="concept")
 
     notes = []
     if args.samples > 1 and args.temperature == 0:
@@ -164,38 +260,44 @@ def run(args) -> int:
         weights["model_weight"] = np.nan
         notes.append("weights not computed: some judge calls failed (see failures); a plain rerun retries "
                      "rate limits, server errors and timeouts, --retry-failed also redoes invalid replies")
-    weights.to_csv(out / "weights.csv", index_label="item_id")
-    res.records.drop(columns=["key"]).to_csv(out / "judgments.csv", index=False)
+    out.write("weights.csv", weights.to_csv, index_label="item_id")
+    out.write("judgments.csv", res.records.drop(columns=["key"]).to_csv, index=False)
 
     if args.results:
         if not complete:
             notes.append("rankings not compared: the weights are incomplete")
         else:
-            results = pd.read_csv(args.results, index_col=0)
-            results.columns = results.columns.astype(str)
             schemes = {"rubric": weights["rubric_weight"]}
             if weights["model_weight"].notna().all():
                 schemes["model"] = weights["model_weight"]
             rc = ranking_change(results, schemes)
-            rc.scores.join(rc.ranks.add_suffix("_rank")).to_csv(out / "rankings.csv", index_label="model")
+            out.write("rankings.csv", rc.scores.join(rc.ranks.add_suffix("_rank")).to_csv,
+                      index_label="model")
             notes.append("ranking change vs uniform averaging: " + "; ".join(
                 f"{name}: Kendall tau {r.kendall_tau:.3f}, {int(r.models_moved)} model(s) moved"
                 for name, r in rc.kendall.iterrows()))
     if args.expert:
         rep = audit(res, args.expert)
-        rep.agreement.to_csv(out / "audit.csv")
-        rep.review.to_csv(out / "review.csv", index=False)
+        out.write("audit.csv", rep.agreement.to_csv)
+        out.write("review.csv", rep.review.to_csv, index=False)
         notes.append("agreement with expert labels: " + "; ".join(
             f"{j}/{f}: exact {r.exact_agreement:.2f}, kappa {r.qw_kappa:.2f} (n={r.n_labelled})"
             for (j, f), r in rep.agreement.iterrows() if r.n_labelled))
     rule_text = f"P_i >= {args.threshold:g}" if rule == "threshold" else "W >= 4, K in {low, medium}, S >= 2"
-    write_report(out / "report.html", cert, concepts_out, rule=rule_text, stats=res.stats,
-                 failures=res.failures, threshold=args.threshold, notes=notes)
+    out.write("report.html", lambda path: write_report(
+        path, cert, concepts_out, rule=rule_text, stats=res.stats, failures=res.failures,
+        threshold=args.threshold, notes=notes))
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     n_cert = int(cert["certified"].fillna(False).astype(bool).sum())
     st = res.stats
     print(f"{n_cert} of {len(cert)} items certified platinum; calls made {st['calls_made']}, "
-          f"cached {st['cached']}, failed {st['failed']}; wrote {out}/items.csv, concepts.csv, "
+          f"cached {st['cached']}, failed {st['failed']}; wrote {out.path}/items.csv, concepts.csv, "
           f"weights.csv, judgments.csv, report.html")
+    if st["failed"]:
+        print(f"platinum-jax certify: {st['failed']} judge call(s) failed "
+              f"({_failure_reasons(res.failures)}); the results are incomplete. Rerun the same "
+              "command with --overwrite to ask them again (--retry-failed also redoes invalid "
+              "replies); finished calls come from the cache", file=sys.stderr)
+        return 3
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 DESCRIPTION = """\
 Run the optimal-aggregation pipeline of "platinum items" on a seeded synthetic benchmark
@@ -19,7 +18,7 @@ noisy; trivia recall matters little for welfare.  The demo
   2. certifies platinum items by Definition 1 and checks them against the truth,
   3. compares welfare under uniform and optimal weights, and the comparative statics,
   4. writes items.csv, concepts.csv, comparative_statics.csv, summary.json and weights.png
-     to --out.
+     to --out (which must be empty unless --overwrite replaces an earlier demo run there).
 """
 
 EPILOG = """\
@@ -35,7 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "demo", help="optimal weights and platinum items on the synthetic default world",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--out", default="demo_output", help="output directory (default: demo_output)")
+    p.add_argument("--out", default="demo_output",
+                   help="output directory (default: demo_output; must be empty unless --overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the outputs of an earlier demo run in --out")
     p.add_argument("--seed", type=int, default=0, help="seed of the activity side (A, C)")
     p.add_argument("--r", type=float, default=1.0, help="lab risk aversion r > 0 (default 1)")
     p.add_argument("--tau-w", type=float, default=0.3, help="welfare-alignment threshold in (0,1)")
@@ -68,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     import platinum_jax as pj
+    from platinum_jax._outputs import output_directory
     from platinum_jax.datasets import demo_world
     from platinum_jax.plots import plot_weights
 
@@ -99,21 +102,21 @@ def run(args: argparse.Namespace) -> int:
     statics = pj.comparative_statics(M, Sigma, w, r, basis=plat.basis, concept_names=labels)
     statics = statics.loc[[c for c in labels if "contrast" not in c]]
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    items.to_csv(out / "items.csv")
-    concepts.to_csv(out / "concepts.csv")
-    statics.to_csv(out / "comparative_statics.csv")
-    figure = plot_weights(items, concepts, out / "weights.png")
-    agree = bool((items["platinum"] == items["platinum_truth"]).all())
-    summary = {
-        "items": m, "activities": p.n, "r": float(r), "basis": plat.basis.kind,
-        "welfare_optimal": w_opt, "welfare_uniform_best_scale": w_uniform,
-        "welfare_gain_pct": 100 * (w_opt - w_uniform) / abs(w_uniform),
-        "platinum_items": int(items["platinum"].sum()), "platinum_matches_truth": agree,
-        "comparative_statics_match_theory": bool(statics["matches_theory"].all()),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    with output_directory(args.out, "demo", overwrite=args.overwrite) as out:
+        out.write("items.csv", items.to_csv)
+        out.write("concepts.csv", concepts.to_csv)
+        out.write("comparative_statics.csv", statics.to_csv)
+        figure = out.write("weights.png", lambda path: plot_weights(items, concepts, path))
+        agree = bool((items["platinum"] == items["platinum_truth"]).all())
+        summary = {
+            "items": m, "activities": p.n, "r": float(r), "basis": plat.basis.kind,
+            "welfare_optimal": w_opt, "welfare_uniform_best_scale": w_uniform,
+            "welfare_gain_pct": 100 * (w_opt - w_uniform) / abs(w_uniform),
+            "platinum_items": int(items["platinum"].sum()), "platinum_matches_truth": agree,
+            "comparative_statics_match_theory": bool(statics["matches_theory"].all()),
+        }
+        out.write_text("summary.json", json.dumps(summary, indent=2))
+    out = out.path
 
     with pd.option_context("display.width", 120, "display.max_columns", 20,
                            "display.float_format", "{:.3f}".format):

@@ -7,6 +7,7 @@ skipped here; :func:`runtime_checks` offers the in-graph alternative via ``eqx.e
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import equinox as eqx
@@ -14,10 +15,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["is_concrete", "validate_primitives", "runtime_checks", "rounding_rtol"]
+__all__ = ["is_concrete", "validate_primitives", "runtime_checks", "rounding_rtol",
+           "check_solvable", "check_range"]
 
 SYMMETRY_RTOL = 1e-8
 PSD_RTOL = 1e-8
+# Relative error of a solve that is worth a warning: cond(K) · eps(dtype) above this means fewer
+# than about four correct significant digits (float64: cond > ~5e11; float32: cond > ~1e3).
+PRECISION_WARN = 1e-4
 
 
 def rounding_rtol(dtype: Any, size: int = 1, floor: float = 1e-8) -> float:
@@ -68,8 +73,10 @@ def _check_square(name: str, X: np.ndarray, size: int | None, size_from: str) ->
 
 
 def _check_symmetric(name: str, X: np.ndarray, rtol: float = SYMMETRY_RTOL) -> None:
-    scale = max(1.0, float(np.max(np.abs(X))))
-    asym = float(np.max(np.abs(X - X.T)))
+    # Relative to the matrix's own scale: the model is scale-free (v* is unchanged when M and
+    # Sigma are multiplied by one factor), so 1e-12·M must pass or fail exactly as M does.
+    scale = float(np.max(np.abs(X))) if X.size else 0.0
+    asym = float(np.max(np.abs(X - X.T))) if X.size else 0.0
     if asym > rtol * scale:
         raise ValueError(
             f"{name} is not symmetric: max |{name} - {name}^T| = {asym:.3g}; "
@@ -77,14 +84,20 @@ def _check_symmetric(name: str, X: np.ndarray, rtol: float = SYMMETRY_RTOL) -> N
         )
 
 
+def _numerically_zero(X: np.ndarray) -> float:
+    """Relative size below which a float64 eigenvalue of ``X`` cannot be told from 0."""
+    return 10.0 * max(X.shape[0], 1) * float(np.finfo(np.float64).eps)
+
+
 def _check_definite(name: str, X: np.ndarray, *, strict: bool, rtol: float = PSD_RTOL) -> None:
     eig = np.linalg.eigvalsh(X)
     smallest = float(eig[0])
-    scale = max(1.0, float(np.max(np.abs(eig))))
-    if strict and smallest <= PSD_RTOL * scale * 1e-4:
+    scale = float(np.max(np.abs(eig))) if eig.size else 0.0  # relative: see _check_symmetric
+    if strict and smallest <= _numerically_zero(X) * scale:
         raise ValueError(
             f"{name} is not positive definite: smallest eigenvalue {smallest:.6g} "
-            f"(it must be > 0; add a small ridge to the diagonal or fix the construction)"
+            f"(largest {float(eig[-1]):.6g}; it must be > 0 relative to the largest; add a "
+            "small ridge to the diagonal or fix the construction)"
         )
     if not strict and smallest < -rtol * scale:
         raise ValueError(
@@ -160,6 +173,58 @@ def validate_primitives(
             rtol = rounding_rtol(dtype, arr[name].shape[0], SYMMETRY_RTOL)
             _check_symmetric(name, arr[name], rtol)
             _check_definite(name, arr[name], strict=strict, rtol=rtol)
+
+
+def check_range(name: str, x: np.ndarray, dtype: Any) -> None:
+    """Raise a named ``ValueError`` when ``x`` has entries too large for ``dtype`` (overflow)."""
+    big = float(np.max(np.abs(x))) if x.size else 0.0
+    limit = float(jnp.finfo(dtype).max)
+    if big > limit:
+        raise ValueError(
+            f"{name} has entries of size {big:.3g}, beyond the largest {jnp.dtype(dtype).name} "
+            f"({limit:.3g}): they would overflow to inf. v* is unchanged when M and Sigma are "
+            "scaled by one factor, so divide them by a common scale"
+            + (", or enable float64 with jax.config.update('jax_enable_x64', True)"
+               if jnp.finfo(dtype).bits < 64 else "")
+        )
+
+
+def check_solvable(M: Any, Sigma: Any, w: Any, r: Any, dtype: Any) -> None:
+    """Check that ``K = M + rΣ`` can be solved in ``dtype``, the precision JAX will use.
+
+    Raises ``ValueError`` when an input or ``K`` or ``Mw`` overflows ``dtype``, or when ``K`` is
+    singular relative to its scale (its smallest eigenvalue indistinguishable from 0 in
+    float64); warns (``RuntimeWarning``) when ``cond(K) · eps(dtype)`` exceeds 1e-4, i.e. when
+    the weights may have fewer than about four correct digits (float32 with cond(K) = 1e8 gives
+    relative errors of order 1).  Concrete inputs only.
+    """
+    arr = {k: np.asarray(x, np.float64) for k, x in dict(M=M, Sigma=Sigma, w=w, r=r).items()}
+    for k, x in arr.items():
+        check_range(k, x, dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = arr["M"] + arr["r"] * arr["Sigma"]
+        Mw = arr["M"] @ arr["w"]
+    check_range("M + r Sigma", K, dtype)
+    check_range("M w", Mw, dtype)
+    finfo = jnp.finfo(dtype)
+    eig = np.linalg.eigvalsh(K)
+    largest, smallest = float(eig[-1]), float(eig[0])
+    if largest <= 0 or smallest <= _numerically_zero(K) * largest:
+        raise ValueError(
+            "M + r Sigma is not positive definite (smallest eigenvalue "
+            f"{smallest:.3g}, largest {largest:.3g}; r = 0 with a singular M?): the optimal "
+            "weights are not unique; use r > 0 or a full-rank M"
+        )
+    cond = largest / smallest
+    if cond * float(finfo.eps) > PRECISION_WARN:
+        hint = ("enable float64 with jax.config.update('jax_enable_x64', True)"
+                if finfo.bits < 64 else "regularise (larger r, a ridge on Sigma) or rescale")
+        warnings.warn(
+            f"M + r Sigma has condition number {cond:.2g}: in {jnp.dtype(dtype).name} the "
+            f"optimal weights may carry relative errors up to about {cond * float(finfo.eps):.1g}; "
+            f"{hint}",
+            RuntimeWarning, stacklevel=4,
+        )
 
 
 def runtime_checks(M: jax.Array, Sigma: jax.Array, w: jax.Array, r: jax.Array) -> jax.Array:

@@ -67,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 
         enable_compilation_cache()  # later runs of the same shapes skip compilation
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError, MissingExtraError) as exc:
-        # Input problems and missing optional extras are the user's to fix: print the message,
+    except (ValueError, OSError, KeyError, MissingExtraError) as exc:
+        # Input problems and missing optional extras are the user's to fix (a bad value, a
+        # missing or unreadable file, a directory where a file belongs): print the message,
         # not a traceback.
         print(f"platinum-jax {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -112,7 +112,9 @@ def test_prompts_render_the_appendix_rubrics():
     assert all(f"{lv} = " in noise for lv in ("low", "medium", "high"))
     q = render_item_prompt("Count {CONCEPT_NAME} braces", None, c.name, c.definition)
     assert "Count {CONCEPT_NAME} braces" in q  # inserted text is not substituted again
-    assert "reference solution (if available): (none provided)" in q
+    # no reference: the placeholder text is quoted as the reference's data block
+    assert "reference solution (if available):\n<<<BEGIN REFERENCE " in q
+    assert "\n(none provided)\n<<<END REFERENCE " in q
     assert "measurement_strength_0_to_3" in q
 
 

@@ -51,7 +51,8 @@ def test_certify_cli_writes_tables_weights_and_report(tmp_path, items_file, conc
     with ScriptedJudgeServer(script) as server:
         assert main(_args(items_file, concepts_file, server, out)) == 0
         assert server.request_count == N_CELLS
-        assert main(_args(items_file, concepts_file, server, out)) == 0
+        assert main(_args(items_file, concepts_file, server, out)) == 2  # DIR is not empty
+        assert main(_args(items_file, concepts_file, server, out, "--overwrite")) == 0
         assert server.request_count == N_CELLS  # the rerun is served from DIR/judgments.sqlite
     msg = capsys.readouterr().out
     assert "3 of 5 items certified platinum" in msg and f"cached {N_CELLS}" in msg
@@ -87,7 +88,7 @@ def test_certify_cli_threshold_failures_and_expert_audit(tmp_path, items_file, c
     script = RubricScript(ITEMS["text"], SCORES, STRENGTHS, faults={("q5", PS): ["malformed"]})
     with ScriptedJudgeServer(script) as server:
         rc = main(_args(items_file, concepts_file, server, out, "--threshold", "6", "--expert", str(expert)))
-    assert rc == 0
+    assert rc == 3  # a failed call: the outputs are written but incomplete
     err = capsys.readouterr().err
     assert "weights not computed" in err and "--retry-failed" in err
     items = pd.read_csv(out / "items.csv", index_col="item_id")
@@ -111,7 +112,7 @@ def test_certify_cli_never_writes_or_prints_the_api_key(tmp_path, items_file, co
     # Failures put error texts and raw replies into judgments.csv and report.html.
     faults = {("q5", PS): ["malformed"], ("q2", "Vision"): ["http400"], ("q1", "Vision"): ["http500"]}
     with ScriptedJudgeServer(RubricScript(ITEMS["text"], SCORES, STRENGTHS, faults)) as server:
-        assert main(_args(items_file, concepts_file, server, out, "--max-retries", "1")) == 0
+        assert main(_args(items_file, concepts_file, server, out, "--max-retries", "1")) == 3
     captured = capsys.readouterr()
     judgments = (out / "judgments.csv").read_text()
     assert "HTTP 400" in judgments and "HTTP 500" in judgments and "not valid JSON" in judgments

@@ -1,4 +1,7 @@
-"""The multitask principal-agent model of benchmark aggregation (Haupt et al., section 2).
+"""The multitask principal-agent model of benchmark aggregation.
+
+From Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms for AI Benchmarking
+and Platinum Benchmarks", section 2.
 
 A designer publishes weights ``v`` (m,), a lab with CARA coefficient ``r`` best-responds with
 effort ``a`` (n,) at cost ½ aᵀCa, task performance is ``y = A a + ε`` with ``ε ~ N(0, Σ)``, and
@@ -16,7 +19,12 @@ import jax.scipy.linalg as jsl
 import optax
 from jaxtyping import Array, ArrayLike, Float
 
-from platinum_jax._validation import is_concrete, runtime_checks, validate_primitives
+from platinum_jax._validation import (
+    check_solvable,
+    is_concrete,
+    runtime_checks,
+    validate_primitives,
+)
 
 __all__ = [
     "output_cost",
@@ -104,12 +112,9 @@ def _check_system(M, Sigma, w, r, check: Check):
         raise ValueError(f"check must be 'auto', 'runtime' or 'none', got {check!r}")
     if check != "none" and is_concrete(M, Sigma, w, r):
         validate_primitives(M=M, Sigma=Sigma, w=w, r=r)
-        K = jnp.asarray(M, dtype=jnp.result_type(M, float)) + jnp.asarray(r) * jnp.asarray(Sigma)
-        if not bool(jnp.all(jnp.isfinite(jnp.linalg.cholesky(K)))):
-            raise ValueError(
-                "M + r Sigma is not positive definite (r = 0 with a singular M?): the optimal "
-                "weights are not unique; use r > 0 or a full-rank M"
-            )
+        # Overflow, singularity relative to scale, and a precision warning, in the dtype the
+        # solve will run in (float32 unless jax_enable_x64 is on).
+        check_solvable(M, Sigma, w, r, jnp.result_type(M, Sigma, w, float))
     M, Sigma, w = jnp.asarray(M), jnp.asarray(Sigma), jnp.asarray(w)
     r = jnp.asarray(r, dtype=M.dtype)
     if check == "runtime" and not is_concrete(M, Sigma, w, r):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from platinum_jax._validation import is_concrete, validate_primitives
+from platinum_jax._validation import check_range, is_concrete, validate_primitives
 from platinum_jax.agency._core import (
     effort_cost,
     lab_best_response,
@@ -35,9 +36,12 @@ class Primitives(eqx.Module):
 
     def __init__(self, A: ArrayLike, C: ArrayLike, Sigma: ArrayLike, w: ArrayLike,
                  r: ArrayLike = 1.0, *, validate: bool = True):
+        dtype = jnp.result_type(A, C, Sigma, w, float)
         if validate and is_concrete(A, C, Sigma, w, r):
             validate_primitives(A=A, C=C, Sigma=Sigma, w=w, r=r)
-        dtype = jnp.result_type(A, C, Sigma, w, float)
+            # float32 (JAX's default) turns entries above 3.4e38 into inf without a word.
+            for name, x in (("A", A), ("C", C), ("Sigma", Sigma), ("w", w), ("r", r)):
+                check_range(name, np.asarray(x, np.float64), dtype)
         self.A = jnp.asarray(A, dtype)
         self.C = jnp.asarray(C, dtype)
         self.Sigma = jnp.asarray(Sigma, dtype)

@@ -50,7 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("analysis", choices=_ANALYSES, help="which analysis to run")
     p.add_argument("data", type=Path, help="tidy scores CSV (model, benchmark, score, dates)")
-    p.add_argument("--out", type=Path, required=True, help="output directory (created)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="output directory (created; must be empty unless --overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the outputs of an earlier analyze run in --out")
     p.add_argument("--anchor", default="Winogrande", help="anchor benchmark (D = 0, alpha = 1)")
     p.add_argument("--l2", type=float, default=0.1, help="L2 strength of the fit (paper: 0.1)")
     p.add_argument("--top-n", type=int, default=1, help="frontier = top N at release (default 1)")
@@ -95,16 +98,23 @@ def _side_file(given: Path | None, data: Path, name: str, option: str, what: str
     return path
 
 
-def _save(fig, path: Path) -> None:
+def _save(fig, out, name: str) -> None:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    path = out.write(name, fig.savefig, dpi=120)
     plt.close(fig)
     print(f"wrote {path}")
 
 
 def run(args: argparse.Namespace) -> int:
+    import contextlib
+
+    with contextlib.ExitStack() as outputs:  # holds the output directory's lock until the end
+        return _run(args, outputs)
+
+
+def _run(args: argparse.Namespace, outputs) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -119,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.data.is_file():
         raise FileNotFoundError(f"scores file {args.data} does not exist; pass a tidy scores CSV")
-    out: Path = args.out
+    out = args.out
     # side inputs are resolved before the (slow) fit so a missing file fails at once
     compute_path = raw_dir = None
     if args.analysis == "progress":
@@ -127,7 +137,9 @@ def run(args: argparse.Namespace) -> int:
                                   "compute table")
     if args.analysis == "horizons" or (args.analysis == "progress" and not args.keep_distilled):
         raw_dir = _side_file(args.raw_dir, args.data, "raw", "--raw-dir", "Epoch raw directory")
-    out.mkdir(parents=True, exist_ok=True)
+    from platinum_jax._outputs import output_directory
+
+    out = outputs.enter_context(output_directory(args.out, "analyze", overwrite=args.overwrite))
     pd.set_option("display.width", 160)
     if args.capabilities is not None:
         if args.analysis == "robustness":
@@ -141,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         fit = fit_stitching(table, BenchmarkAnchor(args.anchor), args.l2)
         print(f"stitching fit: {table.n_models} models, {table.n_benchmarks} benchmarks, "
               f"cost {fit.cost:.4f}, converged {fit.converged}")
-        fit.capabilities.to_csv(out / "capabilities.csv")
+        out.write("capabilities.csv", fit.capabilities.to_csv)
 
     if args.analysis == "trends":
         trend = an.fit_frontier_trend(fit, top_n=args.top_n)
@@ -154,9 +166,9 @@ def run(args: argparse.Namespace) -> int:
             draws = bootstrap(fit, args.bootstrap, seed=args.seed, level=args.level, progress=True)
         fc = an.forecast_capability(trend, until=args.until, level=args.level,
                                     capability_draws=draws)
-        trend.models.to_csv(out / "frontier.csv")
-        trend.summary(args.level).to_csv(out / "trend_summary.csv")
-        fc.to_csv(out / "forecast.csv")
+        out.write("frontier.csv", trend.models.to_csv)
+        out.write("trend_summary.csv", trend.summary(args.level).to_csv)
+        out.write("forecast.csv", fc.to_csv)
         print(trend.summary(args.level).to_string())
         last = fc.iloc[-1]
         print(f"forecast {fc.index[-1].date()}: {last['capability']:.2f} "
@@ -164,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
               f"{last['pi_high']:.2f}); paper: {an.PAPER_TREND_REFERENCE['forecast_capability']}")
         fig, ax = plt.subplots(figsize=(9, 5))
         an.plot_trend(trend, fc, ax=ax)
-        _save(fig, out / "trend.png")
+        _save(fig, out, "trend.png")
     elif args.analysis == "progress":
         from platinum_jax.stitching._epoch import read_distilled_models, read_model_compute
 
@@ -172,22 +184,22 @@ def run(args: argparse.Namespace) -> int:
         distilled = None if args.keep_distilled else read_distilled_models(raw_dir)
         res = an.fit_algorithmic_progress(fit, compute, distilled=distilled, top_n=args.top_n,
                                           n_boot=args.n_boot, level=args.level, seed=args.seed)
-        res.models.to_csv(out / "progress_models.csv")
-        res.summary().to_csv(out / "progress_summary.csv")
-        res.bootstrap.to_csv(out / "progress_bootstrap.csv")
-        res.excluded.to_csv(out / "progress_excluded.csv", index=False)
+        out.write("progress_models.csv", res.models.to_csv)
+        out.write("progress_summary.csv", res.summary().to_csv)
+        out.write("progress_bootstrap.csv", res.bootstrap.to_csv)
+        out.write("progress_excluded.csv", res.excluded.to_csv, index=False)
         print(res.summary().to_string())
         fig, ax = plt.subplots(figsize=(9, 5))
         an.plot_progress(res, ax=ax)
-        _save(fig, out / "progress.png")
+        _save(fig, out, "progress.png")
     elif args.analysis == "acceleration":
         bp = an.detect_acceleration(fit, threshold=args.threshold, top_n=args.top_n)
-        bp.summary().to_csv(out / "breakpoint.csv", index=False)
-        bp.grid.to_csv(out / "breakpoint_grid.csv", index=False)
+        out.write("breakpoint.csv", bp.summary().to_csv, index=False)
+        out.write("breakpoint_grid.csv", bp.grid.to_csv, index=False)
         print(bp.summary().T.to_string())
         fig, ax = plt.subplots(figsize=(9, 5))
         an.plot_acceleration(bp, ax=ax)
-        _save(fig, out / "breakpoint.png")
+        _save(fig, out, "breakpoint.png")
         if args.simulate:
             reps, noise, factors = args.replicates, args.noise, args.factors
             if args.quick:
@@ -196,40 +208,40 @@ def run(args: argparse.Namespace) -> int:
                 factors=factors, noise_levels=noise, n_replicates=reps,
                 threshold=args.threshold, seed=args.seed,
             )
-            study.runs.to_csv(out / "detection_runs.csv", index=False)
-            study.summary.to_csv(out / "detection_summary.csv", index=False)
-            study.paper_comparison().to_csv(out / "detection_vs_paper.csv")
+            out.write("detection_runs.csv", study.runs.to_csv, index=False)
+            out.write("detection_summary.csv", study.summary.to_csv, index=False)
+            out.write("detection_vs_paper.csv", study.paper_comparison().to_csv)
             print(study.summary.to_string())
             print(study.paper_comparison().to_string())
             fig, axes = plt.subplots(1, 2, figsize=(11, 4))
             an.plot_detection_study(study, axes=axes)
-            _save(fig, out / "detection.png")
+            _save(fig, out, "detection.png")
     elif args.analysis == "horizons":
         from platinum_jax.stitching._epoch import read_metr_horizons
 
         hz = an.fit_time_horizons(fit, read_metr_horizons(raw_dir))
-        hz.data.to_csv(out / "horizon_data.csv")
-        hz.summary(args.level).to_csv(out / "horizon_summary.csv")
+        out.write("horizon_data.csv", hz.data.to_csv)
+        out.write("horizon_summary.csv", hz.summary(args.level).to_csv)
         grid = hz.predict(pd.Series(range(0, 9)) * 0.5, level=args.level)
-        grid.to_csv(out / "horizon_mapping.csv")
+        out.write("horizon_mapping.csv", grid.to_csv)
         print(hz.summary(args.level).to_string())
         if len(hz.unmatched):
             print(f"{len(hz.unmatched)} METR model(s) have no capability in DATA: "
                   f"{', '.join(hz.unmatched['model'])}")
         fig, ax = plt.subplots(figsize=(8, 5))
         an.plot_horizons(hz, ax=ax)
-        _save(fig, out / "horizons.png")
+        _save(fig, out, "horizons.png")
     else:
         anchors = an.anchor_robustness(table, args.anchors, baseline=fit, l2=args.l2,
                                        progress=True)
         loo = an.leave_benchmarks_out(table, args.leave_out, baseline=fit, l2=args.l2)
-        anchors.summary.to_csv(out / "anchor_robustness.csv")
-        anchors.capabilities.to_csv(out / "anchor_capabilities.csv")
-        loo.summary.to_csv(out / "leave_out_robustness.csv")
+        out.write("anchor_robustness.csv", anchors.summary.to_csv)
+        out.write("anchor_capabilities.csv", anchors.capabilities.to_csv)
+        out.write("leave_out_robustness.csv", loo.summary.to_csv)
         print(anchors.summary.to_string())
         print(loo.summary[["spearman", "kendall", "mean_abs_shift"]].describe().to_string())
         fig, axes = plt.subplots(1, 2, figsize=(12, 5))
         an.plot_robustness(anchors, ax=axes[0])
         an.plot_robustness(loo, ax=axes[1])
-        _save(fig, out / "robustness.png")
+        _save(fig, out, "robustness.png")
     return 0

@@ -1,4 +1,7 @@
-"""LLM-as-judge certification workflow for the platinum rubric (Haupt et al., appendix A).
+"""LLM-as-judge certification workflow for the platinum rubric.
+
+From Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms for AI Benchmarking
+and Platinum Benchmarks", appendix A.
 
 Render the two appendix prompts, call an OpenAI-compatible or Anthropic model with rate
 limiting, backoff and an on-disk SQLite cache, parse replies strictly, aggregate several samples
@@ -7,7 +10,7 @@ holds a scripted local server for offline tests and demos.
 """
 
 from ._audit import FIELD_LEVELS, AuditReport, audit, load_expert_labels, quadratic_weighted_kappa
-from ._cache import JudgmentCache, call_key, prompt_hash
+from ._cache import CacheCorruptError, JudgmentCache, call_key, prompt_hash
 from ._prompts import (
     ReplyError,
     parse_concept_reply,
@@ -17,6 +20,7 @@ from ._prompts import (
 )
 from ._providers import (
     AnthropicProvider,
+    CancelledCall,
     FatalProviderError,
     JudgeConfig,
     OpenAIChatProvider,
@@ -25,6 +29,7 @@ from ._providers import (
     RateLimiter,
     TransientError,
     make_provider,
+    redact,
 )
 from ._report import certification_figure, write_report
 from ._runner import Judgments, aggregate_categorical, aggregate_ordinal, load_items, run_judgments
@@ -33,6 +38,8 @@ __all__ = [
     "FIELD_LEVELS",
     "AnthropicProvider",
     "AuditReport",
+    "CacheCorruptError",
+    "CancelledCall",
     "FatalProviderError",
     "JudgeConfig",
     "JudgmentCache",
@@ -55,6 +62,7 @@ __all__ = [
     "parse_item_reply",
     "prompt_hash",
     "quadratic_weighted_kappa",
+    "redact",
     "render_concept_prompt",
     "render_item_prompt",
     "run_judgments",

@@ -18,7 +18,33 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["JudgmentCache", "call_key", "prompt_hash"]
+__all__ = ["JudgmentCache", "CacheCorruptError", "call_key", "prompt_hash", "set_aside"]
+
+
+class CacheCorruptError(ValueError):
+    """The cache file is not a readable judge cache (damaged, truncated, or another file)."""
+
+
+def _corrupt(path, exc: Exception) -> CacheCorruptError:
+    return CacheCorruptError(
+        f"judge cache {path} is damaged or not a judge cache ({exc}); rebuild it with "
+        "--rebuild-cache (the file is set aside and finished calls are asked again), or give "
+        "another file with --cache"
+    )
+
+
+def set_aside(path: str | Path) -> Path:
+    """Rename a damaged cache (and its ``-wal``/``-shm`` files) to ``NAME.corrupt-TIMESTAMP``
+    so that a new one can be built in its place; returns the new name of the main file."""
+    path = Path(path)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            side.replace(target.with_name(target.name + suffix))
+    path.replace(target)
+    return target
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgments (
@@ -65,23 +91,40 @@ class JudgmentCache:
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(":memory:" if self.path is None else str(self.path),
                                      check_same_thread=False, timeout=60.0)
-        with self._lock:
-            if self.path is not None:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(_SCHEMA)
-            self._conn.commit()
+        try:
+            with self._lock:
+                if self.path is not None:
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.execute(_SCHEMA)
+                self._conn.commit()
+                cols = [r[1] for r in self._conn.execute("PRAGMA table_info(judgments)")]
+                if cols != list(_COLUMNS):
+                    raise sqlite3.DatabaseError(f"its judgments table has columns {cols}")
+                if self.path is not None:
+                    check = self._conn.execute("PRAGMA quick_check").fetchone()[0]
+                    if check != "ok":
+                        raise sqlite3.DatabaseError(f"integrity check: {check}")
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise _corrupt(self.path, exc) from None
 
     def get(self, key: str) -> dict | None:
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM judgments WHERE key = ?", (key,)).fetchone()
+        try:
+            with self._lock:
+                row = self._conn.execute(
+                    f"SELECT {', '.join(_COLUMNS)} FROM judgments WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise _corrupt(self.path, exc) from None
         if row is None:
             return None
         rec = dict(zip(_COLUMNS, row, strict=True))
-        rec["value"] = None if rec["value"] is None else json.loads(rec["value"])
-        rec["raw_replies"] = json.loads(rec["raw_replies"])
-        rec["settings"] = json.loads(rec["settings"])
+        try:
+            rec["value"] = None if rec["value"] is None else json.loads(rec["value"])
+            rec["raw_replies"] = json.loads(rec["raw_replies"])
+            rec["settings"] = json.loads(rec["settings"])
+        except (TypeError, ValueError):
+            return None  # an unreadable row is a call not yet made: it is asked again
         return rec
 
     def put(self, rec: dict) -> None:

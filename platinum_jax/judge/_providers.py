@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -32,7 +33,9 @@ __all__ = [
     "TransientError",
     "PermanentError",
     "FatalProviderError",
+    "CancelledCall",
     "DEFAULT_KEY_ENV",
+    "redact",
 ]
 
 PROVIDERS = ("openai", "anthropic")
@@ -49,6 +52,58 @@ class PermanentError(RuntimeError):
 
 class FatalProviderError(ValueError):
     """A failure that will hit every request (bad key, unknown model, wrong URL): stop the run."""
+
+
+class CancelledCall(RuntimeError):
+    """The run was stopped (Ctrl-C or a fatal error elsewhere) before this call was sent."""
+
+
+REDACTED = "[REDACTED]"
+# Shapes of credentials that servers and proxies echo back in error text: provider keys
+# (OpenAI/Anthropic sk-..., Google AIza..., GitHub gh?_..., Hugging Face hf_..., AWS AKIA...),
+# bearer tokens and "api_key: ..." / "Authorization: ..." pairs.
+_NOT_DONE = r"(?!\[REDACTED\])"
+_VALUE = r"[^\s\"',;}\]]+"
+_KEY_SHAPES = [
+    # "api_key": "...", Authorization: Bearer ..., x-api-key=...: keep the name, drop the value
+    re.compile(r"(?i)(\b(?:x-)?api[-_]?key|\bauthorization|\baccess[-_]?token|\bsecret)"
+               r"([\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic)\s+)?+)" + _NOT_DONE + _VALUE),
+    re.compile(r"(?i)(\b(?:bearer|basic)\s+)" + _NOT_DONE + _VALUE),
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bhf_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+]
+
+
+def redact(text: str, secrets=(), shapes: bool = True) -> str:
+    """``text`` with every occurrence of ``secrets`` (and, with ``shapes``, anything shaped like
+    a credential) replaced by ``[REDACTED]``.
+
+    Provider errors get both before they are shown or stored, so a server that echoes the
+    request headers cannot leak the API key; replies get the secrets only, so that a rationale
+    that says "basic arithmetic" is kept as written.
+    """
+    if not isinstance(text, str):
+        return text
+    for secret in sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    if not shapes:
+        return text
+    for shape in _KEY_SHAPES:
+        text = shape.sub(lambda m: "".join(g for g in m.groups() if g) + REDACTED, text)
+    return text
+    for secret in sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    for shape in _KEY_SHAPES:
+        if shape.groups == 3:
+            text = shape.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+        elif shape.groups == 1:
+            text = shape.sub(lambda m: m.group(1) + " " + REDACTED, text)
+        else:
+            text = shape.sub(REDACTED, text)
+    return text
 
 
 @dataclass(frozen=True)
@@ -81,6 +136,9 @@ class JudgeConfig:
             raise ValueError(f"unknown judge provider {self.provider!r}; use one of {list(PROVIDERS)}")
         if not self.model or not self.model.strip():
             raise ValueError("the judge model name is empty; write e.g. openai:gpt-4o-mini")
+        if self.temperature is not None and not (0 <= float(self.temperature) < float("inf")):
+            raise ValueError(f"temperature (--temperature) must be a number >= 0, got "
+                             f"{self.temperature}; 0 is deterministic, around 0.7 samples")
         if not (self.timeout > 0):
             raise ValueError(f"timeout must be positive seconds, got {self.timeout}")
         for name in ("max_retries", "parse_retries", "max_tokens"):
@@ -157,6 +215,8 @@ class Provider:
         self._rng = rng or random.Random()
         self.requests = 0  # HTTP attempts made through this provider
         self._count_lock = threading.Lock()
+        self.secrets: list[str] = []  # redacted from every error and reply
+        self.stop = threading.Event()  # set to stop sending: pending calls raise CancelledCall
 
     def _request(self, messages: list[dict]) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -164,21 +224,40 @@ class Provider:
     def chat(self, messages: list[dict]) -> tuple[str, int]:
         """Send ``messages``; return (reply text, transient errors absorbed).
 
-        Raises :class:`TransientError` once ``max_retries`` retries are used up.
+        Raises :class:`TransientError` once ``max_retries`` retries are used up, and
+        :class:`CancelledCall` (before sending anything more) once :attr:`stop` is set.  Error
+        messages and the reply pass through :func:`redact` with this provider's key.
         """
         cfg = self.config
         for attempt in range(cfg.max_retries + 1):
+            if self.stop.is_set():
+                raise CancelledCall("the run was stopped before this call was sent")
             self.limiter.acquire()
             with self._count_lock:
                 self.requests += 1
             try:
-                return self._request(messages), attempt
+                return redact(self._request(messages), self.secrets, shapes=False), attempt
             except TransientError as exc:
                 if attempt == cfg.max_retries:
-                    raise TransientError(f"gave up after {attempt + 1} attempt(s): {exc}") from None
+                    raise TransientError(redact(f"gave up after {attempt + 1} attempt(s): {exc}",
+                                                self.secrets)) from None
                 cap = min(cfg.backoff_max, cfg.backoff_base * 2.0**attempt)
-                self._sleep(self._rng.uniform(0.0, cap))  # full jitter spreads out retry storms
+                delay = self._rng.uniform(0.0, cap)  # full jitter spreads out retry storms
+                if self._sleep is time.sleep:
+                    self.stop.wait(delay)  # a stop request cuts the back-off short
+                else:
+                    self._sleep(delay)
+            except (PermanentError, FatalProviderError) as exc:
+                raise type(exc)(redact(str(exc), self.secrets)) from None
         raise AssertionError("unreachable")
+
+
+def _unusable(what) -> TransientError:
+    """A reply with HTTP 200 that is not a chat completion (an HTML page from a proxy, text
+    that is not JSON): a failed call, retried like a server error and never cached."""
+    text = what if isinstance(what, str) else f"{type(what).__name__}: {what}"
+    text = " ".join(str(text).split())
+    return TransientError(f"the server's reply is not a chat completion ({text[:200]})")
 
 
 def _classify(exc: Exception, status: int | None, who: str) -> Exception:
@@ -199,7 +278,9 @@ class OpenAIChatProvider(Provider):
         openai = require("openai", "judge", "the openai judge provider")
 
         self._openai = openai
-        self._client = openai.OpenAI(api_key=_api_key(config), base_url=config.base_url,
+        key = _api_key(config)
+        self.secrets.append(key)
+        self._client = openai.OpenAI(api_key=key, base_url=config.base_url,
                                      timeout=config.timeout, max_retries=0)
         # None leaves a setting to the server (some reasoning models reject both).
         self._sampling = {k: v for k, v in (("temperature", config.temperature),
@@ -215,9 +296,18 @@ class OpenAIChatProvider(Provider):
             raise TransientError(f"{type(exc).__name__}: {exc}") from None
         except o.APIStatusError as exc:
             raise _classify(exc, exc.status_code, self.config.name) from None
-        if not resp.choices or resp.choices[0].message.content is None:
+        except Exception as exc:  # a 200 whose body the client cannot decode (e.g. not JSON)
+            raise _unusable(exc) from None
+        try:
+            choices = resp.choices
+            content = choices[0].message.content if choices else None
+        except (AttributeError, TypeError, IndexError, KeyError):
+            raise _unusable(resp) from None
+        if content is None:
             return ""  # an empty reply is then rejected by the parser, and retried
-        return resp.choices[0].message.content
+        if not isinstance(content, str):
+            raise _unusable(content)
+        return content
 
 
 class AnthropicProvider(Provider):
@@ -228,7 +318,9 @@ class AnthropicProvider(Provider):
         anthropic = require("anthropic", "judge", "the anthropic judge provider")
 
         self._anthropic = anthropic
-        self._client = anthropic.Anthropic(api_key=_api_key(config), base_url=config.base_url,
+        key = _api_key(config)
+        self.secrets.append(key)
+        self._client = anthropic.Anthropic(api_key=key, base_url=config.base_url,
                                            timeout=config.timeout, max_retries=0)
         # Recent clients dropped the sampling arguments; send temperature only where it exists.
         params = inspect.signature(self._client.messages.create).parameters
@@ -248,7 +340,13 @@ class AnthropicProvider(Provider):
             raise TransientError(f"{type(exc).__name__}: {exc}") from None
         except a.APIStatusError as exc:
             raise _classify(exc, exc.status_code, self.config.name) from None
-        return "".join(getattr(b, "text", "") for b in resp.content if getattr(b, "type", "") == "text")
+        except Exception as exc:  # a 200 whose body the client cannot decode
+            raise _unusable(exc) from None
+        try:
+            return "".join(getattr(b, "text", "") for b in resp.content
+                           if getattr(b, "type", "") == "text")
+        except (AttributeError, TypeError):
+            raise _unusable(resp) from None
 
 
 def make_provider(config: JudgeConfig, **kwargs) -> Provider:

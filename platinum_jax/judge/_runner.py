@@ -15,9 +15,12 @@ agree with the aggregate is kept as the cell's agreement.
 from __future__ import annotations
 
 import json
+import queue
+import threading
+import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +38,7 @@ from ._prompts import (
     render_item_prompt,
 )
 from ._providers import (
+    CancelledCall,
     JudgeConfig,
     PermanentError,
     Provider,
@@ -175,6 +179,21 @@ def _is_final(rec: dict) -> bool:
     return rec["status"] == "ok" or not str(rec.get("error") or "").startswith("TransientError:")
 
 
+def _consistent(rec: dict, task: _Task) -> bool:
+    """Whether a cached row still says what its raw reply says (the verdict is re-derived from
+    the reply, so an edited value or reply cannot certify an item unnoticed)."""
+    try:
+        if rec.get("prompt_sha256") != prompt_hash(task.prompt) or rec.get("prompt") != task.prompt:
+            return False
+        raws = rec.get("raw_replies") or []
+        if rec["status"] != "ok":
+            return rec.get("value") is None
+        parse = parse_concept_reply if task.kind == "concept" else parse_item_reply
+        return bool(raws) and parse(raws[-1]) == rec.get("value")
+    except (ReplyError, TypeError, KeyError, AttributeError):
+        return False
+
+
 @dataclass(frozen=True)
 class Judgments:
     """Judge results: one record per call, plus aggregated rubric tables.
@@ -251,6 +270,74 @@ def _aggregate(records: pd.DataFrame, concepts: list[str], items: list[str], sta
                      strength_agreement=pd.DataFrame(A, index=idx, columns=col), stats=dict(stats))
 
 
+def _run_calls(todo: list[_Task], providers: dict, concurrency: int,
+               save: Callable[[dict], None], stop: threading.Event, grace: float = 1.0) -> None:
+    """Run ``todo`` on ``concurrency`` daemon threads, handing each record to ``save`` here.
+
+    On Ctrl-C or an error ``stop`` is set: providers send nothing more, calls already on the
+    wire get ``grace`` seconds to finish, everything finished is saved, and the function
+    returns without waiting longer for an unresponsive server (daemon threads do not hold up
+    the interpreter's exit).
+    """
+    if not todo:
+        return
+    tasks: queue.SimpleQueue = queue.SimpleQueue()
+    for t in todo:
+        tasks.put(t)
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    busy = [0]
+    busy_lock = threading.Lock()
+
+    def worker() -> None:
+        while not stop.is_set():
+            try:
+                t = tasks.get_nowait()
+            except queue.Empty:
+                return
+            with busy_lock:
+                busy[0] += 1
+            try:
+                done.put((_execute(t, providers[t.judge.name]), None))
+            except CancelledCall:
+                return
+            except BaseException as exc:  # handed to the calling thread, which re-raises it
+                done.put((None, exc))
+                return
+            finally:
+                with busy_lock:
+                    busy[0] -= 1
+
+    def drain() -> None:
+        while True:
+            try:
+                rec, exc = done.get_nowait()
+            except queue.Empty:
+                return
+            if exc is None:
+                save(rec)
+
+    for k in range(min(concurrency, len(todo))):
+        threading.Thread(target=worker, name=f"judge-call-{k}", daemon=True).start()
+    remaining = len(todo)
+    try:
+        while remaining:
+            try:
+                rec, exc = done.get(timeout=0.1)  # short waits keep Ctrl-C prompt
+            except queue.Empty:
+                continue
+            if exc is not None:
+                raise exc
+            save(rec)
+            remaining -= 1
+    except BaseException:
+        stop.set()
+        deadline = time.monotonic() + grace
+        while busy[0] and time.monotonic() < deadline:  # calls on the wire may still land
+            time.sleep(0.02)
+        drain()
+        raise
+
+
 def run_judgments(
     items: pd.DataFrame,
     concepts: ConceptSet,
@@ -314,8 +401,12 @@ def run_judgments(
     stats = {"calls_made": 0, "cached": 0, "failed": 0, "http_requests": 0}
     records: list[dict] = []
     todo: list[_Task] = []
+    stale = []
     for t in tasks:
         hit = store.get(t.key)
+        if hit is not None and not _consistent(hit, t):
+            stale.append(t)
+            hit = None  # asked again; the fresh reply replaces the row
         if hit is not None and _is_final(hit) and (hit["status"] == "ok" or not retry_failed):
             hit["cached"] = True
             records.append(hit)
@@ -324,6 +415,13 @@ def run_judgments(
         else:
             todo.append(t)
 
+    if stale:
+        where = ", ".join(f"{t.item_id or 'concept'}/{t.concept}" for t in stale[:5])
+        warnings.warn(
+            f"{len(stale)} cached judgment(s) disagree with their stored raw reply or prompt "
+            f"(edited or damaged cache rows: {where}{', ...' if len(stale) > 5 else ''}); "
+            "they are asked again", stacklevel=2)
+
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -331,18 +429,20 @@ def run_judgments(
         bar = tqdm(total=len(tasks), initial=stats["cached"], desc="judge calls", unit="call")
         bar.set_postfix(made=0, cached=stats["cached"], failed=stats["failed"])
     providers: dict[str, Provider] = {}
+    stop = threading.Event()
     try:
         if todo:
             providers = {j.name: factory(j, limiter) for j in judges}
-        saved: set = set()
+            for p in providers.values():
+                if isinstance(getattr(p, "stop", None), threading.Event):
+                    p.stop = stop
 
-        def save(fut) -> None:
-            rec = fut.result()
+        def save(rec: dict) -> None:
             # A give-up on 429/5xx/timeouts says nothing about the reply: keep it out of the
-            # cache so that a plain rerun tries the call again.
+            # cache so that a plain rerun tries the call again.  Only this (the calling) thread
+            # writes the cache, so an interrupt never leaves a row half-written.
             if not rec["transient"]:
                 store.put(rec)  # written as soon as it completes: nothing finished is lost
-            saved.add(fut)
             rec["cached"] = False
             records.append(rec)
             stats["calls_made"] += 1
@@ -352,24 +452,9 @@ def run_judgments(
                                 failed=stats["failed"], refresh=False)
                 bar.update(1)
 
-        pool = ThreadPoolExecutor(max_workers=int(concurrency))
-        futures = [pool.submit(_execute, t, providers[t.judge.name]) for t in todo]
-        try:
-            for fut in as_completed(futures):  # waiters installed once: fine for 10^5 calls
-                if fut.exception() is not None:
-                    raise fut.exception()
-                save(fut)
-        except BaseException:
-            # Interrupted or a fatal provider error: drop queued calls, let the ones on the wire
-            # finish, and keep every result that did complete before re-raising.
-            pool.shutdown(wait=True, cancel_futures=True)
-            for fut in futures:
-                if fut not in saved and fut.done() and not fut.cancelled() and fut.exception() is None:
-                    save(fut)
-            raise
-        finally:
-            pool.shutdown(wait=True)
+        _run_calls(todo, providers, int(concurrency), save, stop)
     finally:
+        stop.set()  # nothing more is sent once the run ends, however it ends
         stats["http_requests"] = sum(p.requests for p in providers.values())
         if bar is not None:
             bar.close()

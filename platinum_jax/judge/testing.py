@@ -39,11 +39,19 @@ FAULTS = ("ok", "fenced", "malformed", "prose", "out_of_range", "wrong_type", "h
 
 @dataclass(frozen=True)
 class Reply:
-    """What the fake server sends back: reply ``text`` with HTTP ``status`` after ``delay`` seconds."""
+    """What the fake server sends back: reply ``text`` with HTTP ``status`` after ``delay`` seconds.
+
+    ``body`` (with ``content_type``) replaces the whole HTTP body, e.g. an HTML error page
+    served with status 200.  ``echo_auth`` makes an error reply quote the request's
+    ``Authorization`` and ``x-api-key`` headers, as careless proxies do (to test redaction).
+    """
 
     text: str = ""
     status: int = 200
     delay: float = 0.0
+    body: bytes | None = None
+    content_type: str = "application/json"
+    echo_auth: bool = False
 
 
 def _message_text(message: dict) -> str:
@@ -73,12 +81,19 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.server.owner._handle(api, body)
         if reply.delay:
             time.sleep(reply.delay)
+        if reply.body is not None:
+            self._send_raw(reply.status, reply.body, reply.content_type)
+            return
         if reply.status != 200:
+            message = f"scripted HTTP {reply.status}"
+            if reply.echo_auth:
+                message += (f"; request headers: Authorization={self.headers.get('authorization')} "
+                            f"x-api-key={self.headers.get('x-api-key')}")
             if api == "openai":
-                payload = {"error": {"message": f"scripted HTTP {reply.status}", "type": "scripted", "code": reply.status}}
+                payload = {"error": {"message": message, "type": "scripted", "code": reply.status}}
             else:
                 payload = {"type": "error", "error": {"type": "rate_limit_error" if reply.status == 429 else "api_error",
-                                                      "message": f"scripted HTTP {reply.status}"}}
+                                                      "message": message}}
             self._send(reply.status, payload, retry_after=reply.status == 429)
             return
         model = body.get("model", "scripted")
@@ -95,10 +110,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, payload)
 
     def _send(self, status: int, payload: dict, retry_after: bool = False) -> None:
-        data = json.dumps(payload).encode("utf-8")
+        self._send_raw(status, json.dumps(payload).encode("utf-8"), "application/json", retry_after)
+
+    def _send_raw(self, status: int, data: bytes, content_type: str, retry_after: bool = False) -> None:
         try:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(data)))
             if retry_after:
                 self.send_header("retry-after", "0")
@@ -176,7 +193,7 @@ class ScriptedJudgeServer:
 
 
 _NAME = re.compile(r"^- Name: (.*)$", re.MULTILINE)
-_ITEM = re.compile(r"- Benchmark item text: (.*?)\n- Ground-truth", re.DOTALL)
+_ITEM = re.compile(r"<<<BEGIN ITEM (\w+)>>>\n(.*?)\n<<<END ITEM \1>>>", re.DOTALL)
 
 
 class RubricScript:
@@ -215,7 +232,7 @@ class RubricScript:
         prompt = _message_text(messages[0])
         concept = _NAME.search(prompt).group(1).strip()
         m = _ITEM.search(prompt)
-        item = self._by_text[m.group(1).strip()] if m else None
+        item = self._by_text[m.group(2).strip()] if m else None
         seq = self.faults.get((item, concept), ["ok"])
         fault = seq[min(attempt, len(seq) - 1)]
         if fault == "http429":

@@ -33,6 +33,8 @@ Outputs in --out:
   fit.json          cost, iterations, converged, anchor, l2, sizes (+ bootstrap counts)
   capabilities.png  capabilities over release date with error bars, and benchmark difficulties
   residuals.png     residuals per benchmark
+--out must be empty, or hold an earlier stitch run and --overwrite be given; a second run into
+a directory being written stops with an error. Files are written whole or not at all.
 With --bayes, the Bayesian fit (NumPyro) runs instead; see `platinum-jax stitch-bayes --help`.
 """
 
@@ -75,7 +77,11 @@ def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
 def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
     """The data, anchor and fit options of ``stitch`` (reusable by other commands)."""
     p.add_argument("data", metavar="DATA", help="tidy score CSV or an Epoch raw/ directory")
-    p.add_argument("--out", required=True, help="output directory (created if missing)")
+    p.add_argument("--out", required=True, help="output directory (created if missing; must be "
+                   "empty unless --overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the outputs of an earlier stitch run in --out (files this "
+                   "command did not write are never removed)")
     add_anchor_arguments(p)
     f = p.add_argument_group("fit")
     f.add_argument("--l2", type=float, default=0.1, help="L2 strength lambda (default 0.1)")
@@ -123,12 +129,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# Library messages name keyword arguments; on the command line the options are meant.
+_OPTION_HINTS = (
+    ("pass clip=True to clip them instead", "pass --clip to clip them instead"),
+    ("pass duplicates='max', 'mean', 'first' or 'last' to reduce them",
+     "pass --duplicates max, mean, first or last to reduce them"),
+    ("pass components='separate' to fit each alone", "pass --components separate to fit each alone"),
+)
+
+
+def as_option_hints(exc: Exception) -> Exception:
+    """``exc`` with keyword-argument advice rewritten as command-line options (same type)."""
+    text = str(exc)
+    for api, cli in _OPTION_HINTS:
+        text = text.replace(api, cli)
+    if text == str(exc):
+        return exc
+    try:
+        return type(exc)(text)
+    except TypeError:
+        return ValueError(text)
+
+
 def load_table(args: argparse.Namespace):
     """The :class:`ScoreTable` named by ``args.data`` (CSV file or Epoch raw/ directory).
 
     ``args.duplicates`` (None: ``"error"``) applies to a CSV; a directory is reduced by max, and
-    any other rule asked for it is an error rather than silently ignored.
+    any other rule asked for it is an error rather than silently ignored.  Errors that advise a
+    keyword argument (``clip=True``) name the command-line option (``--clip``) instead.
     """
+    try:
+        return _load_table(args)
+    except ValueError as exc:
+        raise as_option_hints(exc) from None
+
+
+def _load_table(args: argparse.Namespace):
     from ._table import ScoreTable
 
     path = Path(args.data)
@@ -162,7 +198,7 @@ def anchor_from_args(args: argparse.Namespace):
     return BenchmarkAnchor(args.anchor_benchmark, args.anchor_difficulty, args.anchor_slope)
 
 
-def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
+def _write_fit(fit, out, args, suffix: str = "") -> dict:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -200,22 +236,22 @@ def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
         sb = scaled.xs("benchmark", level="kind")
         bench = bench.join(sb["value"].rename("difficulty_rescaled"))
         bench = bench.join(sb["slope"].rename("slope_rescaled"))
-    caps.to_csv(out / f"capabilities{suffix}.csv")
-    bench.to_csv(out / f"benchmarks{suffix}.csv")
-    fit.residuals.to_csv(out / f"residuals{suffix}.csv", index=False)
+    out.write(f"capabilities{suffix}.csv", caps.to_csv)
+    out.write(f"benchmarks{suffix}.csv", bench.to_csv)
+    out.write(f"residuals{suffix}.csv", fit.residuals.to_csv, index=False)
     summary = fit.summary() | {"uncertainty": args.uncertainty}
     if args.uncertainty == "bootstrap":
         summary["replicates"] = args.replicates
         summary["replicates_converged"] = unc.attrs["n_converged"]
         summary["replicates_failed"] = unc.attrs["n_failed"]
-    (out / f"fit{suffix}.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    out.write_text(f"fit{suffix}.json", json.dumps(summary, indent=2, default=str) + "\n")
     ax = plot_capabilities(fit, unc)
     ax.figure.tight_layout()
-    ax.figure.savefig(out / f"capabilities{suffix}.png", dpi=120)
+    out.write(f"capabilities{suffix}.png", ax.figure.savefig, dpi=120)
     plt.close(ax.figure)
     ax = plot_residuals(fit)
     ax.figure.tight_layout()
-    ax.figure.savefig(out / f"residuals{suffix}.png", dpi=120)
+    out.write(f"residuals{suffix}.png", ax.figure.savefig, dpi=120)
     plt.close(ax.figure)
     return summary
 
@@ -237,25 +273,36 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--l2 must be >= 0 (got {args.l2})")
     if args.replicates < 2:
         raise ValueError(f"--replicates must be at least 2 (got {args.replicates})")
+    from platinum_jax._outputs import output_directory
+
     from ._fit import fit_stitching
 
     anchor = anchor_from_args(args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"{table!r}; anchor {anchor.describe()}; l2 = {args.l2:g}")
-    fits = fit_stitching(
-        table, anchor, args.l2, components=args.components, restarts=args.restarts
-    )
-    if not isinstance(fits, list):
-        fits = [fits]
-    for k, fit in enumerate(fits):
-        suffix = "" if len(fits) == 1 else f"_component{k + 1}"
-        summary = _write_fit(fit, out, args, suffix)
-        print(
-            f"fit{suffix}: cost {summary['cost']:.6f} after {summary['iterations']} iterations "
-            f"(converged: {summary['converged']})"
-        )
-        top = fit.capabilities["capability"].nlargest(5)
-        print("  top capabilities: " + ", ".join(f"{m} {c:.2f}" for m, c in top.items()))
-    print(f"wrote capabilities.csv, benchmarks.csv, residuals.csv, fit.json and figures to {out}/")
+    # Names are checked before the output directory is touched, so a typo changes nothing there.
+    for name in getattr(anchor, "models", ()):
+        table.model_position(name)
+    if hasattr(anchor, "benchmark"):
+        table.benchmark_position(anchor.benchmark)
+    # Claimed before the fit: a directory that cannot be written fails in a second, not after it.
+    with output_directory(args.out, "stitch", overwrite=args.overwrite) as out:
+        print(f"{table!r}; anchor {anchor.describe()}; l2 = {args.l2:g}")
+        try:
+            fits = fit_stitching(
+                table, anchor, args.l2, components=args.components, restarts=args.restarts
+            )
+        except ValueError as exc:
+            raise as_option_hints(exc) from None
+        if not isinstance(fits, list):
+            fits = [fits]
+        for k, fit in enumerate(fits):
+            suffix = "" if len(fits) == 1 else f"_component{k + 1}"
+            summary = _write_fit(fit, out, args, suffix)
+            print(
+                f"fit{suffix}: cost {summary['cost']:.6f} after {summary['iterations']} "
+                f"iterations (converged: {summary['converged']})"
+            )
+            top = fit.capabilities["capability"].nlargest(5)
+            print("  top capabilities: " + ", ".join(f"{m} {c:.2f}" for m, c in top.items()))
+    print(f"wrote capabilities.csv, benchmarks.csv, residuals.csv, fit.json and figures to "
+          f"{out.path}/")
     return 0

@@ -208,11 +208,42 @@ def _require(path: Path, what: str) -> Path:
     return path
 
 
+def _check_not_truncated(path: Path, n_columns: int, what: str) -> None:
+    """Refuse a file that stops in the middle of a row (a cut-off download or copy).
+
+    A complete export ends with a line break; a file that does not, and whose last row has
+    fewer fields than the header, lost its tail, and reading it would silently drop every
+    score that was in the lost part.
+    """
+    import csv
+    import io
+
+    data = path.read_bytes()
+    if not data or data.endswith((b"\n", b"\r")):
+        return
+    # Parse whole records: a quoted field may hold line breaks, so the last physical line
+    # alone could be the tail of a longer, complete record.
+    records = list(csv.reader(io.StringIO(data.decode("utf-8-sig", errors="replace"))))
+    fields = len(records[-1]) if records else 0
+    if fields < n_columns:
+        raise ValueError(
+            f"{path.name} looks truncated ({what}): it stops in the middle of a row (record "
+            f"{len(records)} has {fields} of {n_columns} fields and no line end), so the scores "
+            "after it are missing; download or copy the file again"
+        )
+
+
 def _read_csv(path: Path, columns: tuple[str, ...], what: str) -> pd.DataFrame:
     """Read ``path`` and check it has ``columns``; the hub writes a UTF-8 byte-order mark."""
     _require(path, what)
-    frame = pd.read_csv(path, encoding="utf-8-sig")
+    try:
+        frame = pd.read_csv(path, encoding="utf-8-sig")
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path.name} is empty ({what}); download it again") from None
+    except pd.errors.ParserError as exc:
+        raise ValueError(f"{path.name} is not a readable CSV ({what}): {exc}") from None
     frame.columns = [str(c).strip() for c in frame.columns]
+    _check_not_truncated(path, len(frame.columns), what)
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         hints = {c: difflib.get_close_matches(c, list(frame.columns), n=3) for c in missing}

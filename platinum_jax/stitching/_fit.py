@@ -10,6 +10,7 @@ bootstrap) or starting points without recompiling.
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -528,6 +529,25 @@ def _check_anchor(table: ScoreTable, anchor: Anchor) -> None:
             raise UnknownNameError("anchor: " + close_matches_message(kind, n, known))
 
 
+def _warn_unidentified(table: ScoreTable, anchor) -> None:
+    """Warn about benchmarks whose slope the data cannot determine (scored by one model).
+
+    With a single score, any slope α_b fits it exactly after D_b moves; only the L2 penalty
+    picks one, so the reported slope (often ~0) and difficulty say nothing about the benchmark.
+    """
+    counts = table.data.groupby("benchmark", observed=True)["model"].nunique()
+    fixed = {getattr(anchor, "benchmark", None)}
+    lonely = [str(b) for b, n in counts.items() if n < 2 and b not in fixed]
+    if lonely:
+        warnings.warn(
+            f"{len(lonely)} benchmark(s) scored by only one model: {', '.join(map(repr, lonely[:5]))}"
+            f"{', ...' if len(lonely) > 5 else ''}. One score cannot determine a slope and a "
+            "difficulty: the L2 penalty alone sets them, so their values are meaningless. Add "
+            "scores from other models, or drop them (ScoreTable.drop_benchmarks)",
+            UserWarning, stacklevel=3,
+        )
+
+
 def fit_stitching(
     table: ScoreTable,
     anchor: Anchor | None = None,
@@ -596,6 +616,7 @@ def fit_stitching(
                 )
             )
         return fits
+    _warn_unidentified(table, anchor)
     layout = ParameterLayout.from_table(table, anchor)
     start = layout.initial() if theta0 is None else jnp.asarray(theta0)
     if start.shape != (layout.n_free,):

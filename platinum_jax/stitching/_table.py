@@ -131,7 +131,7 @@ class ScoreTable:
             if bad.any():
                 raise ValueError(
                     f"{name}: {int(bad.sum())} row(s) have no {col} name (rows "
-                    f"{list(np.flatnonzero(bad)[:8])}); fill in or drop those rows"
+                    f"{np.flatnonzero(bad)[:8].tolist()}); fill in or drop those rows"
                 )
             frame[col] = frame[col].astype(str)
 
@@ -209,7 +209,15 @@ class ScoreTable:
                 f"score file {str(path)!r} does not exist; pass a tidy CSV with columns "
                 "model, benchmark, score (or an Epoch raw/ directory to from_epoch)"
             )
-        df = pd.read_csv(path)
+        try:
+            df = pd.read_csv(path)
+        except pd.errors.EmptyDataError:
+            raise ValueError(
+                f"score file {str(path)!r} is empty; it needs a header line (model, benchmark, "
+                "score) and one row per score"
+            ) from None
+        except pd.errors.ParserError as exc:
+            raise ValueError(f"score file {str(path)!r} is not a readable CSV: {exc}") from None
         kw.setdefault("name", path.name)
         return cls.from_frame(df, **kw)
 

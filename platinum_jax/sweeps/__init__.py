@@ -1,4 +1,7 @@
-"""Sensitivity sweeps over the primitives of the benchmark-design model (Haupt et al., §2-3).
+"""Sensitivity sweeps over the primitives of the benchmark-design model.
+
+From Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms for AI Benchmarking
+and Platinum Benchmarks", §2-3.
 
 One entry point, :func:`sweep`, takes base :class:`platinum_jax.Primitives`, a list of small
 axis objects and a list of outputs, and returns a labelled ``xarray.Dataset``::

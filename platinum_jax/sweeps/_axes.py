@@ -1,4 +1,7 @@
-"""Sweep axes: small composable transformations of the primitives (Haupt et al., sections 2-3).
+"""Sweep axes: small composable transformations of the primitives.
+
+From Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms for AI Benchmarking
+and Platinum Benchmarks", sections 2-3.
 
 An axis owns a 1-D array of ``values`` (its coordinates) and says how one value changes the
 primitives of a grid point.  Every axis has two views of that change:

@@ -25,6 +25,9 @@ The sweep is computed in chunks of --chunk-size points by one compiled function;
 finished chunk is written to OUT/chunks, so an interrupted run continues with --resume.
 Results: OUT/sweep.nc (xarray; open with xarray.open_dataset), OUT/summary.json and
 PNG figures (heat maps of each item's weight, weight curves, measurement shift).
+OUT must be empty unless --resume (same sweep) or --overwrite (start afresh) is given.  Every
+stored chunk carries the sweep's fingerprint, its index and checksums: on --resume a chunk that
+does not match is recomputed, with a warning naming it.
 """
 
 EPILOG = """\
@@ -69,7 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="format of the chunk store in OUT (default nc)")
     p.add_argument("--out", default="sweep_output", help="output directory (default sweep_output)")
     p.add_argument("--resume", action="store_true",
-                   help="continue an interrupted sweep in OUT, reusing finished chunks")
+                   help="continue an interrupted sweep in OUT, reusing finished chunks (each is "
+                   "checked against the sweep, its index and its checksum first)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start afresh in an OUT that holds an earlier sweep (its chunks and "
+                   "outputs are removed; files this command did not write are never touched)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=run)
 
@@ -138,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     jax.config.update("jax_enable_x64", True)  # sweeps compare tiny weight changes
     import numpy as np
 
+    from platinum_jax._outputs import output_directory
     from platinum_jax.sweeps import (
         ConceptShift,
         CostScale,
@@ -181,35 +189,42 @@ def run(args: argparse.Namespace) -> int:
     if args.platinum:
         outputs.append(Platinum(args.tau_w, args.tau_m, args.tau_e))
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    store = out / ("chunks.zarr" if args.store_format == "zarr" else "chunks")
-    t0 = time.perf_counter()
-    ds = sweep(base, axes, outputs, chunk_size=args.chunk_size, store=store, resume=args.resume,
-               method=args.method, items=items)
-    seconds = time.perf_counter() - t0
-    ds.to_netcdf(out / "sweep.nc", engine="h5netcdf")
-    print(f"{ds.attrs['path']} path ({ds.attrs['path_reason']}); "
-          f"{int(np.prod([len(a.values) for a in axes]))} points in {seconds:.2f} s; "
-          f"{ds.attrs['chunks_computed']} chunk(s) computed, {ds.attrs['chunks_reused']} reused")
+    store_name = "chunks.zarr" if args.store_format == "zarr" else "chunks"
+    # --resume keeps the finished chunks and replaces the sweep's own final outputs.
+    with output_directory(args.out, "sweep", overwrite=args.overwrite or args.resume,
+                          keep=(store_name,) if args.resume else (),
+                          hint="or --resume to continue the sweep stored there") as out:
+        store = out.own(store_name)
+        t0 = time.perf_counter()
+        ds = sweep(base, axes, outputs, chunk_size=args.chunk_size, store=store, resume=args.resume,
+                   method=args.method, items=items)
+        seconds = time.perf_counter() - t0
+        out.write("sweep.nc", ds.to_netcdf, engine="h5netcdf")
+        print(f"{ds.attrs['path']} path ({ds.attrs['path_reason']}); "
+              f"{int(np.prod([len(a.values) for a in axes]))} points in {seconds:.2f} s; "
+              f"{ds.attrs['chunks_computed']} chunk(s) computed, {ds.attrs['chunks_reused']} reused")
 
-    figures = []
-    if not args.no_plots and "v" in ds:
-        names = [a.name for a in axes]
-        figures.append(plot_weight_curves(ds, path=out / "weight_curves.png"))
-        if len(names) >= 2:
-            plot_weight_heatmaps(ds, names[0], names[1], path=out / "weight_heatmaps.png")
-            figures.append("weight_heatmaps.png")
-        if "kappa" in names:
-            plot_measurement_shift(ds, noise, path=out / "measurement_shift.png")
-            figures.append("measurement_shift.png")
-    summary = {
-        "path": ds.attrs["path"], "path_reason": ds.attrs["path_reason"],
-        "grid": {a.name: len(a.values) for a in axes}, "seconds": round(seconds, 3),
-        "chunk_size": ds.attrs["chunk_size"], "chunks_computed": ds.attrs["chunks_computed"],
-        "chunks_reused": ds.attrs["chunks_reused"], "variables": sorted(ds.data_vars),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        figures = []
+        if not args.no_plots and "v" in ds:
+            names = [a.name for a in axes]
+            out.write("weight_curves.png", lambda path: plot_weight_curves(ds, path=path))
+            figures.append("weight_curves.png")
+            if len(names) >= 2:
+                out.write("weight_heatmaps.png",
+                          lambda path: plot_weight_heatmaps(ds, names[0], names[1], path=path))
+                figures.append("weight_heatmaps.png")
+            if "kappa" in names:
+                out.write("measurement_shift.png",
+                          lambda path: plot_measurement_shift(ds, noise, path=path))
+                figures.append("measurement_shift.png")
+        summary = {
+            "path": ds.attrs["path"], "path_reason": ds.attrs["path_reason"],
+            "grid": {a.name: len(a.values) for a in axes}, "seconds": round(seconds, 3),
+            "chunk_size": ds.attrs["chunk_size"], "chunks_computed": ds.attrs["chunks_computed"],
+            "chunks_reused": ds.attrs["chunks_reused"], "variables": sorted(ds.data_vars),
+        }
+        out.write_text("summary.json", json.dumps(summary, indent=1))
+    out = out.path
     print(f"wrote {out / 'sweep.nc'}, {out / 'summary.json'}"
           + (f" and {len(figures)} figure(s)" if figures else ""))
     return 0

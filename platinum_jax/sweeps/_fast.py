@@ -1,7 +1,7 @@
 """Per-point kernels: the spectral fast path and the batched-solve general path.
 
 Fast path.  With one concept basis ``M = P diag(λ) Pᵀ``, ``Σ = P diag(σ) Pᵀ`` and ``Q = P⁻ᵀ``
-(computed once, O(m³)), the optimum of Haupt et al.'s eq. 1 is
+(computed once, O(m³)), the optimum of Haupt et al. eq. 1 is
 
     v* = (M + rΣ)⁻¹ M w = Q diag(λ / (λ + rσ)) Pᵀ w,
 

@@ -119,7 +119,7 @@ def _is_log(values) -> bool:
 def plot_weight_curves(ds, axes_to_plot=None, *, items=None, at: dict | None = None, path=None):
     """``v*_i`` against each of ``axes_to_plot`` (default: every axis), one panel per axis.
 
-    Each panel states the comparative static Haupt et al. predict for that kind of axis.
+    Each panel states the comparative static Haupt et al. predicts for that kind of axis.
     """
     if "v" not in ds:
         raise KeyError("the sweep has no 'v' variable; run it with outputs=[Weights(), ...]")
