@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from platinum_jax._cli_common import add_anchor_arguments, anchor_from_args
 
@@ -66,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("data", metavar="DATA", help="long CSV or Parquet of responses")
     p.add_argument("--out", required=True, help="output directory (created if missing)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the files an earlier `fit` wrote in --out (other files are "
+                   "never deleted)")
     p.add_argument("--model", choices=MODEL_NAMES, default="2pl", help="model (default 2pl)")
     p.add_argument("--method", choices=METHOD_NAMES, default="map", help="method (default map)")
     p.add_argument("--likelihood", choices=LIKELIHOOD_NAMES, default=None,
@@ -121,9 +123,6 @@ def _check(args) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {args.out!r} is a file; give a directory")
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -147,8 +146,11 @@ def run(args: argparse.Namespace) -> int:
                        target_accept=args.target_accept, progress_bar=sys.stderr.isatty())
     if args.method == "svi":
         options.update(steps=args.steps)
-    result = fit(model, table, method=args.method, **options)
-    written = result.write(out)
+    from platinum_jax._outputs import output_directory
+
+    with output_directory(args.out, "fit", overwrite=args.overwrite) as out:
+        result = fit(model, table, method=args.method, **options)
+        written = [out.write_text(name, text) for name, text in result.files().items()]
     s = result.summary()
     print(f"model {args.model} ({s['model']['likelihood']}), method {args.method}: "
           f"objective {s['objective']:.6g}, converged {s['converged']}")

@@ -155,17 +155,22 @@ class Fit:
             "diagnostics": _plain(self.diagnostics),
         }
 
+    def files(self) -> dict[str, str]:
+        """The result as text files: ``subjects.csv``, ``items.csv``, ``globals.csv``,
+        ``fit.json``."""
+        return {
+            "subjects.csv": self.subjects.to_csv(),
+            "items.csv": self.items.to_csv(),
+            "globals.csv": self.globals.to_csv(),
+            "fit.json": json.dumps(self.summary(), indent=2) + "\n",
+        }
+
     def write(self, out: str | Path) -> list[Path]:
-        """Write ``subjects.csv``, ``items.csv``, ``globals.csv`` and ``fit.json`` into ``out``
-        (each file written to a temporary name and renamed, so none is ever half-written)."""
+        """Write :meth:`files` into the directory ``out`` (each file to a temporary name, then
+        renamed, so none is ever half-written)."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name, frame in (("subjects.csv", self.subjects), ("items.csv", self.items),
-                            ("globals.csv", self.globals)):
-            written.append(_atomic(out / name, frame.to_csv()))
-        written.append(_atomic(out / "fit.json", json.dumps(self.summary(), indent=2) + "\n"))
-        return written
+        return [_atomic(out / name, text) for name, text in self.files().items()]
 
 
 def _atomic(path: Path, text: str) -> Path:
