@@ -18,7 +18,7 @@ from platinum_jax.data import ResponseTable
 from platinum_jax.models._protocol import Identification, MeasurementModel
 
 from ._map import map_solver
-from ._problem import Problem, Theta
+from ._problem import Data, Problem, Theta
 from ._results import Fit
 
 __all__ = ["fit_map", "laplace", "bootstrap", "cross_validate", "score_subjects"]
