@@ -520,3 +520,18 @@ def test_cli_refuses_a_reduction_it_cannot_apply_to_a_directory(tmp_path, epoch_
     assert rc == 2  # not silently reduced by max instead
     assert "applies to CSV files" in capsys.readouterr().err
     assert not (out / "capabilities.csv").exists()
+
+
+def test_fit_keeps_its_link_for_residuals():
+    """Regression: a clipped-linear fit reports residuals of the clipped-linear link."""
+    table, _ = synthetic_score_table()
+    fit = fit_stitching(table, BenchmarkAnchor("bench_00"), link="clipped_linear")
+    p = fit.params
+    c = np.asarray(p.capability)[table.model_index]
+    d = np.asarray(p.difficulty)[table.benchmark_index]
+    a = np.asarray(p.slope)[table.benchmark_index]
+    expected = np.clip(0.5 + 0.25 * a * (c - d), 0.0, 1.0)
+    np.testing.assert_allclose(fit.residuals["predicted"], expected, atol=1e-12)
+    half_ss = 0.5 * np.sum((expected - table.scores) ** 2)
+    assert half_ss <= fit.cost  # the cost adds the penalty to the same residuals
+    assert fit.link == "clipped_linear"

@@ -374,6 +374,7 @@ class StitchingFit:
     iterations: int
     converged: bool
     gradient_norm: float = float("nan")
+    link: str = "sigmoid"
 
     @property
     def capabilities(self) -> pd.DataFrame:
@@ -405,9 +406,10 @@ class StitchingFit:
 
     @property
     def predicted(self) -> np.ndarray:
-        """Fitted ``sigmoid(alpha_b (C_m - D_b))`` per table row."""
+        """Fitted ``f(alpha_b (C_m - D_b))`` per table row, ``f`` the fit's own link."""
         return np.asarray(
-            predict_scores(self.params, self.table.model_index, self.table.benchmark_index)
+            predict_scores(self.params, self.table.model_index, self.table.benchmark_index,
+                           self.link)
         )
 
     @property
@@ -557,6 +559,7 @@ def fit_stitching(
     theta0: ArrayLike | None = None,
     restarts: int = 0,
     seed: int = 0,
+    link: str = "sigmoid",
     **solver_options,
 ) -> StitchingFit | list[StitchingFit]:
     """MAP fit of ``score(m, b) = sigmoid(alpha_b (C_m - D_b))`` to ``table``.
@@ -582,6 +585,8 @@ def fit_stitching(
             start plus ``restarts`` jittered copies (C, D + N(0, 0.5^2), alpha * exp(N(0, 0.3^2)))
             are solved in one vmapped call and the lowest cost wins.
         seed: seed of the jitter.
+        link: ``"sigmoid"`` (the paper) or ``"clipped_linear"``; kept on the fit, so its
+            predictions and residuals use the same link.
         **solver_options: ``max_steps``, ``gtol``, ``xtol``, ``ftol``.
     """
     anchor = BenchmarkAnchor() if anchor is None else anchor
@@ -612,7 +617,7 @@ def fit_stitching(
             fits.append(
                 fit_stitching(
                     sub, _anchor_for_component(anchor, sub), l2, restarts=restarts, seed=seed,
-                    **solver_options,
+                    link=link, **solver_options,
                 )
             )
         return fits
@@ -630,7 +635,7 @@ def fit_stitching(
         solve = jax.vmap(
             lambda t0: solve_stitching(
                 t0, layout, table.model_index, table.benchmark_index, table.scores, None,
-                float(l2), **solver_options,
+                float(l2), link=link, **solver_options,
             )
         )
         many = solve(jnp.asarray(starts))
@@ -645,6 +650,7 @@ def fit_stitching(
             table.scores,
             None,
             float(l2),
+            link=link,
             **solver_options,
         )
     theta = np.asarray(res.theta)
@@ -659,4 +665,5 @@ def fit_stitching(
         iterations=int(res.iterations),
         converged=bool(res.converged),
         gradient_norm=float(res.gradient_norm),
+        link=link,
     )
