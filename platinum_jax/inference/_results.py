@@ -115,6 +115,10 @@ class Fit:
         if draws is not None:
             for suffix in ("sd", "lo", "hi"):
                 out[suffix] = frame[[f"{c}_{suffix}" for c in base]].iloc[0].to_numpy()
+        if self.method in ("svi", "nuts"):  # point-fit devices play no part in a posterior
+            hidden = {label for (name, label) in block.columns()
+                      if dict(block.decl)[name].map_only}
+            out = out.drop(index=sorted(hidden))
         return out
 
     def predict(self, subject_index=None, item_index=None) -> np.ndarray:
