@@ -7,7 +7,7 @@ import sys
 
 from platinum_jax._cli_common import add_anchor_arguments, anchor_from_args
 
-MODEL_NAMES = ("rosetta", "1pl", "2pl", "3pl", "4pl")
+MODEL_NAMES = ("rosetta", "1pl", "2pl", "3pl", "4pl", "mirt")
 METHOD_NAMES = ("map", "laplace", "bootstrap", "svi", "nuts")
 LIKELIHOOD_NAMES = ("bernoulli", "binomial", "gaussian", "beta", "beta_binomial")
 
@@ -27,6 +27,7 @@ Models (--model):
   2pl      P = sigmoid(a_i (theta - b_i))
   3pl      adds a lower asymptote c_i (guessing, chance score)
   4pl      adds an upper asymptote d_i
+  mirt     P = sigmoid(a_i . theta_s - d_i) with --dims abilities per subject
   IRT models fix the scale by the ability prior theta ~ N(0, 1).
 
 Methods (--method):
@@ -91,6 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="link f (default sigmoid)")
     r.add_argument("--l2", type=float, default=0.1, help="L2 strength lambda (default 0.1)")
     add_anchor_arguments(p)
+    p.add_argument("--dims", type=int, default=2, help="abilities of the mirt model (default 2)")
     p.set_defaults(func=run)
 
 
@@ -106,6 +108,8 @@ def build_model(args, table):
             options["likelihood"] = Gaussian()  # free noise: the least-squares noise 1 is a device
     elif lik is None and table.trials is not None:
         lik = "binomial"
+    if args.model == "mirt":
+        options["dims"] = args.dims
     return make_model(args.model, likelihood=lik, **options)
 
 

@@ -26,8 +26,10 @@ from platinum_jax.models import (
     Binomial,
     Gaussian,
     ModelAnchor,
+    MultidimensionalTwoPL,
     Rosetta,
     TwoPL,
+    varimax,
 )
 
 GPT5 = "gpt-5-2025-08-07_high"
@@ -253,3 +255,26 @@ def test_laplace_bootstrap_and_cv_are_labelled():
     cv = cross_validate(TwoPL(likelihood=Bernoulli()), table, folds=4)
     assert list(cv.index) == [0, 1, 2, 3] and cv["n_test"].sum() == table.n_responses
     assert cv["converged"].all() and (cv["mse"] < 0.25).all()
+
+
+def test_multidimensional_loadings_recovered_up_to_rotation():
+    model = MultidimensionalTwoPL(dims=2)
+    table, truth = simulate(model, 600, 24, seed=8)
+    fit = fit_map(model, table)
+    assert fit.converged
+    est = fit.items[["loading[0]", "loading[1]"]].to_numpy()
+    true = truth.items[:, 1:3]
+    # Orthogonal Procrustes (NumPy SVD): the best rotation of the estimate onto the truth.
+    u, _, vt = np.linalg.svd(est.T @ true)
+    aligned = est @ (u @ vt)
+    for k in range(2):
+        assert np.corrcoef(aligned[:, k], true[:, k])[0, 1] > 0.8
+    # Item 0 loads on the first ability only: the fixed entry that pins the rotation.
+    assert fit.items["loading[1]"].iloc[0] == 0.0
+    rot = varimax(est)
+    np.testing.assert_allclose(rot @ rot.T, np.eye(2), atol=1e-10)
+
+    def criterion(a):
+        return np.sum(np.var(a**2, axis=0))
+
+    assert criterion(est @ rot) >= criterion(est) - 1e-12

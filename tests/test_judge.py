@@ -329,8 +329,9 @@ def test_ctrl_c_with_concurrent_workers_keeps_finished_calls(tmp_path):
         asked = server.request_count
         with JudgmentCache(cache) as c:
             kept = len(c)
-        # Calls already on the wire finish and are kept; queued ones are dropped.
-        assert 5 <= kept == asked < N_CELLS
+        # Calls that finish within the grace period are kept; queued ones are never sent. On a
+        # busy machine a call still on the wire after the grace is dropped, never half-kept.
+        assert 5 <= kept <= asked < N_CELLS
         res = run_judgments(ITEMS, CONCEPTS, judge, cache=cache, concurrency=3, progress=False)
         assert server.request_count - asked == N_CELLS - kept
     np.testing.assert_array_equal(res.strengths.to_numpy(), STRENGTHS.to_numpy(dtype=float))

@@ -6,7 +6,7 @@ function, a likelihood, penalties and priors, an identification) and the models 
 * :class:`Rosetta`: ``score = f(alpha_b (C_m - D_b))``, benchmarks as items (Ho et al. 2025,
   "A Rosetta Stone for AI Benchmarks");
 * :class:`OnePL`, :class:`TwoPL`, :class:`ThreePL`, :class:`FourPL`: item response theory for
-  single questions.
+  single questions; :class:`MultidimensionalTwoPL`: K abilities per subject.
 
 Every model gets every inference method of :mod:`platinum_jax.inference` for free.
 """
@@ -25,6 +25,7 @@ from ._protocol import (
 from ._registry import MODELS, make_model
 from .irt import FourPL, OnePL, ThreePL, TwoPL
 from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Gaussian
+from .mirt import MultidimensionalTwoPL, varimax
 from .rosetta import Rosetta
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "MODELS",
     "MeasurementModel",
     "ModelAnchor",
+    "MultidimensionalTwoPL",
     "OnePL",
     "Param",
     "Rosetta",
@@ -51,4 +53,5 @@ __all__ = [
     "fix_entries",
     "likelihoods",
     "make_model",
+    "varimax",
 ]

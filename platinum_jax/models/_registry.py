@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .irt import FourPL, OnePL, ThreePL, TwoPL
 from .likelihoods import LIKELIHOODS
+from .mirt import MultidimensionalTwoPL
 from .rosetta import Rosetta
 
 __all__ = ["MODELS", "make_model"]
@@ -14,6 +15,7 @@ MODELS = {
     "2pl": TwoPL,
     "3pl": ThreePL,
     "4pl": FourPL,
+    "mirt": MultidimensionalTwoPL,
 }
 
 
