@@ -1,0 +1,165 @@
+"""Write the small evaluation logs under tests/data/logs/ with the real evaluation tools, offline.
+
+The readers in platinum_jax.importers are tested on these files. They are produced by the tools
+themselves (not written by hand), on tiny inline tasks, with models that need no network:
+
+* lm-evaluation-harness (``lm_eval``): its ``dummy`` model (random log-likelihoods, the text
+  "lol" for generations) on two local task YAMLs (``dataset_path: json`` with local
+  ``data_files``), for two runs named ``dummy-a`` and ``dummy-b`` (different random seeds), with
+  ``--log_samples``; the ``--output_path`` tree goes to ``logs/lm_eval/``.
+* Inspect (``inspect_ai``): the ``mockllm/model`` provider with scripted outputs that carry token
+  usage (without usage Inspect counts tokens with tiktoken, which downloads an encoding), on a
+  small inline arithmetic task with two scorers and two epochs; one ``.eval`` and one ``.json``
+  log go to ``logs/inspect/``.
+
+How to run (from the repository root; the tools live in a separate environment, the package's
+readers never import them except Inspect's log API for Inspect logs):
+
+    python3 -m venv /tmp/fixture-venv
+    /tmp/fixture-venv/bin/pip install lm-eval inspect-ai
+    HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 /tmp/fixture-venv/bin/python tests/data/make_fixtures.py
+
+Machine-specific text the tools record (the temporary working directory, the user's home) is
+replaced by ``<tmp>`` / ``<home>`` after writing, so that no local path is committed; nothing
+else in the logs is edited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "logs"
+
+MC_DOCS = [  # multiple choice: lm-eval scores acc and acc_norm per document
+    {"question": "2 + 2 =", "choices": ["3", "4", "5"], "answer": 1},
+    {"question": "The capital of France is", "choices": ["Paris", "Rome"], "answer": 0},
+    {"question": "Water boils at sea level at (degrees Celsius)", "choices": ["90", "100"],
+     "answer": 1},
+    {"question": "The largest planet is", "choices": ["Mars", "Jupiter", "Venus"], "answer": 1},
+    {"question": "3 * 3 =", "choices": ["6", "9", "12", "8"], "answer": 1},
+    {"question": "The chemical symbol of gold is", "choices": ["Au", "Ag"], "answer": 0},
+]
+GEN_DOCS = [  # generation: the dummy model always answers "lol", so exact_match is 1 on doc 1
+    {"question": "Say hello.", "answer": "hello"},
+    {"question": "Say lol.", "answer": "lol"},
+    {"question": "Name a colour.", "answer": "red"},
+    {"question": "Name a number.", "answer": "seven"},
+]
+MC_YAML = """\
+task: tiny_mc
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: tiny_mc.jsonl
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{question}}"
+doc_to_choice: "{{choices}}"
+doc_to_target: "{{answer}}"
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+  - metric: acc_norm
+    aggregation: mean
+    higher_is_better: true
+"""
+GEN_YAML = """\
+task: tiny_gen
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: tiny_gen.jsonl
+test_split: test
+output_type: generate_until
+doc_to_text: "{{question}}"
+doc_to_target: "{{answer}}"
+generation_kwargs:
+  until: ["\\n"]
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+"""
+
+
+def _scrub(root: Path, replacements: dict[str, str]) -> None:
+    for path in root.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".jsonl"):
+            text = path.read_text(encoding="utf-8")
+            for old, new in replacements.items():
+                text = text.replace(old, new)
+            path.write_text(text, encoding="utf-8")
+
+
+def make_lm_eval(work: Path) -> None:
+    for name, docs, yaml in (("tiny_mc", MC_DOCS, MC_YAML), ("tiny_gen", GEN_DOCS, GEN_YAML)):
+        (work / f"{name}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+        (work / f"{name}.yaml").write_text(yaml)
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
+    lm_eval = Path(sys.executable).with_name("lm_eval")
+    for name, seed in (("dummy-a", "1"), ("dummy-b", "2")):
+        subprocess.run(
+            [str(lm_eval), "--model", "dummy", "--model_args", f"pretrained={name}",
+             "--tasks", "tiny_mc,tiny_gen", "--include_path", ".", "--output_path", "out",
+             "--log_samples", "--seed", seed],
+            cwd=work, env=env, check=True,
+        )
+    dest = OUT / "lm_eval"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(work / "out", dest)
+    _scrub(dest, {str(work): "<tmp>", str(Path.home()): "<home>"})
+
+
+def make_inspect(work: Path) -> None:
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import includes, match
+    from inspect_ai.solver import generate
+
+    samples = [
+        Sample(id="add-1", input="What is 1 + 1? Answer with a number.", target="2"),
+        Sample(id="add-2", input="What is 2 + 3? Answer with a number.", target="5"),
+        Sample(id="mul-1", input="What is 3 * 4? Answer with a number.", target="12"),
+        Sample(id="mul-2", input="What is 6 * 7? Answer with a number.", target="42"),
+    ]
+    task = Task(dataset=samples, solver=generate(), scorer=[match(), includes()], name="arith")
+    # Scripted answers, consumed in order: samples run one at a time (max_samples=1), epoch by
+    # epoch. Some answers are wrong, one is right only under `includes`.
+    answers = ["2", "5", "13", "The answer is 42", "2", "6", "12", "42"]
+
+    def outputs():
+        for text in answers:
+            out = ModelOutput.from_content(model="mockllm/model", content=text)
+            out.usage = ModelUsage(input_tokens=12, output_tokens=3, total_tokens=15)
+            yield out
+
+    dest = OUT / "inspect"
+    shutil.rmtree(dest, ignore_errors=True)
+    for fmt in ("eval", "json"):
+        model = get_model("mockllm/model", custom_outputs=outputs())
+        eval(task, model=model, epochs=2, max_samples=1, log_dir=str(work / fmt),
+             log_format=fmt, display="none")
+        dest.mkdir(parents=True, exist_ok=True)
+        for f in (work / fmt).iterdir():
+            shutil.copy(f, dest / f.name)
+    _scrub(dest, {str(work): "<tmp>", str(Path.home()): "<home>"})
+
+
+if __name__ == "__main__":
+    which = sys.argv[1:] or ["lm_eval", "inspect"]
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        for name in which:
+            work = Path(tmp) / name
+            work.mkdir()
+            {"lm_eval": make_lm_eval, "inspect": make_inspect}[name](work)
+    print(f"wrote {OUT}")
