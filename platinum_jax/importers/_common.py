@@ -111,21 +111,21 @@ class ImportedResponses:
 
 
 def finish(
-    rows: list[dict],
+    rows: list[dict] | pd.DataFrame,
     meta: list[dict],
     missing: list[dict],
     fmt: str,
     source: str,
 ) -> ImportedResponses:
     """Assemble the three frames; an import that yields no response at all is an error."""
-    if not rows:
+    if len(rows) == 0:
         why = ""
         if missing:
             m = missing[0]
             why = (f"; all {len(missing)} per-item record(s) lack a usable score, e.g. "
                    f"{m['item']!r} in {m['file']}: {m['reason']}")
         raise LogFormatError(f"{source}: no per-item responses found{why}")
-    frame = pd.DataFrame(rows)
+    frame = rows.reset_index(drop=True) if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
     order = [c for c in (*_RESPONSE_COLUMNS, *PROVENANCE) if c in frame.columns]
     frame = frame.loc[:, order + [c for c in frame.columns if c not in order]]
     miss = pd.DataFrame(missing, columns=list(MISSING_COLUMNS))

@@ -20,7 +20,7 @@ def read_tidy(paths: str | Path | Iterable[str | Path]) -> ImportedResponses:
 
     if isinstance(paths, str | Path):
         paths = [paths]
-    rows: list[dict] = []
+    frames: list[pd.DataFrame] = []
     meta: list[dict] = []
     for path in map(Path, paths):
         table = ResponseTable.read(path, duplicates="error")  # names the file and the bad rows
@@ -28,10 +28,11 @@ def read_tidy(paths: str | Path | Iterable[str | Path]) -> ImportedResponses:
         frame["file"] = str(path)
         frame["task"] = frame["group"] if "group" in frame.columns else None
         frame["metric"] = "response"
-        rows.extend(frame.to_dict("records"))
+        frames.append(frame)
         meta.append({"file": str(path), "n_responses": len(frame),
                      "n_subjects": table.n_subjects, "n_items": table.n_items})
-    return finish(rows, meta, [], "tidy", ", ".join(map(str, paths)))
+    return finish(pd.concat(frames, ignore_index=True), meta, [], "tidy",
+                  ", ".join(map(str, paths)))
 
 
 def read_epoch(raw_dirs: str | Path | Iterable[str | Path]) -> ImportedResponses:
@@ -42,16 +43,16 @@ def read_epoch(raw_dirs: str | Path | Iterable[str | Path]) -> ImportedResponses
 
     if isinstance(raw_dirs, str | Path):
         raw_dirs = [raw_dirs]
-    rows: list[dict] = []
+    frames: list[pd.DataFrame] = []
     meta: list[pd.DataFrame] = []
     for raw in map(Path, raw_dirs):
         scores = read_epoch_raw(raw)
         frame = pd.DataFrame({"subject": scores["model"], "item": scores["benchmark"],
                               "response": scores["score"], "file": str(raw),
                               "task": scores["benchmark"], "metric": "score"})
-        rows.extend(frame.to_dict("records"))
+        frames.append(frame)
         info = read_benchmark_info(raw).reset_index()
         info.insert(0, "file", str(raw))
         meta.append(info)
-    return finish(rows, pd.concat(meta, ignore_index=True).to_dict("records"), [], "epoch",
+    return finish(pd.concat(frames, ignore_index=True), pd.concat(meta, ignore_index=True).to_dict("records"), [], "epoch",
                   ", ".join(map(str, raw_dirs)))
