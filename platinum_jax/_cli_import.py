@@ -16,6 +16,8 @@ Formats (FORMAT):
            exact_match|... (repeat it: the first a task reports is used), --filter
   inspect  Inspect .eval / .json logs or directories of them (needs the `inspect` extra);
            --metric names the scorer; epochs become trials when scores are 0/1
+  helm     HELM benchmark_output/runs/<suite>/ directories or run directories; --metric names
+           the per-instance statistic (default exact_match); train trials become trials
   tidy     long CSV / Parquet files (subject, item, response[, group, trials, se, weight])
   epoch    Epoch AI benchmarking-hub raw/ directories (benchmark-level scores)
 
@@ -39,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "import",
-        help="read evaluation logs (lm-eval, Inspect, tidy, Epoch) into a response table",
+        help="read evaluation logs (lm-eval, Inspect, HELM, tidy, Epoch) into a response table",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -71,9 +73,11 @@ def _read(args):
                       filter=None if args.filter == "any" else args.filter, tasks=args.tasks)
     if args.filter != "none" or args.tasks is not None:
         raise ValueError(f"--filter and --tasks apply to lm-eval logs, not to {args.format}")
-    if args.format == "inspect":
+    if args.format in ("inspect", "helm"):
         if args.metric is not None and len(args.metric) > 1:
-            raise ValueError(f"inspect: give one scorer with --metric (got {args.metric})")
+            raise ValueError(f"{args.format}: give one --metric (got {args.metric})")
+        if args.format == "helm":
+            return reader(args.paths, **({"metric": args.metric[0]} if args.metric else {}))
         return reader(args.paths, scorer=args.metric[0] if args.metric else None)
     if args.metric is not None:
         raise ValueError(f"--metric does not apply to the {args.format} format")

@@ -123,3 +123,17 @@ def test_livecodebench_import_then_2pl(tmp_path, capsys):
     assert summary["converged"]
     assert (summary["n_subjects"], summary["n_items"], summary["n_responses"]) == (
         n_s, n_i, len(raw))
+
+
+def test_helm_import(tmp_path, capsys):
+    out = tmp_path / "helm.csv"
+    suite = LOGS / "helm" / "runs" / "tiny"
+    assert main(["import", "helm", str(suite), "--metric", "num_prompt_tokens",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert {"subjects: 1", "items: 12", "groups: 2", "responses: 12"} <= set(printed)
+    frame = pd.read_csv(out)
+    assert set(frame["metric"]) == {"num_prompt_tokens"} and "trials" not in frame.columns
+    assert main(["import", "helm", str(suite), "--metric", "a", "--metric", "b",
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "give one --metric" in capsys.readouterr().err

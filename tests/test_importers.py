@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from platinum_jax._extras import MissingExtraError
-from platinum_jax.importers import LogFormatError, read_inspect, read_lm_eval
+from platinum_jax.importers import LogFormatError, read_helm, read_inspect, read_lm_eval
 
 LOGS = Path(__file__).parent / "data" / "logs"
 LM_EVAL = LOGS / "lm_eval"
@@ -216,3 +216,75 @@ def test_inspect_is_optional(monkeypatch):
             "platinum_jax.cli.build_parser(); print('inspect_ai' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ HELM
+HELM = LOGS / "helm" / "runs" / "tiny"
+
+
+def _helm_stats(run: Path, metric: str) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for rec in json.loads((run / "per_instance_stats.json").read_text()):
+        for stat in rec["stats"]:
+            if stat["name"]["name"] == metric:
+                out.setdefault(rec["instance_id"], []).append(stat["mean"])
+    return out
+
+
+@pytest.mark.parametrize("metric", ["exact_match", "num_prompt_tokens"])
+def test_helm_reads_each_instance_of_each_run(metric):
+    logs = read_helm(HELM, metric=metric)
+    r = logs.responses
+    runs = sorted(p for p in HELM.iterdir() if p.is_dir())
+    assert len(runs) == 2 and len(logs.metadata) == 2
+    for run in runs:
+        spec = json.loads((run / "run_spec.json").read_text())
+        task = spec["name"].split(":")[0]
+        got = r[r.group == task].set_index("item")["response"]
+        want = {f"{task}/{i}": float(np.mean(v)) for i, v in _helm_stats(run, metric).items()}
+        assert got.to_dict() == want and len(want) == 6
+        assert set(r.loc[r.group == task, "subject"]) == {spec["adapter_spec"]["model"]}
+        meta = logs.metadata.set_index("task").loc[task]
+        assert meta["num_fewshot"] == spec["adapter_spec"]["max_train_instances"]
+        assert meta["run_name"] == spec["name"]
+    # 0/1 exact matches carry their train trials; token counts do not.
+    assert ("trials" in r.columns) == (metric == "exact_match")
+    assert logs.missing.empty
+
+
+def test_helm_missing_statistics_are_reported(tmp_path):
+    run = next(p for p in HELM.iterdir() if p.name.startswith("simple_mcqa"))
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    records = json.loads((copy / "per_instance_stats.json").read_text())
+    lost = records[0]["instance_id"]
+    records[0]["stats"] = [s for s in records[0]["stats"] if s["name"]["name"] != "exact_match"]
+    (copy / "per_instance_stats.json").write_text(json.dumps(records))
+    logs = read_helm(copy)
+    assert len(logs.responses) == 5
+    assert logs.missing[["item", "reason"]].values.tolist() == [
+        [f"simple_mcqa/{lost}",
+         f"instance {lost} of scenario_state.json has no 'exact_match' statistic"]]
+    with pytest.raises(ValueError, match=r"statistic 'f1'.*they report .*exact_match"):
+        read_helm(copy, metric="f1")
+
+
+def test_helm_malformed_runs_are_named(tmp_path):
+    run = next(p for p in HELM.iterdir() if p.name.startswith("simple_mcqa"))
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    spec = json.loads((copy / "run_spec.json").read_text())
+    del spec["adapter_spec"]["model"]
+    (copy / "run_spec.json").write_text(json.dumps(spec))
+    with pytest.raises(LogFormatError, match=r"run_spec.json \(adapter_spec\): has no field "
+                                             r"'model'"):
+        read_helm(copy)
+    shutil.copy(run / "run_spec.json", copy / "run_spec.json")
+    text = (copy / "per_instance_stats.json").read_text()
+    (copy / "per_instance_stats.json").write_text(text[: len(text) // 2])
+    with pytest.raises(LogFormatError, match=r"per_instance_stats.json \(line \d+, column \d+\): "
+                                             "is not valid JSON"):
+        read_helm(copy)
+    (copy / "per_instance_stats.json").unlink()
+    with pytest.raises(LogFormatError, match="no per_instance_stats.json"):
+        read_helm(copy)

@@ -11,6 +11,7 @@ format     reader                                       reads
 lm-eval    :func:`read_lm_eval`                          lm-evaluation-harness
                                                         ``--output_path`` with samples
 inspect    :func:`read_inspect` (extra ``inspect``)     Inspect ``.eval`` / ``.json``
+helm       :func:`read_helm`                            HELM ``runs/<suite>/`` trees
 tidy       :func:`read_tidy`                            long CSV / Parquet
 epoch      :func:`read_epoch`                           Epoch AI ``raw/`` export
 ========== ============================================ ===============================
@@ -24,6 +25,7 @@ Example::
 """
 
 from platinum_jax.importers._common import ImportedResponses, LogFormatError
+from platinum_jax.importers._helm import read_helm
 from platinum_jax.importers._inspect import read_inspect
 from platinum_jax.importers._lm_eval import read_lm_eval
 from platinum_jax.importers._tables import read_epoch, read_tidy
@@ -33,6 +35,7 @@ __all__ = [
     "ImportedResponses",
     "LogFormatError",
     "read_epoch",
+    "read_helm",
     "read_inspect",
     "read_lm_eval",
     "read_tidy",
@@ -42,6 +45,7 @@ __all__ = [
 FORMATS = {
     "lm-eval": read_lm_eval,
     "inspect": read_inspect,
+    "helm": read_helm,
     "tidy": read_tidy,
     "epoch": read_epoch,
 }

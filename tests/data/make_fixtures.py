@@ -11,13 +11,30 @@ themselves (not written by hand), on tiny inline tasks, with models that need no
   usage (without usage Inspect counts tokens with tiktoken, which downloads an encoding), on a
   small inline arithmetic task with two scorers and two epochs; one ``.eval`` and one ``.json``
   log go to ``logs/inspect/``.
+* HELM (``crfm-helm``): ``helm-run`` with the built-in ``simple/model1`` client on the built-in
+  ``simple_mcqa`` and ``simple_classification`` scenarios (6 instances each). The client's
+  answers are degenerate (exact match 0 throughout) but the files are HELM's own. Each run's
+  ``run_spec.json``, ``scenario_state.json`` and ``per_instance_stats.json`` go to
+  ``logs/helm/runs/tiny/`` (``stats.json`` and ``scenario.json`` are left out: the reader does
+  not use them).
 
 How to run (from the repository root; the tools live in a separate environment, the package's
 readers never import them except Inspect's log API for Inspect logs):
 
     python3 -m venv /tmp/fixture-venv
     /tmp/fixture-venv/bin/pip install lm-eval inspect-ai
-    HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 /tmp/fixture-venv/bin/python tests/data/make_fixtures.py
+    HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 /tmp/fixture-venv/bin/python tests/data/make_fixtures.py \
+        lm_eval inspect
+
+HELM lists torch among its requirements, but ``helm-run`` on the simple scenarios never imports
+it; install it without its dependencies, then its light ones, in another environment:
+
+    python3 -m venv /tmp/helm-venv
+    /tmp/helm-venv/bin/pip install --no-deps crfm-helm
+    /tmp/helm-venv/bin/pip install cattrs~=22.2 colorlog dacite Mako numpy pandas pyhocon ubelt \
+        retrying tqdm zstandard sqlitedict bottle pyarrow pyarrow-hotfix scipy nltk rouge-score \
+        uncertainty-calibration scikit-learn "datasets~=3.1"
+    HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 /tmp/helm-venv/bin/python tests/data/make_fixtures.py helm
 
 Machine-specific text the tools record (the temporary working directory, the user's home) is
 replaced by ``<tmp>`` / ``<home>`` after writing, so that no local path is committed; nothing
@@ -154,6 +171,26 @@ def make_inspect(work: Path) -> None:
     _scrub(dest, {str(work): "<tmp>", str(Path.home()): "<home>"})
 
 
+def make_helm(work: Path) -> None:
+    helm_run = Path(sys.executable).with_name("helm-run")
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
+    subprocess.run(
+        [str(helm_run), "--run-entries", "simple_mcqa:model=simple/model1",
+         "simple_classification:model=simple/model1", "--suite", "tiny",
+         "--max-eval-instances", "6"],
+        cwd=work, env=env, check=True,
+    )
+    dest = OUT / "helm" / "runs" / "tiny"
+    shutil.rmtree(OUT / "helm", ignore_errors=True)
+    for run in sorted((work / "benchmark_output" / "runs" / "tiny").iterdir()):
+        if not (run / "run_spec.json").exists():
+            continue  # eval_cache
+        (dest / run.name).mkdir(parents=True)
+        for name in ("run_spec.json", "scenario_state.json", "per_instance_stats.json"):
+            shutil.copy(run / name, dest / run.name / name)
+    _scrub(OUT / "helm", {str(work): "<tmp>", str(Path.home()): "<home>"})
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["lm_eval", "inspect"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,5 +198,5 @@ if __name__ == "__main__":
         for name in which:
             work = Path(tmp) / name
             work.mkdir()
-            {"lm_eval": make_lm_eval, "inspect": make_inspect}[name](work)
+            {"lm_eval": make_lm_eval, "inspect": make_inspect, "helm": make_helm}[name](work)
     print(f"wrote {OUT}")
