@@ -18,6 +18,9 @@ Formats (FORMAT):
            --metric names the scorer; epochs become trials when scores are 0/1
   helm     HELM benchmark_output/runs/<suite>/ directories or run directories; --metric names
            the per-instance statistic (default exact_match); train trials become trials
+  eee      Every Eval Ever aggregate <uuid>.json logs or directories of them; per-sample
+           scores from their _samples.jsonl sidecars, or --level aggregate for one score per
+           evaluation; --metric as for lm-eval
   tidy     long CSV / Parquet files (subject, item, response[, group, trials, se, weight])
   epoch    Epoch AI benchmarking-hub raw/ directories (benchmark-level scores)
 
@@ -41,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "import",
-        help="read evaluation logs (lm-eval, Inspect, HELM, tidy, Epoch) into a response table",
+        help="read evaluation logs (lm-eval, Inspect, HELM, Every Eval Ever, tidy, Epoch) into a "
+        "response table",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -56,6 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(inspect); default: the only or first one the log reports")
     p.add_argument("--filter", default="none",
                    help="lm-eval filter name (default 'none'; 'any' accepts the first reported)")
+    p.add_argument("--level", choices=("instance", "aggregate"), default=None,
+                   help="eee: per-sample scores (default) or one score per evaluation")
     p.add_argument("--tasks", nargs="+", default=None, help="lm-eval: keep only these tasks")
     p.add_argument("--duplicates", choices=("error", "mean", "max", "min", "first", "last"),
                    default="error",
@@ -71,6 +77,12 @@ def _read(args):
     if args.format == "lm-eval":
         return reader(args.paths, metric=args.metric,
                       filter=None if args.filter == "any" else args.filter, tasks=args.tasks)
+    if args.level is not None and args.format != "eee":
+        raise ValueError(f"--level applies to eee records, not to {args.format}")
+    if args.format == "eee":
+        if args.filter != "none" or args.tasks is not None:
+            raise ValueError("--filter and --tasks apply to lm-eval logs, not to eee")
+        return reader(args.paths, metric=args.metric, level=args.level or "instance")
     if args.filter != "none" or args.tasks is not None:
         raise ValueError(f"--filter and --tasks apply to lm-eval logs, not to {args.format}")
     if args.format in ("inspect", "helm"):

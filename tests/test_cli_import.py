@@ -137,3 +137,18 @@ def test_helm_import(tmp_path, capsys):
     assert main(["import", "helm", str(suite), "--metric", "a", "--metric", "b",
                  "--out", str(tmp_path / "x.csv")]) == 2
     assert "give one --metric" in capsys.readouterr().err
+
+
+def test_every_eval_ever_import(tmp_path, capsys):
+    root = LOGS / "every_eval_ever"
+    out = tmp_path / "eee.csv"
+    assert main(["import", "eee", str(root), "--metric", "acc", "--metric", "exact_match",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert {"subjects: 1", "items: 10", "groups: 2", "responses: 10"} <= set(printed)
+    agg = tmp_path / "agg.csv"
+    assert main(["import", "eee", str(root), "--level", "aggregate", "--out", str(agg)]) == 0
+    assert sorted(pd.read_csv(agg)["item"]) == ["tiny_gen", "tiny_mc"]
+    assert main(["import", "tidy", str(agg), "--level", "aggregate",
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "--level applies to eee" in capsys.readouterr().err

@@ -7,6 +7,7 @@ not from the readers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -18,7 +19,13 @@ import pandas as pd
 import pytest
 
 from platinum_jax._extras import MissingExtraError
-from platinum_jax.importers import LogFormatError, read_helm, read_inspect, read_lm_eval
+from platinum_jax.importers import (
+    LogFormatError,
+    read_every_eval_ever,
+    read_helm,
+    read_inspect,
+    read_lm_eval,
+)
 
 LOGS = Path(__file__).parent / "data" / "logs"
 LM_EVAL = LOGS / "lm_eval"
@@ -288,3 +295,75 @@ def test_helm_malformed_runs_are_named(tmp_path):
     (copy / "per_instance_stats.json").unlink()
     with pytest.raises(LogFormatError, match="no per_instance_stats.json"):
         read_helm(copy)
+
+
+# ------------------------------------------------------------------ Every Eval Ever
+EEE = LOGS / "every_eval_ever"
+
+
+def _eee_lines(task: str) -> list[dict]:
+    (path,) = (EEE / task).rglob("*_samples.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_every_eval_ever_instances_match_the_harness_metrics():
+    logs = read_every_eval_ever(EEE, metric=["acc_norm", "exact_match"])
+    got = logs.responses.set_index("item")
+    for task, metric in (("tiny_mc", "acc_norm"), ("tiny_gen", "exact_match")):
+        lines = [r for r in _eee_lines(task) if r["evaluation_result_id"] == metric]
+        for rec in lines:
+            # the harness's own per-document metrics, kept by the converter in the metadata
+            raw = json.loads(rec["metadata"]["lm_eval_metrics"])[metric]
+            assert got.loc[f"{task}/{rec['sample_id']}", "response"] == raw
+        (agg,) = (EEE / task).rglob("*-*.json")
+        log = json.loads(agg.read_text())
+        want = next(r["score_details"]["score"] for r in log["evaluation_results"]
+                    if r["evaluation_result_id"] == metric)
+        rows = got[got.group == task]
+        assert len(rows) == len(lines) and rows["response"].mean() == pytest.approx(want)
+        assert set(rows["subject"]) == {log["model_info"]["id"]}
+    meta = logs.metadata.set_index("task")
+    assert meta.loc["tiny_mc", "source_name"] == "lm-evaluation-harness"
+    assert logs.missing.empty
+    with pytest.raises(ValueError, match=r"evaluation 'tiny_gen' has no metric 'acc_norm'.*"
+                                         "exact_match"):
+        read_every_eval_ever(EEE, metric="acc_norm")
+
+
+def test_every_eval_ever_aggregate_level():
+    logs = read_every_eval_ever(EEE, level="aggregate")
+    got = logs.responses.set_index("item")
+    for task in ("tiny_mc", "tiny_gen"):
+        (agg,) = (EEE / task).rglob("*-*.json")
+        first = json.loads(agg.read_text())["evaluation_results"][0]
+        assert got.loc[task, "response"] == first["score_details"]["score"]
+        se = first["score_details"]["uncertainty"]["standard_error"]["value"]
+        assert got.loc[task, "se"] == se
+
+
+def test_every_eval_ever_missing_scores_checksums_and_sidecars(tmp_path):
+    root = tmp_path / "eee"
+    shutil.copytree(EEE, root)
+    (side,) = (root / "tiny_gen").rglob("*_samples.jsonl")
+    agg = side.with_name(side.name.replace("_samples.jsonl", ".json"))
+    lines = side.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["evaluation"]["score"] = None
+    lines[1] = json.dumps(rec)
+    side.write_text("\n".join(lines) + "\n")
+    with pytest.raises(LogFormatError, match=f"{side.name}.*does not match the sha256 checksum"):
+        read_every_eval_ever(root)
+    log = json.loads(agg.read_text())
+    log["detailed_evaluation_results"]["checksum"] = hashlib.sha256(side.read_bytes()).hexdigest()
+    agg.write_text(json.dumps(log))
+    logs = read_every_eval_ever(root)
+    assert logs.missing[["item", "reason"]].values.tolist() == [
+        [f"tiny_gen/{rec['sample_id']}", "line 2: evaluation.score=None is not a number"]]
+    side.unlink()
+    logs = read_every_eval_ever(root)
+    assert "sidecar" in logs.missing.set_index("item").loc["tiny_gen/*", "reason"]
+    del log["model_info"]
+    agg.write_text(json.dumps(log))
+    with pytest.raises(LogFormatError, match=rf"{agg.name} \(top level\): has no field "
+                                             "'model_info'"):
+        read_every_eval_ever(root)

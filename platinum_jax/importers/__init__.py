@@ -12,6 +12,7 @@ lm-eval    :func:`read_lm_eval`                          lm-evaluation-harness
                                                         ``--output_path`` with samples
 inspect    :func:`read_inspect` (extra ``inspect``)     Inspect ``.eval`` / ``.json``
 helm       :func:`read_helm`                            HELM ``runs/<suite>/`` trees
+eee        :func:`read_every_eval_ever`                 Every Eval Ever records
 tidy       :func:`read_tidy`                            long CSV / Parquet
 epoch      :func:`read_epoch`                           Epoch AI ``raw/`` export
 ========== ============================================ ===============================
@@ -25,6 +26,7 @@ Example::
 """
 
 from platinum_jax.importers._common import ImportedResponses, LogFormatError
+from platinum_jax.importers._every_eval_ever import read_every_eval_ever
 from platinum_jax.importers._helm import read_helm
 from platinum_jax.importers._inspect import read_inspect
 from platinum_jax.importers._lm_eval import read_lm_eval
@@ -35,6 +37,7 @@ __all__ = [
     "ImportedResponses",
     "LogFormatError",
     "read_epoch",
+    "read_every_eval_ever",
     "read_helm",
     "read_inspect",
     "read_lm_eval",
@@ -46,6 +49,7 @@ FORMATS = {
     "lm-eval": read_lm_eval,
     "inspect": read_inspect,
     "helm": read_helm,
+    "eee": read_every_eval_ever,
     "tidy": read_tidy,
     "epoch": read_epoch,
 }

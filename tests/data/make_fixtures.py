@@ -17,6 +17,10 @@ themselves (not written by hand), on tiny inline tasks, with models that need no
   ``run_spec.json``, ``scenario_state.json`` and ``per_instance_stats.json`` go to
   ``logs/helm/runs/tiny/`` (``stats.json`` and ``scenario.json`` are left out: the reader does
   not use them).
+* Every Eval Ever (``every_eval_ever``): one more lm-evaluation-harness run (dummy model named
+  ``demo-org/dummy-c``: the converter takes the developer from the ``org/`` prefix) converted
+  by ``every_eval_ever convert lm_eval --include_samples`` into aggregate records with their
+  instance-level ``_samples.jsonl`` sidecars, under ``logs/every_eval_ever/``.
 
 How to run (from the repository root; the tools live in a separate environment, the package's
 readers never import them except Inspect's log API for Inspect logs):
@@ -35,6 +39,12 @@ it; install it without its dependencies, then its light ones, in another environ
         retrying tqdm zstandard sqlitedict bottle pyarrow pyarrow-hotfix scipy nltk rouge-score \
         uncertainty-calibration scikit-learn "datasets~=3.1"
     HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 /tmp/helm-venv/bin/python tests/data/make_fixtures.py helm
+
+Every Eval Ever needs Python >= 3.12; its command line is found through ``EEE_CLI``:
+
+    python3.12 -m venv /tmp/eee-venv && /tmp/eee-venv/bin/pip install every-eval-ever
+    EEE_CLI=/tmp/eee-venv/bin/every_eval_ever HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 \
+        /tmp/fixture-venv/bin/python tests/data/make_fixtures.py every_eval_ever
 
 Machine-specific text the tools record (the temporary working directory, the user's home) is
 replaced by ``<tmp>`` / ``<home>`` after writing, so that no local path is committed; nothing
@@ -191,6 +201,31 @@ def make_helm(work: Path) -> None:
     _scrub(OUT / "helm", {str(work): "<tmp>", str(Path.home()): "<home>"})
 
 
+def make_every_eval_ever(work: Path) -> None:
+    for name, docs, yaml in (("tiny_mc", MC_DOCS, MC_YAML), ("tiny_gen", GEN_DOCS, GEN_YAML)):
+        (work / f"{name}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+        (work / f"{name}.yaml").write_text(yaml)
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
+    lm_eval = Path(sys.executable).with_name("lm_eval")
+    subprocess.run(
+        [str(lm_eval), "--model", "dummy", "--model_args", "pretrained=demo-org/dummy-c",
+         "--tasks", "tiny_mc,tiny_gen", "--include_path", ".", "--output_path", "out",
+         "--log_samples", "--seed", "3"],
+        cwd=work, env=env, check=True,
+    )
+    eee = os.environ.get("EEE_CLI", "every_eval_ever")
+    subprocess.run(
+        [eee, "convert", "lm_eval", "--log_path", "out/demo-org__dummy-c", "--output_dir", "eee",
+         "--include_samples", "--source_organization_name", "platinum-jax-tests",
+         "--evaluator_relationship", "third_party"],
+        cwd=work, env=env, check=True,
+    )
+    dest = OUT / "every_eval_ever"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(work / "eee", dest)
+    _scrub(dest, {str(work): "<tmp>", str(Path.home()): "<home>"})
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["lm_eval", "inspect"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -198,5 +233,7 @@ if __name__ == "__main__":
         for name in which:
             work = Path(tmp) / name
             work.mkdir()
-            {"lm_eval": make_lm_eval, "inspect": make_inspect, "helm": make_helm}[name](work)
+            makers = {"lm_eval": make_lm_eval, "inspect": make_inspect, "helm": make_helm,
+                      "every_eval_ever": make_every_eval_ever}
+            makers[name](work)
     print(f"wrote {OUT}")
