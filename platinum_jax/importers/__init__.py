@@ -5,17 +5,14 @@ Every reader returns an :class:`ImportedResponses`: the long responses with thei
 records without a usable score (reported, never dropped in silence). ``.table()`` gives the
 :class:`~platinum_jax.data.ResponseTable` that :func:`platinum_jax.inference.fit` reads.
 
-========== ============================================ ===============================
-format     reader                                       reads
-========== ============================================ ===============================
-lm-eval    :func:`read_lm_eval`                          lm-evaluation-harness
-                                                        ``--output_path`` with samples
-inspect    :func:`read_inspect` (extra ``inspect``)     Inspect ``.eval`` / ``.json``
-helm       :func:`read_helm`                            HELM ``runs/<suite>/`` trees
-eee        :func:`read_every_eval_ever`                 Every Eval Ever records
-tidy       :func:`read_tidy`                            long CSV / Parquet
-epoch      :func:`read_epoch`                           Epoch AI ``raw/`` export
-========== ============================================ ===============================
+| format | reader | reads |
+|---|---|---|
+| ``lm-eval`` | :func:`read_lm_eval` | lm-evaluation-harness ``--output_path`` with samples |
+| ``inspect`` | :func:`read_inspect` (extra ``inspect``) | Inspect ``.eval`` / ``.json`` logs |
+| ``helm`` | :func:`read_helm` | HELM ``benchmark_output/runs/<suite>/`` trees |
+| ``eee`` | :func:`read_every_eval_ever` | Every Eval Ever records and sidecars |
+| ``tidy`` | :func:`read_tidy` | long CSV / Parquet |
+| ``epoch`` | :func:`read_epoch` | Epoch AI ``raw/`` export |
 
 Example::
 

@@ -115,7 +115,7 @@ def read_lm_eval(
     paths: str | Path | Iterable[str | Path],
     *,
     metric: str | Sequence[str] | None = None,
-    filter: str | None = "none",  # noqa: A002 - lm-eval's own word
+    filter: str | None = "none",  # lm-eval's own word for it
     tasks: Sequence[str] | None = None,
 ) -> ImportedResponses:
     """Read lm-evaluation-harness runs into item-level responses.
