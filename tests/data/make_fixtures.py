@@ -25,26 +25,26 @@ themselves (not written by hand), on tiny inline tasks, with models that need no
 How to run (from the repository root; the tools live in a separate environment, the package's
 readers never import them except Inspect's log API for Inspect logs):
 
-    python3 -m venv /tmp/fixture-venv
-    /tmp/fixture-venv/bin/pip install lm-eval inspect-ai
-    HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 /tmp/fixture-venv/bin/python tests/data/make_fixtures.py \
+    python3 -m venv ../fixture-venv
+    ../fixture-venv/bin/pip install lm-eval inspect-ai
+    HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 ../fixture-venv/bin/python tests/data/make_fixtures.py \
         lm_eval inspect
 
 HELM lists torch among its requirements, but ``helm-run`` on the simple scenarios never imports
 it; install it without its dependencies, then its light ones, in another environment:
 
-    python3 -m venv /tmp/helm-venv
-    /tmp/helm-venv/bin/pip install --no-deps crfm-helm
-    /tmp/helm-venv/bin/pip install cattrs~=22.2 colorlog dacite Mako numpy pandas pyhocon ubelt \
+    python3 -m venv ../helm-venv
+    ../helm-venv/bin/pip install --no-deps crfm-helm
+    ../helm-venv/bin/pip install cattrs~=22.2 colorlog dacite Mako numpy pandas pyhocon ubelt \
         retrying tqdm zstandard sqlitedict bottle pyarrow pyarrow-hotfix scipy nltk rouge-score \
         uncertainty-calibration scikit-learn "datasets~=3.1"
-    HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 /tmp/helm-venv/bin/python tests/data/make_fixtures.py helm
+    HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 ../helm-venv/bin/python tests/data/make_fixtures.py helm
 
 Every Eval Ever needs Python >= 3.12; its command line is found through ``EEE_CLI``:
 
-    python3.12 -m venv /tmp/eee-venv && /tmp/eee-venv/bin/pip install every-eval-ever
-    EEE_CLI=/tmp/eee-venv/bin/every_eval_ever HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 \
-        /tmp/fixture-venv/bin/python tests/data/make_fixtures.py every_eval_ever
+    python3.12 -m venv ../eee-venv && ../eee-venv/bin/pip install every-eval-ever
+    EEE_CLI=../eee-venv/bin/every_eval_ever HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 \
+        ../fixture-venv/bin/python tests/data/make_fixtures.py every_eval_ever
 
 Machine-specific text the tools record (the temporary working directory, the user's home) is
 replaced by ``<tmp>`` / ``<home>`` after writing, so that no local path is committed; nothing
@@ -213,7 +213,7 @@ def make_every_eval_ever(work: Path) -> None:
          "--log_samples", "--seed", "3"],
         cwd=work, env=env, check=True,
     )
-    eee = os.environ.get("EEE_CLI", "every_eval_ever")
+    eee = EEE_CLI
     subprocess.run(
         [eee, "convert", "lm_eval", "--log_path", "out/demo-org__dummy-c", "--output_dir", "eee",
          "--include_samples", "--source_organization_name", "platinum-jax-tests",
@@ -228,6 +228,9 @@ def make_every_eval_ever(work: Path) -> None:
 
 if __name__ == "__main__":
     which = sys.argv[1:] or ["lm_eval", "inspect"]
+    # resolved before the working directory changes, so a relative EEE_CLI still works
+    EEE_CLI = shutil.which(os.environ.get("EEE_CLI", "every_eval_ever")) or "every_eval_ever"
+    EEE_CLI = str(Path(EEE_CLI).resolve()) if os.sep in EEE_CLI else EEE_CLI
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
         for name in which:
