@@ -1,0 +1,179 @@
+"""``platinum-jax import``: evaluation logs -> one long response file that ``fit`` reads."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DESCRIPTION = """\
+Read evaluation logs into one long response table (subject = the evaluated model, item = a
+stable id of the question within its task, group = the task, response = the per-item metric)
+and write it as Parquet or CSV (by the suffix of --out) for `platinum-jax fit`.
+
+Formats (FORMAT):
+  lm-eval  lm-evaluation-harness --output_path directories or results_*.json files, written
+           with --log_samples (per-document samples_<task>_*.jsonl); --metric acc|acc_norm|
+           exact_match|... (repeat it: the first a task reports is used), --filter
+  inspect  Inspect .eval / .json logs or directories of them (needs the `inspect` extra);
+           --metric names the scorer; epochs become trials when scores are 0/1
+  helm     HELM benchmark_output/runs/<suite>/ directories or run directories; --metric names
+           the per-instance statistic (default exact_match); train trials become trials
+  eee      Every Eval Ever aggregate <uuid>.json logs or directories of them; per-sample
+           scores from their _samples.jsonl sidecars, or --level aggregate for one score per
+           evaluation; --metric as for lm-eval
+  tidy     long CSV / Parquet files (subject, item, response[, group, trials, se, weight])
+  epoch    Epoch AI benchmarking-hub raw/ directories (benchmark-level scores)
+
+Besides --out, two tables are written beside it: <name>.metadata.csv (one row per run: model
+arguments, few-shot count, dates, versions) and <name>.missing.csv (per-item records without a
+usable score, with the reason). The written table keeps the provenance columns file, task and
+metric. Files are written whole or not at all.
+"""
+
+EPILOG = """\
+examples:
+  platinum-jax import lm-eval lm_eval_out/ --metric acc_norm --metric exact_match \\
+      --out responses.parquet
+  platinum-jax import inspect logs/ --metric match --duplicates mean --out responses.parquet
+  platinum-jax fit responses.parquet --model 2pl --out irt
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from platinum_jax.importers import FORMATS  # light: the readers import their tools lazily
+
+    p = subparsers.add_parser(
+        "import",
+        help="read evaluation logs (lm-eval, Inspect, HELM, Every Eval Ever, tidy, Epoch) into a "
+        "response table",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("format", metavar="FORMAT", choices=tuple(FORMATS),
+                   help=f"log format: {', '.join(FORMATS)}")
+    p.add_argument("paths", metavar="PATH", nargs="+", help="log files or directories")
+    p.add_argument("--out", required=True, help="output file, .parquet or .csv")
+    p.add_argument("--overwrite", action="store_true", help="replace --out and its side tables")
+    p.add_argument("--metric", action="append", default=None,
+                   help="per-item metric (lm-eval; repeatable, first match per task) or scorer "
+                   "(inspect); default: the only or first one the log reports")
+    p.add_argument("--filter", default="none",
+                   help="lm-eval filter name (default 'none'; 'any' accepts the first reported)")
+    p.add_argument("--level", choices=("instance", "aggregate"), default=None,
+                   help="eee: per-sample scores (default) or one score per evaluation")
+    p.add_argument("--tasks", nargs="+", default=None, help="lm-eval: keep only these tasks")
+    p.add_argument("--duplicates", choices=("error", "mean", "max", "min", "first", "last"),
+                   default="error",
+                   help="repeated (subject, item) pairs, e.g. the same model run twice: fail "
+                   "(default) or reduce them (mean pools the trials)")
+    p.set_defaults(func=run)
+
+
+def _read(args):
+    from platinum_jax.importers import FORMATS
+
+    reader = FORMATS[args.format]
+    if args.format == "lm-eval":
+        return reader(args.paths, metric=args.metric,
+                      filter=None if args.filter == "any" else args.filter, tasks=args.tasks)
+    if args.level is not None and args.format != "eee":
+        raise ValueError(f"--level applies to eee records, not to {args.format}")
+    if args.format == "eee":
+        if args.filter != "none" or args.tasks is not None:
+            raise ValueError("--filter and --tasks apply to lm-eval logs, not to eee")
+        return reader(args.paths, metric=args.metric, level=args.level or "instance")
+    if args.filter != "none" or args.tasks is not None:
+        raise ValueError(f"--filter and --tasks apply to lm-eval logs, not to {args.format}")
+    if args.format in ("inspect", "helm"):
+        if args.metric is not None and len(args.metric) > 1:
+            raise ValueError(f"{args.format}: give one --metric (got {args.metric})")
+        if args.format == "helm":
+            return reader(args.paths, **({"metric": args.metric[0]} if args.metric else {}))
+        return reader(args.paths, scorer=args.metric[0] if args.metric else None)
+    if args.metric is not None:
+        raise ValueError(f"--metric does not apply to the {args.format} format")
+    return reader(args.paths)
+
+
+def _side_paths(out: Path) -> tuple[Path, Path]:
+    stem = out.name[: -len(out.suffix)] if out.suffix else out.name
+    return out.with_name(f"{stem}.metadata.csv"), out.with_name(f"{stem}.missing.csv")
+
+
+def _with_provenance(table, responses):
+    """The reduced table's rows with the provenance of the rows each one came from."""
+    import pandas as pd
+
+    def join(values):
+        return ";".join(dict.fromkeys(str(v) for v in values))
+
+    prov = responses.groupby(["subject", "item"], sort=False).agg(
+        file=("file", join), task=("task", join), metric=("metric", join),
+        n_rows=("response", "size"),
+    ).reset_index()
+    frame = table.to_frame()
+    return pd.merge(frame, prov, on=["subject", "item"], how="left", validate="one_to_one")
+
+
+def summary_lines(logs, table, out: Path, rule: str) -> list[str]:
+    """What was read, for the terminal: sizes, missing share, duplicates, unscored items."""
+    n_dup = logs.duplicate_pairs()
+    groups = len(table.groups) if table.groups is not None else 0
+    lines = [
+        f"format: {logs.format}; log entries (runs x tasks, or files): {len(logs.metadata)}",
+        f"subjects: {table.n_subjects}",
+        f"items: {table.n_items}",
+        f"groups: {groups}",
+        f"responses: {table.n_responses}",
+        f"missing share: {table.missing_share:.1%} of the {table.n_subjects} x {table.n_items} "
+        "subject x item matrix",
+    ]
+    if n_dup:
+        lines.append(f"duplicates: {n_dup} row(s) repeated a (subject, item) pair; reduced by "
+                     f"--duplicates {rule}")
+    else:
+        lines.append("duplicates: none")
+    miss = logs.missing
+    named = miss[~miss["item"].astype(str).str.endswith("/*")]
+    lost = sorted(set(named["item"]) - set(table.items))
+    if lost:
+        lines.append(f"items with no usable response from any subject (not in the table): "
+                     f"{len(lost)}, e.g. {', '.join(lost[:3])}")
+    lines.append(f"per-item records without a usable score: {len(miss)}"
+                 + (f" (listed in {_side_paths(out)[1].name})" if len(miss) else ""))
+    for r in miss.head(5).itertuples():
+        lines.append(f"  {r.subject} {r.item}: {r.reason} [{r.file}]")
+    if len(miss) > 5:
+        lines.append(f"  ... and {len(miss) - 5} more")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    from platinum_jax._outputs import atomic_write
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".parquet", ".pq", ".csv"):
+        raise ValueError(f"--out {out}: name a .parquet or .csv file")
+    if out.is_dir():
+        raise ValueError(f"--out {out} is a directory; name a .parquet or .csv file")
+    meta_path, miss_path = _side_paths(out)
+    existing = [p for p in (out, meta_path, miss_path) if p.exists()]
+    if existing and not args.overwrite:
+        raise ValueError(f"{', '.join(map(str, existing))} already exist(s); pass --overwrite "
+                         "to replace them")
+    if not out.parent.exists():
+        raise FileNotFoundError(f"--out {out}: the directory {out.parent} does not exist")
+    logs = _read(args)
+    table = logs.table(duplicates=args.duplicates, name=f"the {logs.format} logs")
+    frame = _with_provenance(table, logs.responses)
+    if out.suffix.lower() == ".csv":
+        atomic_write(out, frame.to_csv, index=False)
+    else:
+        atomic_write(out, frame.to_parquet, index=False)
+    atomic_write(meta_path, logs.metadata.to_csv, index=False)
+    atomic_write(miss_path, logs.missing.to_csv, index=False)
+    for line in summary_lines(logs, table, out, args.duplicates):
+        print(line)
+    print(f"wrote {out}, {meta_path.name}, {miss_path.name}")
+    return 0

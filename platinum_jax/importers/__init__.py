@@ -1,0 +1,52 @@
+"""Read the logs evaluation harnesses write into the measurement engine's response table.
+
+Every reader returns an :class:`ImportedResponses`: the long responses with their provenance
+(``file``, ``task``, ``metric``), the logs' own metadata (one row per run) and the per-item
+records without a usable score (reported, never dropped in silence). ``.table()`` gives the
+:class:`~platinum_jax.data.ResponseTable` that :func:`platinum_jax.inference.fit` reads.
+
+| format | reader | reads |
+|---|---|---|
+| ``lm-eval`` | :func:`read_lm_eval` | lm-evaluation-harness ``--output_path`` with samples |
+| ``inspect`` | :func:`read_inspect` (extra ``inspect``) | Inspect ``.eval`` / ``.json`` logs |
+| ``helm`` | :func:`read_helm` | HELM ``benchmark_output/runs/<suite>/`` trees |
+| ``eee`` | :func:`read_every_eval_ever` | Every Eval Ever records and sidecars |
+| ``tidy`` | :func:`read_tidy` | long CSV / Parquet |
+| ``epoch`` | :func:`read_epoch` | Epoch AI ``raw/`` export |
+
+Example::
+
+    from platinum_jax.importers import read_lm_eval
+    logs = read_lm_eval("lm_eval_out/", metric="acc_norm")
+    logs.missing          # documents without a score, with the reason
+    table = logs.table()  # ResponseTable: subject = model, item = task/doc_id, group = task
+"""
+
+from platinum_jax.importers._common import ImportedResponses, LogFormatError
+from platinum_jax.importers._every_eval_ever import read_every_eval_ever
+from platinum_jax.importers._helm import read_helm
+from platinum_jax.importers._inspect import read_inspect
+from platinum_jax.importers._lm_eval import read_lm_eval
+from platinum_jax.importers._tables import read_epoch, read_tidy
+
+__all__ = [
+    "FORMATS",
+    "ImportedResponses",
+    "LogFormatError",
+    "read_epoch",
+    "read_every_eval_ever",
+    "read_helm",
+    "read_inspect",
+    "read_lm_eval",
+    "read_tidy",
+]
+
+# Format names of `platinum-jax import FORMAT` and the reader of each.
+FORMATS = {
+    "lm-eval": read_lm_eval,
+    "inspect": read_inspect,
+    "helm": read_helm,
+    "eee": read_every_eval_ever,
+    "tidy": read_tidy,
+    "epoch": read_epoch,
+}

@@ -1,0 +1,154 @@
+"""``platinum-jax import``: logs -> response file -> ``platinum-jax fit``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from platinum_jax.cli import main
+
+LOGS = Path(__file__).parent / "data" / "logs"
+LCB = Path(__file__).resolve().parents[2] / "shared" / "data" / "item-level" / "livecodebench"
+
+
+def test_lm_eval_import_then_fit(tmp_path, capsys):
+    out = tmp_path / "responses.parquet"
+    argv = ["import", "lm-eval", str(LOGS / "lm_eval"), "--metric", "acc_norm",
+            "--metric", "exact_match", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    for line in ("subjects: 2", "items: 10", "groups: 2", "responses: 20", "duplicates: none",
+                 "per-item records without a usable score: 0"):
+        assert line in printed
+    frame = pd.read_parquet(out)
+    # Every sample line of both runs, scored by the chosen metric, with its provenance.
+    want = []
+    for path in sorted((LOGS / "lm_eval").rglob("samples_*.jsonl")):
+        subject, task = path.parent.name, path.name.split("_2026")[0][len("samples_"):]
+        metric = "acc_norm" if task == "tiny_mc" else "exact_match"
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            want.append((subject, f"{task}/{rec['doc_id']}", task, rec[metric], metric))
+    got = frame[["subject", "item", "group", "response", "metric"]].itertuples(index=False)
+    assert sorted(map(tuple, got)) == sorted(want)
+    meta = pd.read_csv(tmp_path / "responses.metadata.csv")
+    assert sorted(meta["model_args"]) == ["pretrained=dummy-a"] * 2 + ["pretrained=dummy-b"] * 2
+    assert pd.read_csv(tmp_path / "responses.missing.csv").empty
+    assert main(argv) == 2  # no silent overwrite
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["fit", str(out), "--model", "1pl", "--out", str(tmp_path / "fit")]) == 0
+    subjects = pd.read_csv(tmp_path / "fit" / "subjects.csv", index_col=0)
+    assert sorted(subjects.index) == ["dummy-a", "dummy-b"]
+
+
+def test_missing_items_are_in_the_summary_and_the_side_table(tmp_path, capsys):
+    root = tmp_path / "logs"
+    shutil.copytree(LOGS / "lm_eval" / "dummy-b", root / "dummy-b")
+    (path,) = root.glob("dummy-b/samples_tiny_gen_*.jsonl")
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["exact_match"] = None
+    path.write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
+    out = tmp_path / "r.csv"
+    assert main(["import", "lm-eval", str(root), "--metric", "acc", "--metric", "exact_match",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "per-item records without a usable score: 1" in printed
+    assert "tiny_gen/0: line 1: exact_match=None is not a finite number" in printed
+    missing = pd.read_csv(tmp_path / "r.missing.csv")
+    assert missing[["subject", "item"]].values.tolist() == [["dummy-b", "tiny_gen/0"]]
+    assert len(pd.read_csv(out)) == 9
+    # The only subject lost its only response on that item: the table has 9 items, and the
+    # summary says which item is gone.
+    assert "items: 9" in printed and "missing share: 0.0%" in printed
+    assert "items with no usable response from any subject (not in the table): 1, e.g. " \
+        "tiny_gen/0" in printed
+
+
+def test_duplicates_must_be_resolved_and_are_reported(tmp_path, capsys):
+    pytest.importorskip("inspect_ai", reason="the inspect extra is not installed")
+    out = tmp_path / "r.parquet"
+    argv = ["import", "inspect", str(LOGS / "inspect"), "--metric", "match", "--out", str(out)]
+    assert main(argv) == 2
+    assert "--duplicates" in capsys.readouterr().err and not out.exists()
+    assert main([*argv, "--duplicates", "mean"]) == 0
+    printed = capsys.readouterr().out
+    assert "duplicates: 4 row(s) repeated a (subject, item) pair; reduced by --duplicates mean" \
+        in printed
+    frame = pd.read_parquet(out)
+    assert (frame["n_rows"] == 2).all() and (frame["trials"] == 4).all()
+    assert frame["file"].str.count(";").eq(1).all()  # both logs named
+
+
+def test_malformed_input_is_named(tmp_path, capsys):
+    bad = tmp_path / "results_2026-01-01T00-00-00.json"
+    bad.write_text('{"results": {"t": {"acc,none": 0.5}},')
+    assert main(["import", "lm-eval", str(bad), "--out", str(tmp_path / "r.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad} (line 1, column" in err and "is not valid JSON" in err
+    csv = tmp_path / "scores.csv"
+    csv.write_text("subject,item,response\nm,i,0.5\nm,j,abc\n")
+    assert main(["import", "tidy", str(csv), "--out", str(tmp_path / "r.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert "scores.csv" in err and "response value(s) are non-numeric" in err
+    assert main(["import", "tidy", str(csv), "--metric", "acc",
+                 "--out", str(tmp_path / "r.parquet")]) == 2
+    assert "--metric does not apply to the tidy format" in capsys.readouterr().err
+    assert main(["import", "tidy", str(csv), "--out", str(tmp_path / "r.txt")]) == 2
+    assert ".parquet or .csv" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_livecodebench_import_then_2pl(tmp_path, capsys):
+    csv = LCB / "responses.csv"
+    if not csv.exists():
+        pytest.fail("the shared LiveCodeBench data is missing beside the repository checkout")
+    out = tmp_path / "lcb.parquet"
+    assert main(["import", "tidy", str(csv), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    raw = pd.read_csv(csv)
+    n_s, n_i = raw["model"].nunique(), raw["item"].nunique()
+    assert f"subjects: {n_s}" in printed and f"items: {n_i}" in printed
+    assert f"groups: {raw['benchmark'].nunique()}" in printed
+    assert f"responses: {len(raw)}" in printed
+    share = 1 - len(raw) / (n_s * n_i)
+    assert any(line.startswith(f"missing share: {share:.1%}") for line in printed)
+    fit = tmp_path / "fit"
+    assert main(["fit", str(out), "--model", "2pl", "--out", str(fit)]) == 0
+    summary = json.loads((fit / "fit.json").read_text())
+    assert summary["converged"]
+    assert (summary["n_subjects"], summary["n_items"], summary["n_responses"]) == (
+        n_s, n_i, len(raw))
+
+
+def test_helm_import(tmp_path, capsys):
+    out = tmp_path / "helm.csv"
+    suite = LOGS / "helm" / "runs" / "tiny"
+    assert main(["import", "helm", str(suite), "--metric", "num_prompt_tokens",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert {"subjects: 1", "items: 12", "groups: 2", "responses: 12"} <= set(printed)
+    frame = pd.read_csv(out)
+    assert set(frame["metric"]) == {"num_prompt_tokens"} and "trials" not in frame.columns
+    assert main(["import", "helm", str(suite), "--metric", "a", "--metric", "b",
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "give one --metric" in capsys.readouterr().err
+
+
+def test_every_eval_ever_import(tmp_path, capsys):
+    root = LOGS / "every_eval_ever"
+    out = tmp_path / "eee.csv"
+    assert main(["import", "eee", str(root), "--metric", "acc", "--metric", "exact_match",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert {"subjects: 1", "items: 10", "groups: 2", "responses: 10"} <= set(printed)
+    agg = tmp_path / "agg.csv"
+    assert main(["import", "eee", str(root), "--level", "aggregate", "--out", str(agg)]) == 0
+    assert sorted(pd.read_csv(agg)["item"]) == ["tiny_gen", "tiny_mc"]
+    assert main(["import", "tidy", str(agg), "--level", "aggregate",
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "--level applies to eee" in capsys.readouterr().err
