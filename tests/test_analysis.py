@@ -170,7 +170,7 @@ def _progress_world(seed=6, n_fam=8, per_fam=5, k=0.2, g=0.3, noise=0.02):
 
 def test_progress_recovers_compute_law_and_matches_dummy_regression():
     caps, compute, df = _progress_world()
-    res = an.fit_algorithmic_progress(caps, compute, n_boot=200, seed=1)
+    res = an.fit_algorithmic_progress(caps, compute, method="organization", n_boot=200, seed=1)
     # LSDV: capability ~ log F + one dummy per organisation, solved by NumPy least squares
     fam = pd.get_dummies(df["organization"]).to_numpy(float)
     X = np.column_stack([np.log(df["training_compute_flop"]), fam])
@@ -192,15 +192,16 @@ def test_progress_recovers_compute_law_and_matches_dummy_regression():
 
 def test_progress_excludes_distilled_and_validates():
     caps, compute, _ = _progress_world()
-    res = an.fit_algorithmic_progress(caps, compute, distilled={"fam0-m0", "fam3-m1"}, n_boot=10)
+    res = an.fit_algorithmic_progress(caps, compute, distilled={"fam0-m0", "fam3-m1"},
+                                      method="organization", n_boot=10)
     assert "fam0-m0" not in res.models.index
     assert set(res.excluded.loc[res.excluded["reason"] == "distilled", "model"]) == {"fam0-m0", "fam3-m1"}
     bad = compute.assign(training_compute_flop=np.log10(compute["training_compute_flop"]))
     with pytest.raises(ValueError, match="log10"):
-        an.fit_algorithmic_progress(caps, bad)
+        an.fit_algorithmic_progress(caps, bad, method="organization")
     single = compute.assign(organization=[f"o{i}" for i in range(len(compute))])
     with pytest.raises(ValueError, match="not identified"):
-        an.fit_algorithmic_progress(caps, single)
+        an.fit_algorithmic_progress(caps, single, method="organization")
 
 
 def test_time_horizons_match_linregress_and_intervals():

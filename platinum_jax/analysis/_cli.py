@@ -12,8 +12,11 @@ analyses on the capability scale, writing CSVs and PNGs to --out:
 
   trends        frontier models (top at release), a linear trend with t-intervals, and a
                 forecast to --until with confidence and prediction bands
-  progress      C = k log F + b within organisations (family fixed effects), Delta b per
-                year for frontier models and the compute-reduction factor exp(Delta b / k);
+  progress      C = k ln F + b: k is the size-weighted mean of the OLS slopes within the
+                paper's single-release families (LLaMA, LLaMA 2, LLaMA 3.1), then Delta b per
+                year from b = C - k ln F of every non-distilled model with compute, and the
+                compute-reduction factor exp(Delta b / k), all with bootstrap intervals;
+                --progress-method organization gives the organisation fixed-effects variant;
                 needs training compute (--compute) and the distilled-model list (--raw-dir)
   acceleration  one-breakpoint piecewise-linear fit of the frontier (slope ratio >= --threshold
                 flags an acceleration); --simulate adds the synthetic-world detection study
@@ -64,6 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--keep-distilled", action="store_true",
                    help="progress: keep models listed as distilled (excluded by default)")
     p.add_argument("--n-boot", type=int, default=1000, help="progress: bootstrap replicates")
+    p.add_argument("--progress-method", choices=("families", "organization"), default="families",
+                   help="progress: k from the paper's single-release families (default) or from "
+                        "organisation fixed effects with a frontier-only Delta b (a variant)")
     p.add_argument("--threshold", type=float, default=2.0, help="acceleration: slope ratio flag")
     p.add_argument("--simulate", action="store_true", help="acceleration: run the detection study")
     p.add_argument("--replicates", type=int, default=20, help="acceleration: worlds per cell")
@@ -170,13 +176,17 @@ def run(args: argparse.Namespace) -> int:
 
         compute = read_model_compute(compute_path)
         distilled = None if args.keep_distilled else read_distilled_models(raw_dir)
-        res = an.fit_algorithmic_progress(fit, compute, distilled=distilled, top_n=args.top_n,
+        res = an.fit_algorithmic_progress(fit, compute, distilled=distilled,
+                                          method=args.progress_method, top_n=args.top_n,
                                           n_boot=args.n_boot, level=args.level, seed=args.seed)
         res.models.to_csv(out / "progress_models.csv")
         res.summary().to_csv(out / "progress_summary.csv")
         res.bootstrap.to_csv(out / "progress_bootstrap.csv")
         res.excluded.to_csv(out / "progress_excluded.csv", index=False)
+        print(f"algorithmic progress ({args.progress_method} method):")
         print(res.summary().to_string())
+        if len(res.family_slopes):
+            print(res.family_slopes.to_string())
         fig, ax = plt.subplots(figsize=(9, 5))
         an.plot_progress(res, ax=ax)
         _save(fig, out / "progress.png")
