@@ -53,6 +53,8 @@ _EXPORTS = {
     "piecewise_sse": "_acceleration",
     "PAPER_SIMULATION_REFERENCE": "_simulate",
     "DetectionStudy": "_simulate",
+    "PaperWorldConfig": "_detection",
+    "scan_breakpoints": "_detection",
     "WorldConfig": "_simulate",
     "generate_world": "_simulate",
     "refit_world": "_simulate",

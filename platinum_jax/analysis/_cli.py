@@ -19,7 +19,11 @@ analyses on the capability scale, writing CSVs and PNGs to --out:
                 --progress-method organization gives the organisation fixed-effects variant;
                 needs training compute (--compute) and the distilled-model list (--raw-dir)
   acceleration  one-breakpoint piecewise-linear fit of the frontier (slope ratio >= --threshold
-                flags an acceleration); --simulate adds the synthetic-world detection study
+                flags an acceleration); --simulate adds the synthetic-world detection study,
+                by default with the paper's protocol (a check at every model release after the
+                acceleration, running-maximum frontier, two segment fits with R^2 >= 0.6;
+                false positives on worlds without acceleration); --protocol monthly_hinge
+                runs the earlier monthly-hinge variant
   horizons      log METR 50% time horizon against capability (needs --raw-dir)
   robustness    refits with other anchors (--anchors) and with each benchmark left out
 
@@ -77,6 +81,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="acceleration: noise levels (x baseline)")
     p.add_argument("--factors", type=float, nargs="+", default=[1.0, 2.0, 4.0],
                    help="acceleration: acceleration factors (1 = none)")
+    p.add_argument("--protocol", choices=("paper", "monthly_hinge"), default="paper",
+                   help="acceleration: detection-study protocol (default: the paper's)")
+    p.add_argument("--max-wait", type=float, default=1.0,
+                   help="acceleration, paper protocol: years after the acceleration searched "
+                        "release by release (default 1; the paper searches 3)")
     p.add_argument("--quick", action="store_true",
                    help="acceleration: 3 replicates, noise 1 and 4, factors 1 and 2")
     p.add_argument("--anchors", nargs="+", default=["MMLU", "HellaSwag"],
@@ -202,11 +211,17 @@ def run(args: argparse.Namespace) -> int:
             reps, noise, factors = args.replicates, args.noise, args.factors
             if args.quick:
                 reps, noise, factors = 3, [1.0, 4.0], [1.0, 2.0]
+            config = None
+            if args.protocol == "paper":
+                config = an.PaperWorldConfig(max_wait=args.max_wait)
             study = an.simulate_detection(
-                factors=factors, noise_levels=noise, n_replicates=reps,
-                threshold=args.threshold, seed=args.seed,
+                config, protocol=args.protocol, factors=factors, noise_levels=noise,
+                n_replicates=reps, threshold=args.threshold, seed=args.seed,
             )
+            print(f"detection study ({args.protocol} protocol)")
             study.runs.to_csv(out / "detection_runs.csv", index=False)
+            if study.false_positive_runs is not None:
+                study.false_positive_runs.to_csv(out / "false_positive_runs.csv", index=False)
             study.summary.to_csv(out / "detection_summary.csv", index=False)
             study.paper_comparison().to_csv(out / "detection_vs_paper.csv")
             print(study.summary.to_string())
