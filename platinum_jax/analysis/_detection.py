@@ -21,8 +21,9 @@ pair is evaluated with probability ``eval_fraction``, and only when its noiseles
 
 Detection (:func:`first_detection`). At every release of a model after ``t_a`` (up to
 ``max_wait`` years after it; the paper runs to the end of the world) only the scores of the
-models released so far are used: the stitching model is refitted (no anchor: the L2 penalty
-fixes the scale, as in the paper's simulation; warm-started from the previous release), the
+models released so far are used: the stitching model is refitted (no anchor: the L2 penalty,
+summed over the models with scores and divided by their number plus 2B as in the paper's
+simulation, fixes the scale; warm-started from the previous release), the
 capabilities of models with at least one score are mapped onto the true scale by least squares
 (the paper's alignment), and the frontier is their *running maximum* over release dates. Then
 breakpoints ``tau`` are scanned, ``n_breakpoints`` evenly from ``t_a`` to the latest release; for
@@ -205,6 +206,14 @@ def _solver(max_steps):
     return {"max_steps": max_steps, "gtol": 1e-7, "xtol": 1e-9, "ftol": 1e-10}
 
 
+def _paper_l2(l2, weight, mi, n_models, n_benchmarks):
+    """L2 strength that makes our penalty the paper's: it sums C^2 over the models with data only
+    (models without scores sit at C = 0 and add nothing) and divides by their number plus 2B,
+    where our objective divides by all M + 2B - 1."""
+    n_data = jnp.sum(jax.ops.segment_sum(weight, mi, num_segments=n_models) > 0)
+    return l2 * (n_models + 2 * n_benchmarks - 1) / (n_data + 2 * n_benchmarks)
+
+
 def _layout(n_models, n_benchmarks):
     from platinum_jax.stitching import ParameterLayout
 
@@ -237,7 +246,8 @@ def first_detection(key, cfg: PaperWorldConfig, factor, noise, threshold, capaci
         k, _, _, _, _, _, theta, n_chk, conv = state
         released = t <= t[k]
         w = w_obs * released[mi]
-        theta, _, ok = fit_theta(theta, layout, mi, bi, y, w, cfg.l2, **_solver(max_steps))
+        l2 = _paper_l2(cfg.l2, w, mi, m, b)
+        theta, _, ok = fit_theta(theta, layout, mi, bi, y, w, l2, **_solver(max_steps))
         front, has = _aligned_frontier(theta, cap, mi, w, m)
         found, bp, ratio, r2 = scan_breakpoints(
             t, front, has, t_a, threshold, cfg.min_r2, cfg.n_breakpoints, cfg.min_points_after
@@ -266,8 +276,8 @@ def false_positive_flags(key, cfg: PaperWorldConfig, window, noise, threshold, c
                                          noise)
     mi, bi, y, w = _compact(scores, observed, capacity)
     layout = _layout(m, b)
-    theta, _, conv = fit_theta(layout.initial(t.dtype), layout, mi, bi, y, w, cfg.l2,
-                               **_solver(max_steps))
+    theta, _, conv = fit_theta(layout.initial(t.dtype), layout, mi, bi, y, w,
+                               _paper_l2(cfg.l2, w, mi, m, b), **_solver(max_steps))
     front, has = _aligned_frontier(theta, cap, mi, w, m)
     flagged, bp, ratio, r2 = scan_breakpoints(
         t, front, has, jnp.asarray(t_a, t.dtype), threshold, cfg.min_r2, cfg.n_breakpoints,
