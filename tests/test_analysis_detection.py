@@ -34,9 +34,12 @@ def test_scan_matches_numpy(seed):
     y = np.where(x < 2027, 0.5 * (x - 2024), 1.5 + factor * 0.5 * (x - 2027))
     y = np.maximum.accumulate(y + rng.normal(0, 0.15, n))
     valid = rng.uniform(size=n) > 0.1
-    # padding rows (valid = False) must not matter
-    got = an.scan_breakpoints(jnp.asarray(x), jnp.asarray(y), jnp.asarray(valid), 2027.0, 2.0,
-                              0.6, 50, 3)
+    valid[0] = False
+    # padding rows (valid = False) must not matter, whatever they hold (-inf, NaN)
+    y_pad = np.where(valid, y, -np.inf)
+    y_pad[1 + seed % 3] = np.where(valid[1 + seed % 3], y_pad[1 + seed % 3], np.nan)
+    got = an.scan_breakpoints(jnp.asarray(x), jnp.asarray(y_pad), jnp.asarray(valid), 2027.0,
+                              2.0, 0.6, 50, 3)
     ref = numpy_scan(x[valid], y[valid], 2027.0)
     assert bool(got[0]) == ref[0]
     if ref[0]:

@@ -164,6 +164,10 @@ def scan_breakpoints(x, y, valid, first, threshold, min_r2, n_breakpoints, min_p
     breakpoint, ratio, r2)`` for the first breakpoint that passes (NaN when none does).
     """
     w = valid.astype(y.dtype)
+    # rows outside the mask may hold anything (a running maximum starts at -inf): zero them, as
+    # 0 * inf would turn every masked sum into NaN
+    y = jnp.where(valid, y, 0.0)
+    x = jnp.where(valid, x, 0.0)
     last = jnp.max(jnp.where(valid, x, -jnp.inf))
     bps = first + (last - first) * jnp.linspace(0.0, 1.0, n_breakpoints, dtype=y.dtype)
     xc = x - first  # centred for a well-conditioned closed-form fit
