@@ -170,7 +170,7 @@ def _progress_world(seed=6, n_fam=8, per_fam=5, k=0.2, g=0.3, noise=0.02):
 
 def test_progress_recovers_compute_law_and_matches_dummy_regression():
     caps, compute, df = _progress_world()
-    res = an.fit_algorithmic_progress(caps, compute, n_boot=200, seed=1)
+    res = an.fit_algorithmic_progress(caps, compute, method="organization", n_boot=200, seed=1)
     # LSDV: capability ~ log F + one dummy per organisation, solved by NumPy least squares
     fam = pd.get_dummies(df["organization"]).to_numpy(float)
     X = np.column_stack([np.log(df["training_compute_flop"]), fam])
@@ -192,15 +192,16 @@ def test_progress_recovers_compute_law_and_matches_dummy_regression():
 
 def test_progress_excludes_distilled_and_validates():
     caps, compute, _ = _progress_world()
-    res = an.fit_algorithmic_progress(caps, compute, distilled={"fam0-m0", "fam3-m1"}, n_boot=10)
+    res = an.fit_algorithmic_progress(caps, compute, distilled={"fam0-m0", "fam3-m1"},
+                                      method="organization", n_boot=10)
     assert "fam0-m0" not in res.models.index
     assert set(res.excluded.loc[res.excluded["reason"] == "distilled", "model"]) == {"fam0-m0", "fam3-m1"}
     bad = compute.assign(training_compute_flop=np.log10(compute["training_compute_flop"]))
     with pytest.raises(ValueError, match="log10"):
-        an.fit_algorithmic_progress(caps, bad)
+        an.fit_algorithmic_progress(caps, bad, method="organization")
     single = compute.assign(organization=[f"o{i}" for i in range(len(compute))])
     with pytest.raises(ValueError, match="not identified"):
-        an.fit_algorithmic_progress(caps, single)
+        an.fit_algorithmic_progress(caps, single, method="organization")
 
 
 def test_time_horizons_match_linregress_and_intervals():
@@ -291,7 +292,8 @@ def test_summarise_latency_and_false_positives():
     study = an.DetectionStudy(an.WorldConfig(), 2.0, both, _summarise(both, t_a))
     cmp = study.paper_comparison()
     assert cmp.loc["median_latency_months_2x_at_1x_noise", "value"] == pytest.approx(3.0)
-    assert cmp.loc["mean_false_positive_rate", "value"] == pytest.approx((1 / 3 + 1) / 2)
+    # false positives are counted over the worlds without acceleration only
+    assert cmp.loc["mean_false_positive_rate", "value"] == pytest.approx(1.0)
     assert cmp.loc["mean_false_positive_rate", "paper_reference"] == 0.38
 
 
@@ -299,7 +301,7 @@ def test_detection_study_on_known_worlds():
     # Low noise, four-fold acceleration: found within months; no acceleration: rarely flagged.
     cfg = an.WorldConfig(n_models=60, n_benchmarks=6, base_noise=0.02)
     study = an.simulate_detection(
-        cfg, factors=(1.0, 4.0), noise_levels=(0.5,), n_replicates=4,
+        cfg, protocol="monthly_hinge", factors=(1.0, 4.0), noise_levels=(0.5,), n_replicates=4,
         observation_years=2026.0 + np.arange(-6, 13, 3) / 12.0, n_grid=24, progress=False,
     )
     s = study.summary.set_index("factor")
@@ -320,7 +322,7 @@ def test_refit_and_tiny_detection_study():
     assert stats.spearmanr(np.asarray(cap), truth).statistic > 0.95
     assert np.mean(np.abs(np.asarray(cap) - truth)) < 0.25
     study = an.simulate_detection(
-        cfg, factors=(4.0,), noise_levels=(0.5,), n_replicates=2,
+        cfg, protocol="monthly_hinge", factors=(4.0,), noise_levels=(0.5,), n_replicates=2,
         observation_years=(2025.5, 2026.5, 2027.0), n_grid=24, progress=False,
     )
     assert study.runs.shape[0] == 2 * 3

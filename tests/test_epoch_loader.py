@@ -39,6 +39,8 @@ def loaded(raw_dir: Path) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def reference(scores_long_csv: Path) -> pd.DataFrame:
     ref = pd.read_csv(scores_long_csv)
+    # the loaders strip stray whitespace from names ('Llama-2-70b-hf ' in the published file)
+    ref["model"] = ref["model"].str.strip()
     for col in ("model_release_date", "benchmark_release_date"):
         ref[col] = pd.to_datetime(ref[col])
     return ref.sort_values(KEYS).reset_index(drop=True)

@@ -1,4 +1,5 @@
-"""Latent concepts and platinum items (Haupt et al., end of section 2).
+"""Latent concepts and platinum items (Haupt et al., "Optimal Aggregation Mechanisms for AI
+Benchmarking and Platinum Benchmarks", end of section 2).
 
 Two bases are offered.  When ``M`` and ``Σ`` commute (the paper's assumption) they share an
 orthonormal eigenbasis ``Q``: ``M = Q diag(λ) Qᵀ``, ``Σ = Q diag(σ) Qᵀ`` and, in rotated
@@ -11,8 +12,34 @@ For any ``M ⪰ 0`` and ``Σ ≻ 0`` the *generalised* basis solves ``M q = λ �
 
 which is eq. 2 with ``σ_j = 1`` in the Σ-inner product: the simultaneous-diagonalisability
 assumption is not needed.  Both bases are held by :class:`ConceptBasis`, whose ``metric`` is the
-inner product the concept vectors are orthonormal in (``I`` or ``Σ``); every formula below is
-written once for both.
+inner product the concept vectors are orthonormal in (``I`` or ``Σ``).
+
+Definition 1 on the generalised basis
+-------------------------------------
+The raw ``q_j`` are Σ-normalised, so their entries carry the units of ``Σ^(-1/2)``: rescaling
+``Σ → cΣ, r → r/c`` leaves ``v*`` unchanged but divides every ``q_j`` by ``√c``.  Thresholding
+those entries as if they were cosines makes platinum flags depend on the units of ``Σ``.
+Definition 1 is therefore applied to quantities built from the *directions* of the concepts,
+``u_j = q_j / ‖q_j‖`` (Euclidean unit vectors; unique up to sign, which is fixed towards ``w``):
+
+* item loading ``cos θ_ij = e_iᵀ u_j`` -- a true cosine, ``|cos θ_ij| ≤ 1``;
+* welfare coordinate ``ω_j = ‖q_j‖ q_jᵀΣw / ‖w‖`` -- the coordinate of ``w/‖w‖`` on ``u_j`` in
+  the expansion ``w = Σ_j u_j (‖q_j‖ q_jᵀΣw)`` (which holds because ``Q QᵀΣ = I``);
+  dimensionless, and the Euclidean cosine ``u_jᵀw/‖w‖`` whenever the ``u_j`` are orthonormal;
+* signal-to-noise-cost ratio ``ρ_j = u_jᵀM u_j / (r u_jᵀΣ u_j) = λ_j / r`` -- the Rayleigh
+  quotient of signal over noise cost along the concept, dimensionless.
+
+Derivation of the decomposition: substituting ``q_j = ‖q_j‖ u_j`` into ``v*`` above gives
+
+    v*_i = ‖w‖ Σ_j cos θ_ij · ω_j · ρ_j / (1 + ρ_j),
+
+the paper's ``‖w‖ Σ_j cos θ_ij cos φ_j / (1 + rσ_j/λ_j)`` with ``ω_j`` in place of ``cos φ_j``.
+So the witness term and :func:`platinum_lower_bound` keep their meaning.  Invariances (each
+leaves ``v*`` and all three quantities unchanged, so also the flags): ``Σ → cΣ, r → r/c``;
+``M → cM, r → cr``; ``w → aw`` for ``a > 0``; a permutation of the items (flags permute).
+Reduction: when ``M`` and ``Σ`` commute, the generalised vectors are ``q_j/√σ_j`` for the shared
+orthonormal ``q_j`` and eigenvalues ``λ_j/σ_j``, so ``u_j = q_j``, ``ω_j = q_jᵀw/‖w‖ = cos φ_j``
+and ``ρ_j = λ_j/(rσ_j)``: exactly the paper's Definition 1, whichever basis is used.
 
 "Commute" and "diagonal" are judged to a relative tolerance that follows the working precision
 (:func:`commute_rtol`): 1e-8 in float64, a small multiple of ``m · eps`` in float32.
@@ -199,19 +226,28 @@ def concept_basis(
     return ConceptBasis(Q, lam, sig, metric, method)
 
 
+def _lengths(basis: ConceptBasis) -> Float[Array, " J"]:
+    # Euclidean lengths ‖q_j‖ (all 1 in the commuting basis)
+    return jnp.linalg.norm(basis.vectors, axis=0)
+
+
 def welfare_alignment(basis: ConceptBasis, w: Float[ArrayLike, " m"]) -> Float[Array, " J"]:
-    """``cos φ_j = q_jᵀ w / ‖w‖`` (inner product and norm in the basis' metric)."""
+    """Welfare alignment of each concept, the ``cos φ_j`` that Definition 1 thresholds.
+
+    Commuting basis: ``cos φ_j = q_jᵀw / ‖w‖``, the paper's cosine.  Generalised basis: the
+    welfare coordinate ``ω_j = ‖q_j‖ q_jᵀΣw / ‖w‖``, the coordinate of ``w/‖w‖`` on the unit
+    concept direction ``u_j = q_j/‖q_j‖`` (see the module docstring for the derivation); it
+    equals ``cos φ_j`` when ``M`` and ``Σ`` commute and is invariant to the units of ``Σ``.
+    """
     w = jnp.asarray(w)
-    return basis.coordinates(w) / jnp.sqrt(w @ basis.metric @ w)
+    return _lengths(basis) * basis.coordinates(w) / jnp.linalg.norm(w)
 
 
 def item_loadings(basis: ConceptBasis) -> Float[Array, "m J"]:
-    """``cos θ_ij = e_iᵀq_j``: the loading of item ``i`` on concept ``j``.
-
-    A true cosine in the commuting basis; in the generalised basis the Σ-normalised coordinate
-    that plays the same role in the weight decomposition.
-    """
-    return basis.vectors
+    """``cos θ_ij = e_iᵀu_j`` with ``u_j = q_j/‖q_j‖``: the cosine between item ``i`` and the
+    direction of concept ``j`` (``|cos θ_ij| ≤ 1`` in both bases; ``u_j = q_j`` in the commuting
+    one)."""
+    return basis.vectors / _lengths(basis)
 
 
 def concept_shrinkage(basis: ConceptBasis, r: ArrayLike) -> Float[Array, " J"]:
@@ -221,7 +257,11 @@ def concept_shrinkage(basis: ConceptBasis, r: ArrayLike) -> Float[Array, " J"]:
 
 
 def signal_noise_cost_ratio(basis: ConceptBasis, r: ArrayLike) -> Float[Array, " J"]:
-    """``λ_j / (rσ_j)``, the signal-to-noise-cost ratio of Definition 1 (``inf`` when ``r = 0``)."""
+    """``λ_j / (rσ_j)``, the signal-to-noise-cost ratio of Definition 1 (``inf`` when ``r = 0``).
+
+    Both bases give ``u_jᵀMu_j / (r u_jᵀΣu_j)`` along the unit concept direction ``u_j``
+    (``σ_j = 1`` and ``λ_j`` the generalised eigenvalue in the generalised basis).
+    """
     return basis.eigenvalues / (r * basis.noise)
 
 
@@ -230,8 +270,9 @@ def weight_decomposition(
 ) -> Float[Array, "m J"]:
     """Per-concept contributions to each item's optimal weight.
 
-    ``v_i = ‖w‖ Σ_j cos θ_ij cos φ_j / (1 + rσ_j/λ_j)``; entry ``(i, j)`` is the ``j`` term, so
-    the rows sum to ``v*``.
+    ``v_i = ‖w‖ Σ_j cos θ_ij cos φ_j / (1 + rσ_j/λ_j)`` (with the generalised basis' loadings
+    and welfare coordinates, :func:`item_loadings` and :func:`welfare_alignment`); entry
+    ``(i, j)`` is the ``j`` term, so the rows sum to ``v*``.
     """
     w = jnp.asarray(w)
     coeff = concept_shrinkage(basis, r) * basis.coordinates(w)
@@ -304,6 +345,12 @@ def platinum_items(
     """Definition 1: item ``i`` is platinum if some concept ``j`` has ``cos φ_j ≥ τ_w``,
     ``cos θ_ij ≥ τ_m`` and ``λ_j/(rσ_j) ≥ τ_e``.
 
+    On the generalised basis (``M`` and ``Σ`` that do not commute) the three quantities are the
+    welfare coordinate, the cosine of the item with the unit concept direction and the Rayleigh
+    signal-to-noise-cost ratio of the module docstring: all dimensionless, unchanged by
+    ``Σ → cΣ, r → r/c`` (and the other symmetries listed there), and equal to the paper's when
+    ``M`` and ``Σ`` commute.
+
     The witness is the qualifying concept with the largest term
     ``cos θ_ij cos φ_j / (1 + rσ_j/λ_j)``.  Jittable when ``basis`` is given or
     ``method="generalized"``.
@@ -317,7 +364,7 @@ def platinum_items(
     ratio = signal_noise_cost_ratio(basis, r)
     concept_ok = (cos_phi >= tau_w) & (ratio >= tau_e)
     qualifies = concept_ok[None, :] & (cos_theta >= tau_m)
-    term = cos_theta * cos_phi * concept_shrinkage(basis, r)
+    term = cos_theta * cos_phi * concept_shrinkage(basis, r)  # v_i / ‖w‖, one term per concept
     score = jnp.where(qualifies, term, -jnp.inf)
     flags = jnp.any(qualifies, axis=1)
     witness = jnp.where(flags, jnp.argmax(score, axis=1), -1)

@@ -1,4 +1,5 @@
-"""Comparative statics (Haupt et al., section 3) and autodiff sensitivities of ``v*`` and ``W(v*)``."""
+"""Comparative statics (Haupt et al., "Optimal Aggregation Mechanisms for AI Benchmarking and
+Platinum Benchmarks", section 3) and autodiff sensitivities of ``v*`` and ``W(v*)``."""
 
 from __future__ import annotations
 
@@ -175,6 +176,12 @@ def comparative_statics(
     ``ŵ_j`` rises), cheaper improvement (``M + ε Gq_jq_jᵀG``, so ``λ_j`` rises) and more noise
     (``Σ + ε Gq_jq_jᵀG``, so ``σ_j`` rises).  Theory (eq. 2): for ``ŵ_j > 0`` the first two are
     positive and the third negative; ``matches_theory`` reports whether this instance agrees.
+
+    Theory's sign is zero where eq. 2 makes the effect vanish: at ``r = 0`` (then ``v* = w``, so
+    neither cheaper improvement nor more noise moves any weight), for the noise effect of a
+    concept with ``λ_j = 0``, and for the welfare effect of such a concept. Where theory says
+    zero, ``matches_theory`` asks for a derivative that is zero to rounding (relative 1e-9),
+    not for a sign; concepts with ``ŵ_j <= 0`` are not judged.
     """
     validate_primitives(M=M, Sigma=Sigma, w=w, r=r)
     if basis is None:
@@ -186,8 +193,23 @@ def comparative_statics(
     J = w_hat.shape[0]
     names = list(concept_names) if concept_names is not None else [f"concept_{j}" for j in range(J)]
     dw, dl, ds = (np.asarray(x) for x in out)
-    tol = 1e-12 * max(1.0, float(np.max(np.abs(np.concatenate([dw, dl, ds])))))
+    scale = max(1.0, float(np.max(np.abs(np.concatenate([dw, dl, ds])))))
+    tol = 1e-12 * scale
     active = w_hat > tol
+    lam = np.asarray(basis.eigenvalues)
+    lam_pos = lam > 1e-12 * max(1.0, float(np.max(np.abs(lam))))
+    risky = float(r) > 0
+
+    def agrees(d, sign):
+        # sign: +1, -1 or 0 (theory says the effect vanishes: zero to rounding)
+        zero = np.abs(d) <= 1e-9 * scale
+        return np.where(sign > 0, d > 0, np.where(sign < 0, d < 0, zero))
+
+    matches = (
+        agrees(dw, np.where(lam_pos, 1, 0))
+        & agrees(dl, np.full(lam.shape, 1 if risky else 0))
+        & agrees(ds, np.where(lam_pos & risky, -1, 0))
+    )
     return pd.DataFrame(
         {
             "w_hat": w_hat,
@@ -196,7 +218,7 @@ def comparative_statics(
             "d_weight_d_welfare": dw,
             "d_weight_d_lambda": dl,
             "d_weight_d_sigma": ds,
-            "matches_theory": np.where(active, (dw > 0) & (dl > 0) & (ds < 0), True),
+            "matches_theory": np.where(active, matches, True),
         },
         index=pd.Index(names, name="concept"),
     )

@@ -5,7 +5,8 @@ Each analysis is a function returning an immutable result with tidy pandas frame
 matching ``plot_*`` function:
 
 * trends and forecasts -- :func:`fit_frontier_trend`, :func:`forecast_capability`;
-* algorithmic progress -- :func:`fit_algorithmic_progress` (C = k log F + b within families);
+* algorithmic progress -- :func:`fit_algorithmic_progress` (C = k ln F + b; k from the paper's
+  single-release families, :data:`PAPER_FAMILIES`);
 * acceleration -- :func:`detect_acceleration` and the synthetic-world study
   :func:`simulate_detection`;
 * time horizons -- :func:`fit_time_horizons` (log METR horizon against capability);
@@ -40,6 +41,7 @@ _EXPORTS = {
     "frontier_mask": "_trends",
     "frontier_models": "_trends",
     "weighted_least_squares": "_trends",
+    "PAPER_FAMILIES": "_progress",
     "PAPER_PROGRESS_REFERENCE": "_progress",
     "AlgorithmicProgress": "_progress",
     "fit_algorithmic_progress": "_progress",
@@ -51,6 +53,8 @@ _EXPORTS = {
     "piecewise_sse": "_acceleration",
     "PAPER_SIMULATION_REFERENCE": "_simulate",
     "DetectionStudy": "_simulate",
+    "PaperWorldConfig": "_detection",
+    "scan_breakpoints": "_detection",
     "WorldConfig": "_simulate",
     "generate_world": "_simulate",
     "refit_world": "_simulate",

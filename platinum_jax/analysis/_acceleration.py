@@ -7,8 +7,11 @@ For a candidate breakpoint tau the model is continuous and piecewise linear in t
 so for fixed tau it is linear in (a, s_1, s_2 - s_1) and solved in closed form (weighted least
 squares by Cholesky).  A grid of tau values is evaluated at once under ``vmap``; the breakpoint
 minimising the weighted SSE wins, restricted to breakpoints with at least ``min_side`` points
-on each side.  An acceleration is flagged when s_2 / s_1 >= ``threshold`` (with s_1 > 0) -- the
-paper's rule with threshold 2.
+on each side.  An acceleration is flagged when s_2 / s_1 >= ``threshold`` (with s_1 > 0), the
+paper's slope-ratio threshold of 2 applied to one continuous hinge. This is a quick look at real
+data, not the paper's detection protocol: that one (a running-maximum frontier, two separate
+segment fits with an R^2 filter, breakpoints scanned after a known date) is
+:func:`platinum_jax.analysis.scan_breakpoints`, used by :func:`simulate_detection`.
 """
 
 from __future__ import annotations

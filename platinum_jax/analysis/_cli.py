@@ -12,11 +12,18 @@ analyses on the capability scale, writing CSVs and PNGs to --out:
 
   trends        frontier models (top at release), a linear trend with t-intervals, and a
                 forecast to --until with confidence and prediction bands
-  progress      C = k log F + b within organisations (family fixed effects), Delta b per
-                year for frontier models and the compute-reduction factor exp(Delta b / k);
+  progress      C = k ln F + b: k is the size-weighted mean of the OLS slopes within the
+                paper's single-release families (LLaMA, LLaMA 2, LLaMA 3.1), then Delta b per
+                year from b = C - k ln F of every non-distilled model with compute, and the
+                compute-reduction factor exp(Delta b / k), all with bootstrap intervals;
+                --progress-method organization gives the organisation fixed-effects variant;
                 needs training compute (--compute) and the distilled-model list (--raw-dir)
   acceleration  one-breakpoint piecewise-linear fit of the frontier (slope ratio >= --threshold
-                flags an acceleration); --simulate adds the synthetic-world detection study
+                flags an acceleration); --simulate adds the synthetic-world detection study,
+                by default with the paper's protocol (a check at every model release after the
+                acceleration, running-maximum frontier, two segment fits with R^2 >= 0.6;
+                false positives on worlds without acceleration); --protocol monthly_hinge
+                runs the earlier monthly-hinge variant
   horizons      log METR 50% time horizon against capability (needs --raw-dir)
   robustness    refits with other anchors (--anchors) and with each benchmark left out
 
@@ -67,6 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--keep-distilled", action="store_true",
                    help="progress: keep models listed as distilled (excluded by default)")
     p.add_argument("--n-boot", type=int, default=1000, help="progress: bootstrap replicates")
+    p.add_argument("--progress-method", choices=("families", "organization"), default="families",
+                   help="progress: k from the paper's single-release families (default) or from "
+                        "organisation fixed effects with a frontier-only Delta b (a variant)")
     p.add_argument("--threshold", type=float, default=2.0, help="acceleration: slope ratio flag")
     p.add_argument("--simulate", action="store_true", help="acceleration: run the detection study")
     p.add_argument("--replicates", type=int, default=20, help="acceleration: worlds per cell")
@@ -74,6 +84,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="acceleration: noise levels (x baseline)")
     p.add_argument("--factors", type=float, nargs="+", default=[1.0, 2.0, 4.0],
                    help="acceleration: acceleration factors (1 = none)")
+    p.add_argument("--protocol", choices=("paper", "monthly_hinge"), default="paper",
+                   help="acceleration: detection-study protocol (default: the paper's)")
+    p.add_argument("--max-wait", type=float, default=1.0,
+                   help="acceleration, paper protocol: years after the acceleration searched "
+                        "release by release (default 1; the paper searches 3)")
     p.add_argument("--quick", action="store_true",
                    help="acceleration: 3 replicates, noise 1 and 4, factors 1 and 2")
     p.add_argument("--anchors", nargs="+", default=["MMLU", "HellaSwag"],
@@ -182,13 +197,17 @@ def _run(args: argparse.Namespace, outputs) -> int:
 
         compute = read_model_compute(compute_path)
         distilled = None if args.keep_distilled else read_distilled_models(raw_dir)
-        res = an.fit_algorithmic_progress(fit, compute, distilled=distilled, top_n=args.top_n,
+        res = an.fit_algorithmic_progress(fit, compute, distilled=distilled,
+                                          method=args.progress_method, top_n=args.top_n,
                                           n_boot=args.n_boot, level=args.level, seed=args.seed)
         out.write("progress_models.csv", res.models.to_csv)
         out.write("progress_summary.csv", res.summary().to_csv)
         out.write("progress_bootstrap.csv", res.bootstrap.to_csv)
         out.write("progress_excluded.csv", res.excluded.to_csv, index=False)
+        print(f"algorithmic progress ({args.progress_method} method):")
         print(res.summary().to_string())
+        if len(res.family_slopes):
+            print(res.family_slopes.to_string())
         fig, ax = plt.subplots(figsize=(9, 5))
         an.plot_progress(res, ax=ax)
         _save(fig, out, "progress.png")
@@ -204,11 +223,18 @@ def _run(args: argparse.Namespace, outputs) -> int:
             reps, noise, factors = args.replicates, args.noise, args.factors
             if args.quick:
                 reps, noise, factors = 3, [1.0, 4.0], [1.0, 2.0]
+            config = None
+            if args.protocol == "paper":
+                config = an.PaperWorldConfig(max_wait=args.max_wait)
             study = an.simulate_detection(
-                factors=factors, noise_levels=noise, n_replicates=reps,
-                threshold=args.threshold, seed=args.seed,
+                config, protocol=args.protocol, factors=factors, noise_levels=noise,
+                n_replicates=reps, threshold=args.threshold, seed=args.seed,
             )
+            print(f"detection study ({args.protocol} protocol)")
             out.write("detection_runs.csv", study.runs.to_csv, index=False)
+            if study.false_positive_runs is not None:
+                out.write("false_positive_runs.csv", study.false_positive_runs.to_csv,
+                          index=False)
             out.write("detection_summary.csv", study.summary.to_csv, index=False)
             out.write("detection_vs_paper.csv", study.paper_comparison().to_csv)
             print(study.summary.to_string())

@@ -72,7 +72,8 @@ def plot_trend(
 
 
 def plot_progress(progress: Any, ax: Any = None, paper: bool = True):
-    """Capability against log10 training compute, coloured by release year, frontier ringed.
+    """Capability against log10 training compute, coloured by release year; the family models
+    (paper's method) or the frontier models (organisation variant) ringed.
 
     With ``paper=True`` a dashed line of the paper's compute slope (k = 0.168 per e-fold of
     compute) runs through the centre of the points, next to ours.
@@ -83,9 +84,13 @@ def plot_progress(progress: Any, ax: Any = None, paper: bool = True):
     df = progress.models
     sc = ax.scatter(np.log10(df["training_compute_flop"]), df["capability"], c=df["year"],
                     cmap="viridis", s=20)
-    fr = df[df["frontier"]]
-    ax.scatter(np.log10(fr["training_compute_flop"]), fr["capability"], s=80,
-               facecolors="none", edgecolors="C3", label="frontier at release")
+    if getattr(progress, "method", "organization") == "families":
+        # the paper's k comes from the single-release families: ring those models
+        ringed, what = df[df["family"] != ""], "families used for k"
+    else:
+        ringed, what = df[df["frontier"]], "frontier at release"
+    ax.scatter(np.log10(ringed["training_compute_flop"]), ringed["capability"], s=80,
+               facecolors="none", edgecolors="C3", label=what)
     if paper:
         x = np.log10(df["training_compute_flop"].to_numpy())
         xs = np.array([x.min(), x.max()])

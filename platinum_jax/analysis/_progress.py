@@ -1,31 +1,45 @@
-"""Algorithmic progress: capability against training compute within model families.
+"""Algorithmic progress: capability against training compute.
 
-The model (the paper's section 3.2.2) is
+The model (Ho et al., "A Rosetta Stone for AI Benchmarks", section 3.2.2) is
 
-    C_m = k log F_m + b_m,
+    C_m = k ln F_m + b_m,
 
-with F_m the training compute in FLOP (natural log) and b_m the "algorithmic quality" of model
-m.  ``k`` is estimated with family fixed effects -- within each family f the recipe is assumed
-fixed, so b_m = b_f and k is the pooled within-family slope
+with F_m the training compute in FLOP and b_m the "algorithmic quality" of model m. The
+compute needed for a fixed capability then falls by exp(Delta b / k) per year, where Delta b
+is the yearly drift of b.
 
-    k = sum_m w_m (x_m - xbar_f(m)) (y_m - ybar_f(m)) / sum_m w_m (x_m - xbar_f(m))^2,
+Two estimators of k, chosen by ``method``:
 
-(x = log F, y = C, bars are family means).  Families with one model carry no information on k.
-Then b_m = C_m - k log F_m is regressed on release year over the frontier models (top-at-release
-in capability among the models with compute), giving Delta b per year, and the compute needed
-for a fixed capability falls by the factor exp(Delta b / k) per year.
+* ``"families"`` (default; the paper's recipe). Within a *single-release family* -- one
+  training recipe released at several sizes on one date -- b is constant, so the OLS slope of
+  capability on ln F inside the family estimates k with no algorithmic progress mixed in. k is
+  the size-weighted mean of the per-family slopes,
 
-Intervals come from a bootstrap over models: multinomial resampling weights (static shapes), with
-k, the frontier and Delta b all refitted per replicate under ``vmap``.
+      k = sum_f n_f k_f / sum_f n_f,      k_f = cov_f(ln F, C) / var_f(ln F).
 
-Families: by default the developer organisation from the compute table (the first name when
-several are listed, e.g. "DeepSeek,Peking University" -> "DeepSeek").  Pass a mapping
-model -> family to use anything else.
+  The paper's families are LLaMA, LLaMA 2 and LLaMA 3.1 (:data:`PAPER_FAMILIES`, printed in the
+  result's ``family_slopes``); pass ``families=`` to use others. Then b_m = C_m - k ln F_m for
+  *every* non-distilled model with a compute estimate, regressed on release date by OLS, gives
+  Delta b per year.
+* ``"organization"`` (a variant, not the paper's). k is the pooled within-organisation slope
+  (organisation fixed effects, weighted by model),
+
+      k = sum_m (x_m - xbar_o(m)) (y_m - ybar_o(m)) / sum_m (x_m - xbar_o(m))^2,
+
+  and Delta b comes from the frontier models (top-``top_n`` at release) only. An organisation's
+  models span up to a few years, so its within-group slope absorbs algorithmic progress: on the
+  Epoch data k comes out larger (about 0.22) and the reduction factor about half the paper's.
+
+Intervals come from a bootstrap, every replicate refitted under ``vmap`` with multinomial
+resampling weights (static shapes). ``"families"``: models are resampled within each family for
+k (a family whose replicate has a single distinct compute value drops out of that replicate's
+mean) and, independently, over all models for Delta b, with b recomputed from the replicate's
+k. ``"organization"``: models are resampled jointly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +52,7 @@ from jaxtyping import Array, Float
 from ._trends import as_capabilities, decimal_year, frontier_mask, weighted_least_squares
 
 __all__ = [
+    "PAPER_FAMILIES",
     "PAPER_PROGRESS_REFERENCE",
     "AlgorithmicProgress",
     "fit_algorithmic_progress",
@@ -49,6 +64,22 @@ PAPER_PROGRESS_REFERENCE: dict[str, float] = {
     "delta_b_per_year": 0.297,
     "compute_reduction_per_year": 6.0,
 }
+
+
+# Single-release families of the paper's k estimate: one recipe, several sizes, one date.
+# Names are model version ids of the Epoch tables (scores_long.csv, model_compute.csv).
+PAPER_FAMILIES: dict[str, tuple[str, ...]] = {
+    "LLaMA": ("LLaMA-7B", "LLaMA-13B", "LLaMA-33B", "LLaMA-65B"),
+    "LLaMA 2": ("Llama-2-7b", "Llama-2-13b", "Llama-2-34b", "Llama-2-70b-hf"),
+    "LLaMA 3.1": (
+        "Llama-3.1-8B-Instruct",
+        "Llama-3.1-70B-Instruct",
+        "Llama-3.1-405B-Instruct",
+        "Llama-3.1-405B",
+    ),
+}
+
+PROGRESS_METHODS = ("families", "organization")
 
 
 def within_family_slope(
@@ -76,6 +107,26 @@ def _progress_core(w, logf, cap, year, family_onehot, year_ref, top_n):
     return k, beta[1]
 
 
+def _families_core(w_fam, w_all, logf, cap, year, fam_onehot, sizes, year_ref):
+    # per-family weighted OLS slope of C on ln F (rows outside every family have w_fam = 0)
+    sw = fam_onehot.T @ w_fam
+    safe = jnp.where(sw > 0, sw, 1.0)
+    xd = logf - fam_onehot @ ((fam_onehot.T @ (w_fam * logf)) / safe)
+    yd = cap - fam_onehot @ ((fam_onehot.T @ (w_fam * cap)) / safe)
+    num = fam_onehot.T @ (w_fam * xd * yd)
+    den = fam_onehot.T @ (w_fam * xd**2)
+    ok = den > 1e-12
+    slopes = jnp.where(ok, num / jnp.where(ok, den, 1.0), jnp.nan)
+    size = jnp.where(ok, sizes, 0.0)
+    k = jnp.sum(jnp.where(ok, slopes, 0.0) * size) / jnp.sum(size)
+    b = cap - k * logf
+    X = jnp.stack([jnp.ones_like(year), year - year_ref], axis=1)
+    beta, _, _ = weighted_least_squares(X, b, w_all)
+    return k, beta[1], slopes
+
+
+_families_boot = jax.jit(jax.vmap(_families_core, in_axes=(0, 0) + (None,) * 6))
+
 _progress_boot = jax.jit(
     jax.vmap(_progress_core, in_axes=(0, None, None, None, None, None, None)),
     static_argnums=(6,),
@@ -87,9 +138,13 @@ class AlgorithmicProgress:
     """Fitted algorithmic-progress model (immutable).
 
     ``k`` (capability per e-fold of compute), ``delta_b_per_year``, ``reduction_per_year``
-    = exp(delta_b / k); ``models`` (one row per model used: family, log_compute, capability,
-    b, frontier, release_date), ``bootstrap`` (k, delta_b, reduction per replicate),
-    ``excluded`` (models dropped and why), ``level``.
+    = exp(delta_b / k), their bootstrap standard errors ``k_se`` and ``delta_b_se``;
+    ``method`` ("families" or "organization"); ``models`` (one row per model used: family,
+    log_compute, capability, b, frontier, release_date, year; with ``method="families"`` the
+    family column is empty for models outside the families); ``family_slopes`` (families
+    method: one row per family with its models, size and OLS slope k_f; empty otherwise);
+    ``bootstrap`` (k, delta_b, reduction per replicate), ``excluded`` (models dropped and
+    why), ``level``.
     """
 
     k: float
@@ -101,6 +156,8 @@ class AlgorithmicProgress:
     bootstrap: pd.DataFrame
     excluded: pd.DataFrame
     level: float
+    method: str = "families"
+    family_slopes: pd.DataFrame | None = None
 
     def summary(self) -> pd.DataFrame:
         """One row per quantity: estimate, bootstrap interval, and the paper's value."""
@@ -114,13 +171,50 @@ class AlgorithmicProgress:
         ):
             lo, hi = np.nanquantile(boot[col].to_numpy(), [a, 1 - a])
             rows.append((name, value, lo, hi, PAPER_PROGRESS_REFERENCE[name]))
-        n_fam = self.models.groupby("family").size()
         rows.append(("n_models", float(len(self.models)), np.nan, np.nan, np.nan))
-        rows.append(("n_families_with_2plus", float((n_fam >= 2).sum()), np.nan, np.nan, np.nan))
-        rows.append(("n_frontier", float(self.models["frontier"].sum()), np.nan, np.nan, np.nan))
-        return pd.DataFrame(
+        if self.method == "families":
+            for fam, row in self.family_slopes.iterrows():
+                rows.append((f"k_family[{fam}]", row["slope"], np.nan, np.nan, np.nan))
+            rows.append(("n_family_models", float((self.models["family"] != "").sum()),
+                         np.nan, np.nan, np.nan))
+        else:
+            n_fam = self.models.groupby("family").size()
+            rows.append(("n_families_with_2plus", float((n_fam >= 2).sum()), np.nan, np.nan,
+                         np.nan))
+            rows.append(("n_frontier", float(self.models["frontier"].sum()), np.nan, np.nan,
+                         np.nan))
+        out = pd.DataFrame(
             rows, columns=["quantity", "value", "low", "high", "paper_reference"]
         ).set_index("quantity")
+        out.attrs["method"] = self.method
+        return out
+
+
+def _family_members(families: Any) -> dict[str, tuple[str, ...]]:
+    if families is None:
+        return dict(PAPER_FAMILIES)
+    if not isinstance(families, Mapping):
+        raise ValueError(
+            "families must be a mapping family name -> list of model names (like "
+            f"PAPER_FAMILIES), got {type(families).__name__}"
+        )
+    out = {}
+    for name, members in families.items():
+        if isinstance(members, str) or not isinstance(members, Iterable):
+            raise ValueError(f"families[{name!r}] must be a list of model names, got {members!r}")
+        out[str(name)] = tuple(str(m).strip() for m in members)
+    if not out:
+        raise ValueError("families is empty; give at least one family of two or more models")
+    seen: dict[str, str] = {}
+    for name, members in out.items():
+        for m in members:
+            if m in seen:
+                raise ValueError(
+                    f"model {m!r} is listed in two families ({seen[m]!r} and {name!r}); each "
+                    "model may belong to one family"
+                )
+            seen[m] = name
+    return out
 
 
 def _family_labels(compute: pd.DataFrame, family: Any) -> pd.Series:
@@ -213,6 +307,8 @@ def fit_algorithmic_progress(
     compute: pd.DataFrame,
     *,
     distilled: Any = None,
+    method: str = "families",
+    families: Mapping[str, Iterable[str]] | None = None,
     family: Any = "organization",
     top_n: int = 1,
     n_boot: int = 1000,
@@ -224,17 +320,34 @@ def fit_algorithmic_progress(
     Parameters
     ----------
     capabilities : StitchingFit or frame (``capability``, ``release_date``; index model).
-    compute : frame with ``model``, ``training_compute_flop`` and (for the default families)
-        ``organization`` -- e.g. ``read_model_compute("model_compute.csv")``.  Models absent from
-        ``capabilities`` are reported in ``excluded``.
+    compute : frame with ``model``, ``training_compute_flop`` and (for
+        ``method="organization"``) ``organization`` -- e.g.
+        ``read_model_compute("model_compute.csv")``. Models absent from ``capabilities`` are
+        reported in ``excluded``.
     distilled : the distilled-models table (``model``, ``distilled``) or a list of names; these
         models are excluded (distillation breaks the compute -> capability link).
-    family : ``"organization"`` or a mapping model -> family used for the fixed effects.
-    top_n : frontier rule for the Delta b regression (top ``top_n`` at release).
+    method : ``"families"`` (the paper's recipe, default) or ``"organization"`` (organisation
+        fixed effects and a frontier-only Delta b; a variant). See the module docstring.
+    families : ``method="families"``: mapping family name -> model names, each a single-release
+        family of two or more models (default :data:`PAPER_FAMILIES`: LLaMA, LLaMA 2,
+        LLaMA 3.1). Every listed model must have a capability and a compute estimate and must
+        not be distilled; otherwise a ``ValueError`` names it.
+    family : ``method="organization"``: ``"organization"`` or a mapping model -> group used for
+        the fixed effects.
+    top_n : ``method="organization"``: frontier rule for the Delta b regression.
+    n_boot, level, seed : bootstrap replicates, interval level and random seed.
+
+    Fits run in float64 when ``jax_enable_x64`` is on (recommended; the CLI turns it on).
     """
+    if method not in PROGRESS_METHODS:
+        raise ValueError(
+            f"method must be one of {PROGRESS_METHODS} (got {method!r}); 'families' is the "
+            "paper's recipe"
+        )
+    if int(n_boot) < 2:
+        raise ValueError(f"n_boot must be at least 2 (got {n_boot})")
     caps = as_capabilities(capabilities)
     comp = _clean_compute(compute)
-    fam = _family_labels(comp, family)
     dist = _distilled_set(distilled)
     excluded = []
     for m in comp.index:
@@ -248,6 +361,30 @@ def fit_algorithmic_progress(
             f"only {len(keep)} model(s) have both a capability and a compute estimate (after "
             "dropping distilled ones); check that the model names match between the tables"
         )
+    if method == "families":
+        members = _family_members(families)
+        fam = pd.Series("", index=comp.index, dtype=object)
+        for name, models in members.items():
+            unknown = [m for m in models if m not in keep]
+            if unknown:
+                why = [
+                    "distilled" if m in dist else
+                    "no compute estimate" if m not in comp.index else "no capability estimate"
+                    for m in unknown
+                ]
+                raise ValueError(
+                    f"family {name!r}: {', '.join(f'{m!r} ({w})' for m, w in zip(unknown, why, strict=True))}; "
+                    "every family member needs a capability and a compute estimate and must not "
+                    "be distilled -- fix the names or pass families= without them"
+                )
+            if len(models) < 2:
+                raise ValueError(
+                    f"family {name!r} has {len(models)} model(s); a within-family slope needs two "
+                    "or more sizes"
+                )
+            fam.loc[list(models)] = name
+    else:
+        fam = _family_labels(comp, family)
     df = pd.DataFrame(
         {
             "family": fam.reindex(keep).to_numpy(),
@@ -259,25 +396,53 @@ def fit_algorithmic_progress(
     ).sort_values("release_date")
     df["log_compute"] = np.log(df["training_compute_flop"].to_numpy())
     df["year"] = decimal_year(df["release_date"])
-    families = sorted(df["family"].unique())
-    onehot = (df["family"].to_numpy()[:, None] == np.array(families)[None, :]).astype(np.float64)
-    if (onehot.sum(axis=0) >= 2).sum() == 0:
-        raise ValueError(
-            "no family has two or more models, so the within-family compute slope k is not "
-            "identified; use coarser families"
-        )
     x, y, yr = (jnp.asarray(df[c].to_numpy()) for c in ("log_compute", "capability", "year"))
     year_ref = float(df["year"].mean())
     n = len(df)
-    w1 = jnp.ones((1, n))
-    k, db = (float(v[0]) for v in _progress_boot(w1, x, y, yr, jnp.asarray(onehot), year_ref, int(top_n)))
-    b = df["capability"].to_numpy() - k * df["log_compute"].to_numpy()
-    df["b"] = b
-    df["frontier"] = np.asarray(frontier_mask(y, yr, jnp.ones(n, bool), int(top_n)))
+    rng = np.random.default_rng(seed)
     # bootstrap over models: multinomial counts as weights keep every replicate the same shape
-    counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=int(n_boot))
-    kb, dbb = _progress_boot(jnp.asarray(counts, dtype=x.dtype), x, y, yr, jnp.asarray(onehot),
-                             year_ref, int(top_n))
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=int(n_boot))
+    family_slopes = None
+    if method == "families":
+        names = list(members)
+        onehot = (df["family"].to_numpy()[:, None] == np.array(names)[None, :]).astype(np.float64)
+        sizes = onehot.sum(axis=0)
+        in_fam = onehot.sum(axis=1)
+        k, db, slopes = (np.asarray(v[0]) for v in _families_boot(
+            jnp.asarray(in_fam[None, :]), jnp.ones((1, n)), x, y, yr, jnp.asarray(onehot),
+            jnp.asarray(sizes), year_ref))
+        k, db = float(k), float(db)
+        # resample within each family for k, over all models for Delta b
+        fam_counts = np.zeros((int(n_boot), n))
+        for j in range(len(names)):
+            rows = np.flatnonzero(onehot[:, j])
+            fam_counts[:, rows] = rng.multinomial(rows.size, np.full(rows.size, 1.0 / rows.size),
+                                                  size=int(n_boot))
+        kb, dbb, _ = _families_boot(jnp.asarray(fam_counts), jnp.asarray(counts, dtype=x.dtype),
+                                    x, y, yr, jnp.asarray(onehot), jnp.asarray(sizes), year_ref)
+        family_slopes = pd.DataFrame(
+            {
+                "n_models": sizes.astype(int),
+                "slope": slopes,
+                "models": [", ".join(df.index[onehot[:, j] > 0]) for j in range(len(names))],
+            },
+            index=pd.Index(names, name="family"),
+        )
+    else:
+        groups = sorted(df["family"].unique())
+        onehot = (df["family"].to_numpy()[:, None] == np.array(groups)[None, :]).astype(np.float64)
+        if (onehot.sum(axis=0) >= 2).sum() == 0:
+            raise ValueError(
+                "no family has two or more models, so the within-family compute slope k is not "
+                "identified; use coarser families"
+            )
+        w1 = jnp.ones((1, n))
+        k, db = (float(v[0]) for v in _progress_boot(w1, x, y, yr, jnp.asarray(onehot), year_ref,
+                                                     int(top_n)))
+        kb, dbb = _progress_boot(jnp.asarray(counts, dtype=x.dtype), x, y, yr, jnp.asarray(onehot),
+                                 year_ref, int(top_n))
+    df["b"] = df["capability"].to_numpy() - k * df["log_compute"].to_numpy()
+    df["frontier"] = np.asarray(frontier_mask(y, yr, jnp.ones(n, bool), int(top_n)))
     kb, dbb = np.asarray(kb), np.asarray(dbb)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         red = np.exp(dbb / kb)
@@ -293,4 +458,6 @@ def fit_algorithmic_progress(
         bootstrap=boot,
         excluded=pd.DataFrame(excluded, columns=["model", "reason"]),
         level=float(level),
+        method=method,
+        family_slopes=family_slopes if family_slopes is not None else pd.DataFrame(),
     )

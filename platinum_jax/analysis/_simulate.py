@@ -1,6 +1,12 @@
-"""Synthetic worlds for acceleration detection (the paper's section 3.3.1 study).
+"""Synthetic worlds for acceleration detection (Ho et al., section 3.3.1).
 
-A world has ``n_models`` models released uniformly at random over [start, end] and
+:func:`simulate_detection` runs the paper's protocol by default (``protocol="paper"``,
+implemented in :mod:`._detection`: release-by-release checks after the known acceleration date,
+the running maximum of all models as the frontier, two segment fits with ``R^2 >= 0.6``, the
+paper's worlds and noise, and false positives measured on worlds without acceleration).
+
+``protocol="monthly_hinge"`` keeps an earlier, cruder variant, described in the rest of this
+docstring. A world has ``n_models`` models released uniformly at random over [start, end] and
 ``n_benchmarks`` benchmarks.  The frontier capability follows a known path
 
     g(t) = c_0 + s (t - start)                          for t < t_a,
@@ -211,15 +217,25 @@ def _study_fn(config: WorldConfig, min_side: int, top_n: int, max_steps: int):
 class DetectionStudy:
     """Results of :func:`simulate_detection` (immutable).
 
-    ``runs``: one row per (noise, factor, replicate, observation date) with ``flagged``,
-    ``ratio``, ``breakpoint_year`` and ``converged``.  ``summary``: per (noise, factor) the
-    detection rate after t_a, median/mean latency in months and the false-positive rate.
+    ``protocol="paper"``: ``runs`` has one row per accelerated world (noise, factor, replicate)
+    with ``detected``, ``latency_months``, ``detection_year``, ``breakpoint_year``, ``ratio``,
+    ``r2``, ``n_checkpoints`` and ``converged``; ``false_positive_runs`` one row per
+    no-acceleration world (noise, window, replicate) with ``flagged`` and the same fit columns.
+    ``summary``: per (noise, factor) the detection rate and median/mean latency in months
+    (factor > 1) or the false-positive rate averaged over the observation windows (factor 1).
+
+    ``protocol="monthly_hinge"``: ``runs`` has one row per (noise, factor, replicate,
+    observation date) with ``flagged``, ``ratio``, ``breakpoint_year`` and ``converged``;
+    ``summary`` the detection rate after t_a, latency and the false-positive rate (flags before
+    t_a, or any flag in a world with factor 1).
     """
 
-    config: WorldConfig
+    config: object
     threshold: float
     runs: pd.DataFrame
     summary: pd.DataFrame
+    protocol: str = "monthly_hinge"
+    false_positive_runs: pd.DataFrame | None = None
 
     def table(self, value: str = "median_latency_months") -> pd.DataFrame:
         """Pivot of a summary column: rows noise level, columns acceleration factor."""
@@ -230,15 +246,18 @@ class DetectionStudy:
 
         Rows: median latency of a 2x acceleration at 1x noise (NaN when that cell was not run;
         the paper gives 2-3 months, reported as low/high) and the false-positive rate averaged
-        over every cell that was run (paper: about 38%).
+        over the worlds *without* acceleration (factor <= 1; NaN when none was run; paper: about
+        38%).
         """
         s = self.summary
         cell = s[(s["noise"] == 1.0) & (s["factor"] == 2.0)]
         lat = float(cell["median_latency_months"].iloc[0]) if len(cell) else np.nan
+        flat = s[s["factor"] <= 1.0]
+        fp = float(flat["false_positive_rate"].mean()) if len(flat) else np.nan
         ref = PAPER_SIMULATION_REFERENCE
         return pd.DataFrame(
             {
-                "value": [lat, float(s["false_positive_rate"].mean())],
+                "value": [lat, fp],
                 "paper_low": [ref["latency_months_2x_at_1x_noise_low"], np.nan],
                 "paper_high": [ref["latency_months_2x_at_1x_noise_high"], np.nan],
                 "paper_reference": [np.nan, ref["mean_false_positive_rate"]],
@@ -292,7 +311,7 @@ def _summarise(runs: pd.DataFrame, t_a: float, breakpoint_tolerance: float = 0.5
     return pd.DataFrame(rows)
 
 
-def simulate_detection(
+def _simulate_monthly_hinge(
     config: WorldConfig = WorldConfig(),
     *,
     factors: Sequence[float] = (1.0, 2.0, 4.0),
@@ -308,7 +327,7 @@ def simulate_detection(
     seed: int = 0,
     progress: bool = True,
 ) -> DetectionStudy:
-    """Run the detection study over a grid of acceleration factors and noise levels.
+    """The ``"monthly_hinge"`` variant of :func:`simulate_detection` (not the paper's protocol).
 
     For every (noise, factor) cell, ``n_replicates`` worlds are generated and, at each of
     ``observation_years`` (default: monthly from one year before to one year after
@@ -371,4 +390,155 @@ def simulate_detection(
         threshold=float(threshold),
         runs=runs,
         summary=_summarise(runs, config.acceleration_start, float(breakpoint_tolerance)),
+        protocol="monthly_hinge",
     )
+
+
+DETECTION_PROTOCOLS = ("paper", "monthly_hinge")
+
+
+def simulate_detection(config=None, *, protocol: str = "paper", **options) -> DetectionStudy:
+    """Run the acceleration-detection study over acceleration factors and noise levels.
+
+    ``protocol="paper"`` (default): the protocol of Ho et al. (see :mod:`._detection` for the
+    worlds, the release-by-release search and the breakpoint scan); ``config`` is a
+    :class:`PaperWorldConfig`. Options: ``factors`` (default 1, 2, 4; each factor > 1 is a cell of
+    accelerated worlds, factor 1 runs the false-positive worlds over ``config.fp_windows``),
+    ``noise_levels`` (0.5, 1, 2, 4), ``n_replicates`` (20), ``threshold`` (2), ``seed``,
+    ``chunk`` (worlds searched side by side; 1 lets each world stop at its own detection),
+    ``max_steps`` and ``progress``. False positives are counted on the worlds without
+    acceleration only.
+
+    ``protocol="monthly_hinge"``: an earlier variant (monthly checks over the whole range, the
+    frontier at release, one continuous hinge, no R^2 filter, its own worlds); ``config`` is a
+    :class:`WorldConfig` and the options are those of ``_simulate_monthly_hinge``.
+    """
+    if protocol not in DETECTION_PROTOCOLS:
+        raise ValueError(f"protocol must be one of {DETECTION_PROTOCOLS}, got {protocol!r}")
+    if protocol == "monthly_hinge":
+        if config is not None and not isinstance(config, WorldConfig):
+            raise ValueError("protocol='monthly_hinge' takes a WorldConfig")
+        return _simulate_monthly_hinge(WorldConfig() if config is None else config, **options)
+    from ._detection import PaperWorldConfig
+
+    if config is None:
+        config = PaperWorldConfig()
+    if not isinstance(config, PaperWorldConfig):
+        raise ValueError(
+            f"protocol='paper' takes a PaperWorldConfig, got {type(config).__name__}; pass "
+            "protocol='monthly_hinge' to run the monthly hinge variant with a WorldConfig"
+        )
+    allowed = {"factors", "noise_levels", "n_replicates", "threshold", "seed", "chunk",
+               "max_steps", "progress"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise TypeError(
+            f"simulate_detection(protocol='paper') got unexpected option(s) {unknown}; it takes "
+            f"{sorted(allowed)}"
+        )
+    return _simulate_paper(config, **options)
+
+
+def _capacity(counts) -> int:
+    # padded length of the observed-score arrays: the largest world, rounded up to 64
+    return int(max(64, -(-int(np.max(counts)) // 64) * 64))
+
+
+def _simulate_paper(
+    config,
+    *,
+    factors: Sequence[float] = (1.0, 2.0, 4.0),
+    noise_levels: Sequence[float] = (0.5, 1.0, 2.0, 4.0),
+    n_replicates: int = 20,
+    threshold: float = 2.0,
+    seed: int = 0,
+    chunk: int = 1,
+    max_steps: int = 200,
+    progress: bool = True,
+) -> DetectionStudy:
+    from tqdm import tqdm
+
+    from ._detection import false_positive_flags, first_detection, observed_counts
+
+    if n_replicates < 1 or chunk < 1:
+        raise ValueError(f"n_replicates and chunk must be >= 1, got {n_replicates} and {chunk}")
+    for name, vals in (("factors", factors), ("noise_levels", noise_levels)):
+        v = np.asarray(vals, dtype=np.float64)
+        if v.size == 0 or not (np.isfinite(v) & (v >= 0)).all():
+            raise ValueError(f"{name} must be non-empty, finite and >= 0, got {list(vals)}")
+    if not (np.isfinite(threshold) and threshold > 0):
+        raise ValueError(f"threshold must be a positive slope ratio, got {threshold!r}")
+    dtype = jnp.result_type(float)
+    keys = jax.random.split(jax.random.PRNGKey(seed), n_replicates)
+    noises = [float(n) for n in noise_levels]
+    accel = [float(f) for f in factors if f > 1.0]
+    flat = any(f <= 1.0 for f in factors)
+    windows = jnp.asarray(config.fp_windows, dtype)
+    cap_d = _capacity([observed_counts(keys, config, f, n, False) for n in noises for f in accel]
+                      or [64])
+    cap_f = _capacity([observed_counts(keys, config, 1.0, n, True, w)
+                       for n in noises for w in config.fp_windows] if flat else [64])
+    chunk = min(int(chunk), n_replicates)
+
+    @jax.jit
+    def detect(keys, factor, noise, thr):
+        return jax.lax.map(lambda k: first_detection(k, config, factor, noise, thr, cap_d,
+                                                     max_steps), keys, batch_size=chunk)
+
+    fp_one = jax.vmap(false_positive_flags, in_axes=(0, None, None, None, None, None, None))
+    fp_all = jax.jit(jax.vmap(fp_one, in_axes=(None, None, 0, None, None, None, None)),
+                     static_argnums=(1, 5, 6))
+
+    rows, fp_rows = [], []
+    cells = [("fp", n, 1.0) for n in noises if flat] + [("acc", n, f) for n in noises for f in accel]
+    t_a = config.acceleration_start
+    for kind, noise, factor in tqdm(cells, desc="detection study (paper protocol)",
+                                    disable=not progress):
+        if kind == "acc":
+            found, when, bp, ratio, r2, n_chk, conv = (
+                np.asarray(a) for a in detect(keys, jnp.asarray(factor, dtype),
+                                              jnp.asarray(noise, dtype),
+                                              jnp.asarray(threshold, dtype)))
+            rows.append(pd.DataFrame({
+                "noise": noise, "factor": factor, "replicate": np.arange(n_replicates),
+                "detected": found, "latency_months": (when - t_a) * 12.0,
+                "detection_year": when, "breakpoint_year": bp, "ratio": ratio, "r2": r2,
+                "n_checkpoints": n_chk, "converged": conv,
+            }))
+        else:
+            flagged, bp, ratio, r2, conv = (
+                np.asarray(a) for a in fp_all(keys, config, windows, jnp.asarray(noise, dtype),
+                                              jnp.asarray(threshold, dtype), cap_f, max_steps))
+            win, rep = np.meshgrid(np.asarray(config.fp_windows), np.arange(n_replicates),
+                                   indexing="ij")
+            fp_rows.append(pd.DataFrame({
+                "noise": noise, "window_years": win.ravel(), "replicate": rep.ravel(),
+                "flagged": flagged.ravel(), "breakpoint_year": bp.ravel(),
+                "ratio": ratio.ravel(), "r2": r2.ravel(), "converged": conv.ravel(),
+            }))
+    runs = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+        columns=["noise", "factor", "replicate", "detected", "latency_months"])
+    fp_runs = pd.concat(fp_rows, ignore_index=True) if fp_rows else None
+    summary = []
+    if fp_runs is not None:
+        for noise, grp in fp_runs.groupby("noise", sort=True):
+            summary.append({
+                "noise": noise, "factor": 1.0, "n_replicates": len(grp),
+                "detection_rate": np.nan, "median_latency_months": np.nan,
+                "mean_latency_months": np.nan,
+                "false_positive_rate": float(grp["flagged"].mean()),
+                "converged_fraction": float(grp["converged"].mean()),
+            })
+    for (noise, factor), grp in runs.groupby(["noise", "factor"], sort=True):
+        lat = grp.loc[grp["detected"].astype(bool), "latency_months"].to_numpy(np.float64)
+        summary.append({
+            "noise": noise, "factor": factor, "n_replicates": len(grp),
+            "detection_rate": float(grp["detected"].mean()),
+            "median_latency_months": float(np.median(lat)) if lat.size else np.nan,
+            "mean_latency_months": float(np.mean(lat)) if lat.size else np.nan,
+            "false_positive_rate": np.nan,
+            "converged_fraction": float(grp["converged"].mean()),
+        })
+    summary = pd.DataFrame(summary).sort_values(["noise", "factor"]).reset_index(drop=True)
+    return DetectionStudy(config=config, threshold=float(threshold), runs=runs, summary=summary,
+                          protocol="paper", false_positive_runs=fp_runs)

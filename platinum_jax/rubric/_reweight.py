@@ -14,8 +14,13 @@ Two routes:
     Sigma = L diag(sigma) L^T + sigma_perp I            (sigma_perp > 0 keeps Sigma positive definite)
     w     = L a / ||L a||_2                             (unit welfare vector, as in the paper)
 
-  so the concepts form one shared basis for M, Sigma and w, and v* follows from
-  :func:`platinum_jax.optimal_weights`.
+  M and Sigma are built from the same loading matrix L, but the columns of L are in general
+  neither orthonormal nor eigenvectors of M or Sigma (two concepts that share items have
+  overlapping columns), so M and Sigma need not commute and the concepts are *not* in general a
+  shared eigenbasis of M, Sigma and w. v* = (M + r Sigma)^-1 M w follows from
+  :func:`platinum_jax.optimal_weights` either way; for platinum flags,
+  :func:`platinum_jax.concept_basis` uses the shared eigenbasis only when M and Sigma do commute
+  (e.g. orthonormal loadings) and otherwise the generalised basis M q = lambda Sigma q.
 """
 
 from __future__ import annotations

@@ -19,8 +19,13 @@ The scale needs an anchor: by default one benchmark's difficulty and slope are f
 capabilities (--anchor-models A B --anchor-capabilities CA CB).
 
 Uncertainty (--uncertainty):
-  sensitivity  the paper's: per parameter, the shifts down and up that raise the loss by 5%
-               (lower, upper, and halfwidth = half their sum; not a standard deviation)
+  sensitivity  the paper's (Ho et al., appendix): per parameter, the shifts down and up at
+               which the unregularised squared error of that parameter's own scores (a
+               model's scores for its capability, a benchmark's for its difficulty and
+               slope) is 5% above its value at the fit, all else held at the fit except the
+               benchmark's slope, re-fitted when its difficulty moves (lower, upper, and
+               halfwidth = half their sum; not a standard deviation; inf where the loss
+               never rises 5%, e.g. a model with saturated scores)
   laplace      Gaussian around the fit from the exact Hessian (sd, 95% intervals)
   bootstrap    --replicates refits on resampled scores, vmapped in chunks (sd, percentile
                intervals; replicates that fail to converge are left out, with a warning)

@@ -28,6 +28,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ._table import normalise_names
+
 __all__ = [
     "EPOCH_RUN_BENCHMARKS",
     "EXTERNAL_BENCHMARKS",
@@ -368,7 +370,7 @@ def _read_runs(raw_dir: Path) -> pd.DataFrame:
     score = _parse_fraction(runs, score_col, "fraction", path, "score")
     return pd.DataFrame(
         {
-            "model": runs["model"].astype("string").to_numpy(),
+            "model": normalise_names(runs["model"], what="model", source=path.name).to_numpy(),
             "benchmark": runs["task"].astype("string").str.strip().to_numpy(),
             "score": score.to_numpy(),
             "stderr": _parse_scorer_stderr(runs["Scores"], path, runs),
@@ -412,7 +414,9 @@ def _read_external(raw_dir: Path, spec: _External) -> pd.DataFrame:
     )
     return pd.DataFrame(
         {
-            "model": frame["Model version"].astype("string").to_numpy(),
+            "model": normalise_names(
+                frame["Model version"], what="model", source=path.name
+            ).to_numpy(),
             "benchmark": spec.benchmark,
             "score": score.to_numpy(),
             "stderr": stderr.to_numpy(),
@@ -444,7 +448,9 @@ def _model_release_dates(raw_dir: Path) -> pd.Series:
     versions = versions[versions["id"].notna()].reset_index(drop=True)
     dates = pd.Series(
         _parse_dates(versions, "Version release date", path).to_numpy(),
-        index=pd.Index(versions["id"].astype("string").to_numpy(), name="model"),
+        index=pd.Index(
+            normalise_names(versions["id"], what="model", source=path.name).to_numpy(), name="model"
+        ),
         name="model_release_date",
     )
     # The same id listed twice with different dates would make the date filter arbitrary.
@@ -474,7 +480,10 @@ def read_benchmark_info(raw_dir: str | Path) -> pd.DataFrame:
     info = info[info["benchmark"].notna()].reset_index(drop=True)
     out = pd.DataFrame(
         {"benchmark_release_date": _parse_dates(info, "benchmark_release_date", path).to_numpy()},
-        index=pd.Index(info["benchmark"].astype("string").str.strip().to_numpy(), name="benchmark"),
+        index=pd.Index(
+            normalise_names(info["benchmark"], what="benchmark", source=path.name).to_numpy(),
+            name="benchmark",
+        ),
     )
     for flag in flags:
         text = info[flag].astype("string").str.strip().str.upper()
@@ -694,7 +703,9 @@ def read_distilled_models(
                 table["notes"].astype("string").to_numpy() if "notes" in table.columns else pd.NA
             ),
         },
-        index=pd.Index(table["model"].astype("string").to_numpy(), name="model"),
+        index=pd.Index(
+            normalise_names(table["model"], what="model", source=path.name).to_numpy(), name="model"
+        ),
     )
     if frame.index.duplicated().any():
         raise ValueError(
@@ -723,7 +734,12 @@ def read_metr_horizons(raw_dir: str | Path) -> pd.DataFrame:
     columns = ("Model version", "Time horizon", "CI_low", "CI_high")
     table = _read_csv(path, columns, "METR time horizons")
     table = table[table["Model version"].notna()].reset_index(drop=True)
-    out = pd.DataFrame(index=pd.Index(table["Model version"].astype("string"), name="model"))
+    out = pd.DataFrame(
+        index=pd.Index(
+            normalise_names(table["Model version"], what="model", source=path.name).to_numpy(),
+            name="model",
+        )
+    )
     for source, name in (
         ("Time horizon", "horizon_minutes"),
         ("CI_low", "ci_low_minutes"),
@@ -801,7 +817,9 @@ def read_model_compute(path: str | Path) -> pd.DataFrame:
             "training_compute_flop": flop,
             "compute_confidence": table["compute_confidence"].astype("string").to_numpy(),
         },
-        index=pd.Index(table["model"].astype("string").to_numpy(), name="model"),
+        index=pd.Index(
+            normalise_names(table["model"], what="model", source=path.name).to_numpy(), name="model"
+        ),
     )
     if out.index.duplicated().any():
         raise ValueError(

@@ -8,6 +8,7 @@ keeps the labels, release dates and provenance for reporting.
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["ScoreTable", "UnknownNameError", "close_matches_message"]
+__all__ = ["ScoreTable", "UnknownNameError", "close_matches_message", "normalise_names"]
 
 Duplicates = Literal["error", "max", "mean", "first", "last"]
 
@@ -48,6 +49,37 @@ def close_matches_message(kind: str, name: str, known: Sequence[str]) -> str:
         close = [k for k in known if str(name).lower() in k.lower()][:5]
     hint = f"closest names: {', '.join(repr(c) for c in close)}" if close else "no close names"
     return f"unknown {kind} {name!r} ({len(known)} {kind}s in the table); {hint}"
+
+
+def normalise_names(values, *, what: str, source: str) -> pd.Series:
+    """Model or benchmark names with surrounding whitespace removed and inner runs collapsed.
+
+    Every loader calls this once on its name columns, so ``"Llama-2-70b-hf "`` in one file and
+    ``"Llama-2-70b-hf"`` in another name the same model, and ``"Winogrande "`` does not become a
+    second benchmark. Names that change are reported (a ``UserWarning`` listing each old and new
+    spelling, and which spellings merged into one name), never altered in silence. Missing
+    values stay missing. Returns a string Series on the index of ``values``.
+    """
+    raw = pd.Series(values).astype("string")
+    clean = raw.str.strip().str.replace(r"\s+", " ", regex=True)
+    changed = (raw != clean).fillna(False).to_numpy(dtype=bool)
+    if changed.any():
+        pairs = sorted({(str(a), str(b)) for a, b in zip(raw[changed], clean[changed], strict=True)})
+        merged = sorted(set(clean[changed].dropna()) & set(raw[~changed].dropna()))
+        shown = ", ".join(f"{a!r} -> {b!r}" for a, b in pairs[:10])
+        more = f" and {len(pairs) - 10} more" if len(pairs) > 10 else ""
+        note = (
+            f"; {len(merged)} of them now match a name already spelt that way ({merged[:5]})"
+            if merged
+            else ""
+        )
+        warnings.warn(
+            f"{source}: {len(pairs)} {what} name(s) had stray whitespace and were normalised: "
+            f"{shown}{more}{note}. Fix the spelling in the file to silence this",
+            UserWarning,
+            stacklevel=3,
+        )
+    return clean
 
 
 def _looks_like_percentages(values: np.ndarray) -> bool:
@@ -133,7 +165,7 @@ class ScoreTable:
                     f"{name}: {int(bad.sum())} row(s) have no {col} name (rows "
                     f"{np.flatnonzero(bad)[:8].tolist()}); fill in or drop those rows"
                 )
-            frame[col] = frame[col].astype(str)
+            frame[col] = normalise_names(frame[col], what=col, source=name).astype(str)
 
         raw = frame["score"]
         score = pd.to_numeric(raw, errors="coerce").astype("float64")

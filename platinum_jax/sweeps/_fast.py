@@ -131,8 +131,9 @@ def platinum_flags(point: SweepPoint, tau_w: float, tau_m: float, tau_e: float) 
 
     Fast path: the basis is fixed, so the point's own basis is the base one rescaled.  In the
     commuting kind ``cos φ_j = (Pᵀw)_j / ‖Pᵀw‖``, ``cos θ_ij = Q_ij``; in the generalized kind
-    (re-normalised so that ``QᵀΣQ = I`` at the point) ``cos φ_j = √σ_j (Pᵀw)_j / √(Σ_k σ_k
-    (Pᵀw)_k²)`` and ``cos θ_ij = Q_ij / √σ_j``; in both ``λ_j/(rσ_j)`` is the ratio.  Columns
+    (re-normalised so that ``QᵀΣQ = I`` at the point) the welfare coordinate
+    ``‖Q_j‖ (Pᵀw)_j / ‖w‖`` and ``cos θ_ij = Q_ij / ‖Q_j‖`` (unit concept directions, which the
+    rescaling leaves unchanged); in both ``λ_j/(rσ_j)`` is the ratio.  Columns
     are signed towards ``w`` as the library does.  General path: the basis is recomputed, as
     ``concept_basis(method="auto")`` would: commuting when ``MΣ = ΣM`` and the shared eigenbasis
     diagonalises both (relative residuals ≤ :func:`platinum_jax.agency.commute_rtol`, 1e-8 in
@@ -145,8 +146,12 @@ def platinum_flags(point: SweepPoint, tau_w: float, tau_m: float, tau_e: float) 
             align = jnp.abs(pw) / jnp.sqrt(pw @ pw)
             load = point.basis.Q * sign
         else:
-            align = jnp.sqrt(sig) * jnp.abs(pw) / jnp.sqrt(jnp.sum(sig * pw * pw))
-            load = point.basis.Q * (sign / jnp.sqrt(sig))
+            # Definition 1 on unit concept directions (see platinum_jax.agency._concepts): the
+            # point's q_j = Q_j/√σ_j has direction Q_j/‖Q_j‖ and welfare coordinate
+            # ‖Q_j‖ |(Pᵀw)_j| / ‖w‖, with w = Q Pᵀw.
+            length = jnp.linalg.norm(point.basis.Q, axis=0)
+            align = length * jnp.abs(pw) / jnp.linalg.norm(point.basis.Q @ pw)
+            load = point.basis.Q * (sign / length)
         return _flags(align, load, lam / (r * sig), tau_w, tau_m, tau_e)
     from platinum_jax.agency import commutator_norm, commute_rtol, platinum_items
     from platinum_jax.agency._concepts import _offdiagonal
