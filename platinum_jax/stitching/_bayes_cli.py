@@ -68,6 +68,40 @@ examples:
 """
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _acceptance(text: str) -> float:
+    """A NUTS target acceptance probability: strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"is a probability and must lie strictly between 0 and 1, got {value:g}; "
+            "0.8-0.99 are the useful values (higher: smaller steps, fewer divergences)"
+        )
+    return value
+
+
 def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     """The Bayesian options (shared with a ``stitch --bayes`` command)."""
     g = p.add_argument_group("Bayesian fit")
@@ -83,22 +117,22 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
         default="nuts",
         help="NUTS (exact MCMC, default) or SVI (variational, for large tables)",
     )
-    g.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
+    g.add_argument("--chains", type=_positive_int, default=4, help="NUTS chains (default 4)")
     g.add_argument(
         "--samples",
-        type=int,
+        type=_positive_int,
         default=1000,
         help="draws per chain after warmup (SVI: draws from the guide; default 1000)",
     )
-    g.add_argument("--warmup", type=int, default=1500, help="NUTS warmup steps (default 1500)")
+    g.add_argument("--warmup", type=_non_negative_int, default=1500, help="NUTS warmup steps (default 1500)")
     g.add_argument(
         "--target-accept",
-        type=float,
+        type=_acceptance,
         default=0.95,
         help="NUTS target acceptance (default 0.95); raise to 0.99, with more --warmup, if "
         "divergences are reported",
     )
-    g.add_argument("--svi-steps", type=int, default=5000, help="SVI optimisation steps")
+    g.add_argument("--svi-steps", type=_positive_int, default=5000, help="SVI optimisation steps")
     g.add_argument(
         "--svi-guide",
         choices=("normal", "lowrank"),
@@ -175,7 +209,12 @@ def run_bayes(args: argparse.Namespace, table) -> int:
     from ._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
     from ._bayes_weights import load_weights_config, posterior_optimal_weights
 
-    weights_cfg = load_weights_config(args.weights_config) if args.weights_config else None
+    # The weights config is checked (keys, values, benchmark names) before the long fit.
+    weights_cfg = (
+        load_weights_config(args.weights_config, known_benchmarks=table.benchmarks)
+        if args.weights_config
+        else None
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     anchor = anchor_from_args(args)  # both commands take the anchor options of `stitch`
@@ -208,11 +247,19 @@ def run_bayes(args: argparse.Namespace, table) -> int:
     plot_capabilities(fit, path=out / "capabilities.png")
     plot_ppc(fit, path=out / "ppc.png")
     d = fit.diagnostics
-    print(
-        f"done in {d['wall_s']:.1f} s ({fit.info.get('chain_method', args.method)} chains): "
-        f"divergences {d['n_divergent']}, max R-hat "
-        f"{d['max_r_hat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}"
-    )
+    print(f"done in {d['wall_s']:.1f} s ({fit.info.get('chain_method', args.method)} chains)")
+    if args.method == "nuts":
+        rhat = (
+            f"max R-hat {d['max_r_hat']:.4f} ({d.get('worst_r_hat')})"
+            if d.get("n_chains", 0) > 1
+            else "R-hat n/a (1 chain)"
+        )
+        print(
+            f"diagnostics over every parameter, hyper-parameters included: divergences "
+            f"{d['n_divergent']}, {rhat}, min bulk ESS {d['min_ess_bulk']:.0f} "
+            f"({d.get('worst_ess_bulk')}), min tail ESS {d['min_ess_tail']:.0f} "
+            f"({d.get('worst_ess_tail')})"
+        )
     print(fit.capabilities[["mean", "sd", "hdi_3%", "hdi_97%"]].nlargest(5, "mean").to_string())
     if weights_cfg is not None:
         weights = posterior_optimal_weights(

@@ -75,8 +75,10 @@ class BayesStitchingFit:
             release_date`` of C_m.
         benchmarks: index ``benchmark``; the same columns prefixed ``difficulty_`` and ``slope_``
             for D_b and alpha_b, plus ``noise_sd_mean`` (posterior mean of sqrt(Sigma_bb)).
-        diagnostics: ``n_divergent``, ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail`` over the
-            free capabilities, difficulties and slopes, and ``wall_s``.
+        diagnostics: ``n_divergent``, ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail`` over
+            every sampled quantity (free capabilities, difficulties, slopes, the noise and all
+            hyper-parameters), the worst parameter of each (``worst_r_hat``, ...),
+            ``n_chains``, ``n_draws`` and ``wall_s``; ``max_r_hat`` is NaN for one chain.
         info: data handling notes (e.g. ``n_boundary_moved`` for the Beta likelihood).
     """
 
@@ -233,6 +235,13 @@ def fit_stitching_bayes(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if int(warmup) != warmup or warmup < 0:
         raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    if not 0.0 < target_accept < 1.0:
+        raise ValueError(
+            f"target_accept is a probability and must lie strictly between 0 and 1, got "
+            f"{target_accept!r}; 0.8-0.99 are the useful values"
+        )
+    if int(max_tree_depth) != max_tree_depth or max_tree_depth < 1:
+        raise ValueError(f"max_tree_depth must be a positive integer, got {max_tree_depth!r}")
     priors = Priors() if priors is None else priors
     anchor = BenchmarkAnchor() if anchor is None else anchor
     _check_connected(table)
@@ -330,7 +339,16 @@ def fit_stitching_bayes(
         {"likelihood": likelihood, "method": method, "anchor": anchor.describe(), "seed": int(seed)}
     )
     if method == "nuts":
-        idata.attrs["target_accept"] = float(target_accept)  # for the divergence hint
+        # The run's settings, so advice after a poor run builds on what was actually run.
+        idata.attrs.update(
+            {
+                "target_accept": float(target_accept),
+                "warmup": int(warmup),
+                "samples": int(samples),
+                "chains": int(chains),
+                "max_tree_depth": int(max_tree_depth),
+            }
+        )
     summary = posterior_summary(idata, with_diagnostics=(method == "nuts"))
     capabilities, benchmarks = _named_tables(table, summary)
     diagnostics = _diagnostics(idata, summary, method, wall)
@@ -350,7 +368,7 @@ def fit_stitching_bayes(
     )
     if method == "nuts":
         _warn_on_diagnostics(
-            diagnostics, summary, min_ess=min_ess, max_r_hat=max_r_hat, target_accept=target_accept
+            diagnostics, min_ess=min_ess, max_r_hat=max_r_hat, run=dict(idata.attrs)
         )
     return fit
 
@@ -442,8 +460,9 @@ def posterior_summary(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", (FutureWarning, RuntimeWarning))
         hdi = az.hdi(post[names], hdi_prob=HDI_PROB)
+        several_chains = post.sizes["chain"] > 1  # R-hat compares chains: none for one
         if with_diagnostics:
-            rhat = az.rhat(post[names])
+            rhat = az.rhat(post[names]) if several_chains else None
             ess_b = az.ess(post[names], method="bulk")
             ess_t = az.ess(post[names], method="tail")
     for var in names:
@@ -460,7 +479,11 @@ def posterior_summary(
         other = [d for d in x.dims if d not in sample_dims]
         labels = [str(v) for v in x[other[0]].values] if other else [""]
         if with_diagnostics:
-            rh = rhat[var].values.reshape(-1).astype(float)
+            rh = (
+                rhat[var].values.reshape(-1).astype(float)
+                if rhat is not None
+                else np.full(mean.shape, np.nan)
+            )
             eb = ess_b[var].values.reshape(-1).astype(float)
             et = ess_t[var].values.reshape(-1).astype(float)
         else:
@@ -509,19 +532,35 @@ def _named_tables(table: ScoreTable, summary: pd.DataFrame) -> tuple[pd.DataFram
     return capabilities, benchmarks
 
 
-def _core_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    core = summary["variable"].isin(["capability", "difficulty", "slope"]) & (summary["sd"] > 0)
-    return summary.loc[core]
+def _checked_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """Rows the diagnostics cover: every sampled quantity that varies over the draws.
+
+    That is the free capabilities, difficulties and slopes and every hyper-parameter
+    (``capability_mu``, ``capability_tau``, the noise scales and their ``noise_log_mu`` and
+    ``noise_log_tau``, or ``log_precision``) and the derived noise variances; anchored entries
+    are constants and left out.
+    """
+    return summary.loc[summary["sd"] > 0]
 
 
-def _diagnostics(idata, summary, method, wall) -> dict[str, float]:
-    core = _core_rows(summary)
-    out = {"wall_s": float(wall)}
+def _diagnostics(idata, summary, method, wall) -> dict[str, object]:
+    checked = _checked_rows(summary)
+    out: dict[str, object] = {"wall_s": float(wall)}
     if method == "nuts":
+        n_chains = int(idata.posterior.sizes["chain"])
         out["n_divergent"] = int(idata.sample_stats["diverging"].values.sum())
-        out["max_r_hat"] = float(core["r_hat"].max())
-        out["min_ess_bulk"] = float(core["ess_bulk"].min())
-        out["min_ess_tail"] = float(core["ess_tail"].min())
+        # R-hat compares chains with each other; one chain cannot say whether it converged.
+        out["max_r_hat"] = float(checked["r_hat"].max()) if n_chains > 1 else float("nan")
+        out["min_ess_bulk"] = float(checked["ess_bulk"].min())
+        out["min_ess_tail"] = float(checked["ess_tail"].min())
+        out["n_chains"] = n_chains
+        out["n_draws"] = int(idata.posterior.sizes["draw"])
+        for col in ("r_hat", "ess_bulk", "ess_tail"):
+            values = checked[col]
+            if n_chains > 1 or col != "r_hat":
+                pos = values.idxmax() if col == "r_hat" else values.idxmin()
+                if pd.notna(pos):
+                    out[f"worst_{col}"] = _label(checked.loc[pos])
     else:
         out.update(
             n_divergent=0,
@@ -532,65 +571,90 @@ def _diagnostics(idata, summary, method, wall) -> dict[str, float]:
     return out
 
 
+def _label(row: pd.Series) -> str:
+    return f"{row['variable']}[{row['name']}]" if row["name"] != "" else str(row["variable"])
+
+
 def check_diagnostics(idata, *, min_ess: float = 400.0, max_r_hat: float = 1.01) -> dict:
     """Sampler diagnostics of a NUTS posterior, with a :class:`SamplingWarning` for each problem.
 
-    Over the free capabilities, difficulties and slopes (anchored entries are constants):
-    the number of divergent transitions, the largest rank-normalised split R-hat and the
-    smallest bulk and tail ESS (ArviZ).  Each failing check warns with what to try.  Returns
-    ``{"n_divergent", "max_r_hat", "min_ess_bulk", "min_ess_tail"}``.
+    Over every sampled quantity: the free capabilities, difficulties and slopes and all
+    hyper-parameters (scale of the capabilities, noise scales and their hyper-prior); anchored
+    entries are constants.  Reports the number of divergent transitions, the largest
+    rank-normalised split R-hat and the smallest bulk and tail ESS (ArviZ), and which parameter
+    is worst.  R-hat compares chains, so with a single chain it is NaN and a warning says so.
+    Each failing check warns with what to try, given the run's settings where ``idata.attrs``
+    records them.  Returns ``{"n_divergent", "max_r_hat", "min_ess_bulk", "min_ess_tail",
+    "n_chains", "n_draws", "worst_r_hat", "worst_ess_bulk", "worst_ess_tail"}``.
     """
-    summary = posterior_summary(idata, var_names=["capability", "difficulty", "slope"])
+    summary = posterior_summary(idata)
     diag = _diagnostics(idata, summary, "nuts", float("nan"))
     diag.pop("wall_s")
-    _warn_on_diagnostics(
-        diag,
-        summary,
-        min_ess=min_ess,
-        max_r_hat=max_r_hat,
-        target_accept=idata.attrs.get("target_accept"),
-    )
+    _warn_on_diagnostics(diag, min_ess=min_ess, max_r_hat=max_r_hat, run=dict(idata.attrs))
     return diag
 
 
-def _divergence_advice(target_accept: float | None) -> str:
-    """What to try after divergences, given the target acceptance of the run (if known)."""
-    tighter = "or tighter priors (e.g. Priors(log_slope_scale=0.5))"
-    if target_accept is not None and target_accept >= 0.99:
-        return (
-            f"target_accept is already {target_accept:g}, so lengthen the warmup "
-            f"(e.g. warmup=3000) {tighter}"
-        )
-    was = "" if target_accept is None else f" (this run used {target_accept:g})"
-    return f"try target_accept=0.99{was} with a longer warmup (e.g. warmup=3000), {tighter}"
+def _divergence_advice(run: Mapping) -> str:
+    """What to try after divergences, given the settings the run used (where known)."""
+    target_accept, warmup = run.get("target_accept"), run.get("warmup")
+    steps = []
+    if target_accept is None:
+        steps.append("raise target_accept (e.g. 0.99)")
+    elif target_accept < 0.99:
+        steps.append(f"raise target_accept to 0.99 (this run used {target_accept:g})")
+    else:
+        steps.append(f"target_accept is already {target_accept:g}, so do not raise it further")
+    if warmup is None:
+        steps.append("lengthen the warmup")
+    else:
+        steps.append(f"lengthen the warmup beyond this run's {int(warmup)} (e.g. {2 * int(warmup)})")
+    steps.append("or tighten the priors of poorly identified benchmarks (e.g. Priors(log_slope_scale=0.5))")
+    return "; ".join(steps)
 
 
-def _warn_on_diagnostics(diag, summary, *, min_ess, max_r_hat, target_accept=None) -> None:
-    core = _core_rows(summary)
-    where = lambda col, fn: (
-        core.loc[fn(core[col]), ["variable", "name"]].astype(str).agg("[".join, axis=1) + "]"
-    )
+def _warn_on_diagnostics(diag, *, min_ess, max_r_hat, run: Mapping | None = None) -> None:
+    run = {} if run is None else run
+    n_chains, n_draws = diag.get("n_chains"), diag.get("n_draws")
     if diag["n_divergent"] > 0:
         warnings.warn(
             f"NUTS reported {diag['n_divergent']} divergent transition(s): the posterior has "
-            f"regions the step size cannot follow; {_divergence_advice(target_accept)}",
+            f"regions the step size cannot follow; {_divergence_advice(run)}",
             SamplingWarning,
             stacklevel=3,
         )
-    if not diag["max_r_hat"] <= max_r_hat:
-        worst = where("r_hat", lambda s: s == s.max()).iloc[0]
+    if n_chains == 1:
         warnings.warn(
-            f"max R-hat = {diag['max_r_hat']:.3f} > {max_r_hat} (worst: {worst}): the chains "
-            "disagree; run more warmup and samples, or more chains, before trusting the intervals",
+            "one chain: R-hat compares chains with each other, so convergence cannot be checked "
+            "(max_r_hat is NaN); the ESS below is of this one chain only.  Run chains >= 2 "
+            "(4 is usual) before trusting the intervals",
             SamplingWarning,
             stacklevel=3,
         )
-    if not diag["min_ess_bulk"] >= min_ess:
-        worst = where("ess_bulk", lambda s: s == s.min()).iloc[0]
+    elif not diag["max_r_hat"] <= max_r_hat:
         warnings.warn(
-            f"min bulk ESS = {diag['min_ess_bulk']:.0f} < {min_ess:g} (worst: {worst}): the "
-            "intervals are noisy; draw more samples (samples=..., chains=...) or use a tighter "
-            "prior on poorly identified benchmarks",
+            f"max R-hat = {diag['max_r_hat']:.3f} > {max_r_hat} (worst: "
+            f"{diag.get('worst_r_hat', '?')}): the chains disagree; run a longer warmup (this "
+            f"run: {run.get('warmup', '?')} steps) and more samples before trusting the intervals",
+            SamplingWarning,
+            stacklevel=3,
+        )
+    for kind in ("bulk", "tail"):
+        ess = diag[f"min_ess_{kind}"]
+        if ess >= min_ess:
+            continue
+        where = diag.get(f"worst_ess_{kind}", "?")
+        if n_chains and n_draws and ess > 0:
+            # ESS grows about linearly with the number of draws at a fixed step size.
+            need = int(np.ceil(n_draws * min_ess / ess / 100.0) * 100)
+            advice = (
+                f"this run drew {n_chains} x {n_draws}; about samples={need} per chain would "
+                f"reach {min_ess:g}, or more chains"
+            )
+        else:
+            advice = "draw more samples (samples=..., chains=...)"
+        warnings.warn(
+            f"min {kind} ESS = {ess:.0f} < {min_ess:g} (worst: {where}): the intervals are noisy; "
+            f"{advice}",
             SamplingWarning,
             stacklevel=3,
         )
