@@ -78,11 +78,12 @@ def svi_beta(synth):
 def _tiny_table():
     frame = pd.DataFrame(
         {
-            "model": ["A", "A", "B", "B", "C", "C"],
-            "benchmark": ["x", "y", "x", "y", "x", "y"],
-            "score": [0.8, 0.4, 0.55, 0.2, 0.3, 0.1],
-            "n_items": [50.0, 40.0, 50.0, 40.0, 50.0, 40.0],
-            "stderr": [0.02, np.nan, 0.03, np.nan, np.nan, 0.01],
+            "model": ["A", "A", "B", "B", "C", "C", "D"],
+            "benchmark": ["x", "y", "x", "y", "x", "y", "x"],
+            "score": [0.8, 0.4, 0.55, 0.2, 0.3, 0.1, 0.65],
+            "n_items": [50.0, 40.0, 50.0, 40.0, 50.0, 40.0, 50.0],
+            # D's 0.001 is below the 0.005 floor the Gaussian and Beta likelihoods use
+            "stderr": [0.02, np.nan, 0.03, np.nan, np.nan, 0.01, 0.001],
         }
     )
     return ScoreTable.from_frame(frame)
@@ -91,25 +92,31 @@ def _tiny_table():
 def _scipy_log_joint(table, point, likelihood, pr):
     """The model's log joint written out by hand with scipy.stats (x is the anchor)."""
     mu_c, tau = point["capability_mu"], point["capability_tau"]
-    z_c, z_d, z_s = point["capability_z"], point["difficulty_z"], point["slope_z"]
+    z_c, beta, z_s = point["capability_z"], point["intercept"], point["slope_z"]
     n = len(z_c)
     lp = st.norm.logpdf(mu_c, pr.capability_loc, pr.capability_loc_scale)
     lp += st.halfnorm.logpdf(tau, scale=pr.capability_scale)
     # zero-sum normal: N(0, I) restricted to the (n-1)-dimensional subspace sum(z) = 0
     lp += -0.5 * np.sum(z_c**2) - 0.5 * (n - 1) * np.log(2 * np.pi)
-    lp += st.norm.logpdf(z_d).sum() + st.norm.logpdf(z_s).sum()
+    lp += st.norm.logpdf(beta, pr.intercept_loc, pr.intercept_scale).sum()
+    lp += st.norm.logpdf(z_s).sum()
     C = mu_c + tau * z_c
-    D = np.array([0.0, mu_c + tau * (pr.difficulty_loc + pr.difficulty_scale * z_d[0])])
-    a = np.array([1.0, np.exp(pr.log_slope_loc + pr.log_slope_scale * z_s[0]) / tau])
     mi, bi = np.asarray(table.model_index), np.asarray(table.benchmark_index)
+    # y's intercept form: alpha (C - D) = exp(eta) (z - zbar_y) + beta, zbar_y over y's models
+    eta = pr.log_slope_loc + pr.log_slope_scale * z_s[0]
+    z_bar_y = z_c[mi[bi == 1]].mean()
+    D = np.array([0.0, mu_c + tau * (z_bar_y - beta[0] / np.exp(eta))])
+    a = np.array([1.0, np.exp(eta) / tau])
     mu = 1.0 / (1.0 + np.exp(-a[bi] * (C[mi] - D[bi])))
     y = np.asarray(table.scores)
-    se2 = np.nan_to_num(table.data["stderr"].to_numpy(dtype=float)) ** 2
+    se = table.data["stderr"].to_numpy(dtype=float)
+    se2 = np.nan_to_num(np.where(se < 0.005, 0.005, se)) ** 2
     if likelihood == "gaussian":
-        nu, spread, z_n = point["noise_log_mu"], point["noise_log_tau"], point["noise_z"]
+        nu, spread, log_sig = point["noise_log_mu"], point["noise_log_tau"], point["noise_log_sigma"]
         lp += st.norm.logpdf(nu, pr.log_noise_loc, pr.log_noise_loc_scale)
-        lp += st.halfnorm.logpdf(spread, scale=pr.log_noise_spread) + st.norm.logpdf(z_n).sum()
-        sig = np.exp(nu + spread * z_n)
+        lp += st.halfnorm.logpdf(spread, scale=pr.log_noise_spread)
+        lp += st.norm.logpdf(log_sig, nu, spread).sum()
+        sig = np.exp(log_sig)
         lp += st.norm.logpdf(y, mu, np.sqrt(sig[bi] ** 2 + se2)).sum()
     elif likelihood == "beta":
         lphi = point["log_precision"]
@@ -133,20 +140,20 @@ def _scipy_log_joint(table, point, likelihood, pr):
 def test_log_density_matches_scipy(likelihood):
     table = _tiny_table()
     layout = ParameterLayout.from_table(table, BenchmarkAnchor("x"))
-    pr = Priors(log_noise_loc=-2.5, difficulty_scale=1.5)
+    pr = Priors(log_noise_loc=-2.5, intercept_scale=1.5)
     point = {
         "capability_mu": 0.3,
         "capability_tau": 0.9,
-        "capability_z": np.array([0.7, -0.2, -0.5]),
-        "difficulty_z": np.array([0.4]),
+        "capability_z": np.array([0.7, -0.2, -0.6, 0.1]),
+        "intercept": np.array([0.4]),
         "slope_z": np.array([-0.3]),
         "noise_log_mu": -2.8,
         "noise_log_tau": 0.4,
-        "noise_z": np.array([0.3, -1.1]),
+        "noise_log_sigma": np.array([-2.5, -3.9]),
         "log_precision": np.array([3.0, 4.5]),
     }
     if likelihood != "gaussian":
-        for k in ("noise_log_mu", "noise_log_tau", "noise_z"):
+        for k in ("noise_log_mu", "noise_log_tau", "noise_log_sigma"):
             point.pop(k)
     if likelihood not in ("beta", "betabinomial"):
         point.pop("log_precision")

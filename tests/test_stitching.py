@@ -516,7 +516,8 @@ def test_cli_refuses_a_reduction_it_cannot_apply_to_a_directory(tmp_path, epoch_
     from platinum_jax.cli import main
 
     out = tmp_path / "out"
-    rc = main(["stitch", str(epoch_dir / "raw"), "--duplicates", "mean", "--out", str(out)])
+    # the directory reader combines runs by max, mean or error; 'first' is for CSV files
+    rc = main(["stitch", str(epoch_dir / "raw"), "--duplicates", "first", "--out", str(out)])
     assert rc == 2  # not silently reduced by max instead
-    assert "applies to CSV files" in capsys.readouterr().err
+    assert "is for CSV files" in capsys.readouterr().err
     assert not (out / "capabilities.csv").exists()

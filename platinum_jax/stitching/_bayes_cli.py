@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from ._bayes_model import LIKELIHOODS
-from ._cli import add_anchor_arguments, anchor_from_args, load_table
+from ._cli import add_anchor_arguments, add_min_benchmarks_argument, anchor_from_args, load_table
 
 DESCRIPTION = """\
 Fit the stitching model score = sigmoid(alpha_b (C_m - D_b)) by Bayesian inference (NumPyro
@@ -171,9 +171,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--duplicates",
         choices=("error", "max", "mean", "first", "last"),
         default=None,
-        help="repeated (model, benchmark) scores in a CSV: fail (the default) or reduce them; "
-        "an Epoch directory is always reduced by max, the paper's choice",
+        help="repeated (model, benchmark) scores: fail or reduce them; default: fail for a "
+        "CSV, max (the paper's choice) for an Epoch directory, which also takes mean or error",
     )
+    add_min_benchmarks_argument(p)
     p.add_argument(
         "--clip",
         action="store_true",

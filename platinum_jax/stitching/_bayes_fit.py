@@ -16,6 +16,7 @@ import pandas as pd
 from ._bayes_model import (
     _COUNT_LIKELIHOODS,
     LIKELIHOODS,
+    STDERR_FLOOR,
     BayesData,
     Priors,
     prepare_data,
@@ -43,10 +44,10 @@ _HDI_LO, _HDI_HI = "hdi_3%", "hdi_97%"
 _DETERMINISTIC = ("capability", "difficulty", "slope", "noise_variance", "sigma")
 _DIMS = {
     "capability_z": ["free_capability"],
-    "difficulty_z": ["free_difficulty"],
+    "intercept": ["free_difficulty"],
     "slope_z": ["free_slope"],
     "sigma": ["benchmark"],
-    "noise_z": ["benchmark"],
+    "noise_log_sigma": ["benchmark"],
     "log_precision": ["benchmark"],
     "capability": ["model"],
     "difficulty": ["benchmark"],
@@ -185,6 +186,7 @@ def fit_stitching_bayes(
     svi_steps: int = 5000,
     svi_learning_rate: float = 0.01,
     beta_boundary: float = 0.005,
+    stderr_floor: float = STDERR_FLOOR,
     min_ess: float = 400.0,
     max_r_hat: float = 1.01,
     progress_bar: bool = False,
@@ -218,6 +220,8 @@ def fit_stitching_bayes(
             entries); or NumPyro's list of site-name tuples.
         beta_boundary: how far exact 0/1 scores move inwards for the Beta likelihood when
             ``n_items`` is unknown (otherwise half an item).
+        stderr_floor: smallest known standard error the Gaussian and Beta likelihoods use
+            (default 0.005, half of Epoch's reporting precision); see :func:`prepare_data`.
         min_ess, max_r_hat: thresholds of the :class:`SamplingWarning`.
 
     Run in float64 (``jax.config.update("jax_enable_x64", True)``) for reliable diagnostics.
@@ -246,7 +250,17 @@ def fit_stitching_bayes(
     anchor = BenchmarkAnchor() if anchor is None else anchor
     _check_connected(table)
     layout = ParameterLayout.from_table(table, anchor)
-    data, info = prepare_data(table, likelihood, beta_boundary=beta_boundary)
+    data, info = prepare_data(
+        table, likelihood, beta_boundary=beta_boundary, stderr_floor=stderr_floor
+    )
+    if info["n_stderr_floored"] and likelihood in ("gaussian", "beta"):
+        warnings.warn(
+            f"{info['n_stderr_floored']} standard error(s) below stderr_floor={stderr_floor:g} "
+            "were raised to it: a standard error of 0 claims an exactly known score, which the "
+            "noise model cannot follow (see prepare_data); pass stderr_floor=0 to keep them",
+            UserWarning,
+            stacklevel=2,
+        )
     if info["n_boundary_moved"]:
         warnings.warn(
             f"Beta likelihood: {info['n_boundary_moved']} score(s) equal to exactly 0 or 1 were "
@@ -454,7 +468,8 @@ def posterior_summary(
     names = (
         list(var_names)
         if var_names is not None
-        else [v for v in post.data_vars if not v.endswith("_z")]
+        # Standardised coordinates (*_z) and log sigma repeat what their named twins show.
+        else [v for v in post.data_vars if not v.endswith("_z") and v != "noise_log_sigma"]
     )
     rows = []
     with warnings.catch_warnings():

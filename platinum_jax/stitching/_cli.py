@@ -83,8 +83,10 @@ def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra jittered starts; the lowest cost wins (default 0: the paper's start)")
     f.add_argument("--duplicates", choices=("error", "max", "mean", "first", "last"),
                    default=None,
-                   help="repeated (model, benchmark) pairs in a CSV: fail (default) or reduce; "
-                   "an Epoch directory is always reduced by max, the paper's choice")
+                   help="repeated (model, benchmark) pairs: fail or reduce them; default: "
+                   "fail for a CSV, max (the paper's choice) for an Epoch directory, which "
+                   "also takes mean or error")
+    add_min_benchmarks_argument(f)
     f.add_argument("--clip", action="store_true",
                    help="clip scores outside [0, 1] instead of rejecting the file")
     f.add_argument("--components", choices=("error", "separate"), default="error",
@@ -123,23 +125,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def add_min_benchmarks_argument(group) -> None:
+    """``--min-benchmarks``: the Epoch directory reader's filter on models (both commands)."""
+    group.add_argument(
+        "--min-benchmarks", type=int, default=4, metavar="K",
+        help="Epoch directory: keep models scored on at least K benchmarks (default 4, as in "
+        "the paper); the models left out are listed",
+    )
+
+
 def load_table(args: argparse.Namespace):
     """The :class:`ScoreTable` named by ``args.data`` (CSV file or Epoch raw/ directory).
 
-    ``args.duplicates`` (None: ``"error"``) applies to a CSV; a directory is reduced by max, and
-    any other rule asked for it is an error rather than silently ignored.
+    ``args.duplicates`` (None: ``"error"`` for a CSV, ``"max"`` for a directory) says how
+    repeated (model, benchmark) scores are combined.  A directory takes ``max``, ``mean`` or
+    ``error`` and ``args.min_benchmarks``; what the reader leaves out (models with too few
+    benchmarks, release dates it cannot find) is printed.
     """
+    import warnings
+
+    from ._epoch import EpochDataWarning
     from ._table import ScoreTable
 
     path = Path(args.data)
+    min_benchmarks = getattr(args, "min_benchmarks", 4)
     if path.is_dir():
-        if args.duplicates not in (None, "max"):
+        rule = args.duplicates or "max"
+        if rule not in ("max", "mean", "error"):
             raise ValueError(
-                f"--duplicates {args.duplicates} applies to CSV files: an Epoch directory is "
-                "reduced by max (the paper's choice); for another rule read it in Python with "
-                "ScoreTable.from_epoch(raw_dir, duplicates='mean')"
+                f"--duplicates {rule} is for CSV files; an Epoch directory combines repeated "
+                "runs by max (the paper's choice), mean, or refuses them (error)"
             )
-        return ScoreTable.from_epoch(path, clip=args.clip)
+        if min_benchmarks < 1:
+            raise ValueError(f"--min-benchmarks must be at least 1, got {min_benchmarks}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", EpochDataWarning)
+            table = ScoreTable.from_epoch(
+                path, clip=args.clip, duplicates=rule, min_benchmarks=min_benchmarks
+            )
+        for w in caught:
+            if issubclass(w.category, EpochDataWarning):
+                print(f"note: {w.message}")
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return table
     if not path.exists():
         raise FileNotFoundError(
             f"DATA {args.data!r} does not exist; give a tidy CSV (model, benchmark, score) "
