@@ -89,24 +89,40 @@ def _tiny_table():
     return ScoreTable.from_frame(frame)
 
 
-def _scipy_log_joint(table, point, likelihood, pr):
-    """The model's log joint written out by hand with scipy.stats (x is the anchor)."""
-    mu_c, tau = point["capability_mu"], point["capability_tau"]
+def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None):
+    """The model's log joint written out by hand with scipy.stats.
+
+    Benchmark anchor (default): x has D = 0, alpha = 1 and its sampled intercept and log slope
+    set the scale.  ``model_anchor=(values of A and C)``: mu_C, tau_C are sampled instead.
+    """
     z_c, beta, z_s = point["capability_z"], point["intercept"], point["slope_z"]
+    mi, bi = np.asarray(table.model_index), np.asarray(table.benchmark_index)
     n = len(z_c)
-    lp = st.norm.logpdf(mu_c, pr.capability_loc, pr.capability_loc_scale)
-    lp += st.halfnorm.logpdf(tau, scale=pr.capability_scale)
     # zero-sum normal: N(0, I) restricted to the (n-1)-dimensional subspace sum(z) = 0
-    lp += -0.5 * np.sum(z_c**2) - 0.5 * (n - 1) * np.log(2 * np.pi)
+    lp = -0.5 * np.sum(z_c**2) - 0.5 * (n - 1) * np.log(2 * np.pi)
     lp += st.norm.logpdf(beta, pr.intercept_loc, pr.intercept_scale).sum()
     lp += st.norm.logpdf(z_s).sum()
-    C = mu_c + tau * z_c
-    mi, bi = np.asarray(table.model_index), np.asarray(table.benchmark_index)
-    # y's intercept form: alpha (C - D) = exp(eta) (z - zbar_y) + beta, zbar_y over y's models
-    eta = pr.log_slope_loc + pr.log_slope_scale * z_s[0]
-    z_bar_y = z_c[mi[bi == 1]].mean()
-    D = np.array([0.0, mu_c + tau * (z_bar_y - beta[0] / np.exp(eta))])
-    a = np.array([1.0, np.exp(eta) / tau])
+    eta = pr.log_slope_loc + pr.log_slope_scale * np.asarray(z_s)
+    if model_anchor is None:
+        beta_a, v_a = point["anchor_intercept"], point["anchor_slope_z"]
+        lp += st.norm.logpdf(beta_a, pr.intercept_loc, pr.intercept_scale) + st.norm.logpdf(v_a)
+        eta_a = pr.log_slope_loc + pr.log_slope_scale * v_a
+        tau = np.exp(eta_a) / 1.0  # alpha_x = exp(eta_x) / tau = 1
+        z_bar_x = z_c[mi[bi == 0]].mean()
+        mu_c = 0.0 - tau * z_bar_x + beta_a  # D_x = mu + tau (zbar_x - beta_x / exp(eta_x)) = 0
+        C = mu_c + tau * z_c
+        z_bar_y = z_c[mi[bi == 1]].mean()
+        D = np.array([0.0, mu_c + tau * (z_bar_y - beta[0] / np.exp(eta[0]))])
+        a = np.array([1.0, np.exp(eta[0]) / tau])
+    else:
+        mu_c, tau = point["capability_mu"], point["capability_tau"]
+        lp += st.norm.logpdf(mu_c, pr.capability_loc, pr.capability_loc_scale)
+        lp += st.halfnorm.logpdf(tau, scale=pr.capability_scale)
+        C = np.array([model_anchor[0], mu_c + tau * z_c[0], model_anchor[1], mu_c + tau * z_c[1]])
+        z_all = (C - mu_c) / tau
+        z_bar = np.array([z_all[mi[bi == k]].mean() for k in (0, 1)])
+        D = mu_c + tau * (z_bar - beta / np.exp(eta))
+        a = np.exp(eta) / tau
     mu = 1.0 / (1.0 + np.exp(-a[bi] * (C[mi] - D[bi])))
     y = np.asarray(table.scores)
     se = table.data["stderr"].to_numpy(dtype=float)
@@ -136,17 +152,38 @@ def _scipy_log_joint(table, point, likelihood, pr):
     return lp
 
 
-@pytest.mark.parametrize("likelihood", ["gaussian", "beta", "binomial", "betabinomial"])
-def test_log_density_matches_scipy(likelihood):
+@pytest.mark.parametrize(
+    ("likelihood", "model_anchor"),
+    [
+        ("gaussian", None),
+        ("beta", None),
+        ("binomial", None),
+        ("betabinomial", None),
+        ("gaussian", (0.5, -0.7)),
+    ],
+)
+def test_log_density_matches_scipy(likelihood, model_anchor):
     table = _tiny_table()
-    layout = ParameterLayout.from_table(table, BenchmarkAnchor("x"))
+    if model_anchor is None:
+        layout = ParameterLayout.from_table(table, BenchmarkAnchor("x"))
+        point = {
+            "anchor_intercept": 0.9,
+            "anchor_slope_z": 0.2,
+            "capability_z": np.array([0.7, -0.2, -0.6, 0.1]),
+            "intercept": np.array([0.4]),
+            "slope_z": np.array([-0.3]),
+        }
+    else:
+        layout = ParameterLayout.from_table(table, ModelAnchor(("A", "C"), model_anchor))
+        point = {
+            "capability_mu": 0.3,
+            "capability_tau": 0.9,
+            "capability_z": np.array([0.35, -0.35]),
+            "intercept": np.array([0.4, -1.2]),
+            "slope_z": np.array([-0.3, 0.5]),
+        }
     pr = Priors(log_noise_loc=-2.5, intercept_scale=1.5)
-    point = {
-        "capability_mu": 0.3,
-        "capability_tau": 0.9,
-        "capability_z": np.array([0.7, -0.2, -0.6, 0.1]),
-        "intercept": np.array([0.4]),
-        "slope_z": np.array([-0.3]),
+    point |= {
         "noise_log_mu": -2.8,
         "noise_log_tau": 0.4,
         "noise_log_sigma": np.array([-2.5, -3.9]),
@@ -163,7 +200,8 @@ def test_log_density_matches_scipy(likelihood):
     )
     # jax.scipy.special.betaln (inside NumPyro's BetaBinomial) agrees with SciPy's to ~1e-7.
     rel = 1e-7 if likelihood == "betabinomial" else 1e-9
-    assert float(ours) == pytest.approx(_scipy_log_joint(table, point, likelihood, pr), rel=rel)
+    expected = _scipy_log_joint(table, point, likelihood, pr, model_anchor)
+    assert float(ours) == pytest.approx(expected, rel=rel)
 
 
 def test_priors_reject_bad_scales():
@@ -527,10 +565,12 @@ def test_mass_matrix_blocks_and_chain_devices(synth):
 
     from platinum_jax.stitching.bayes import hyper_mass_blocks, use_cpu_devices_for_chains
 
-    assert hyper_mass_blocks("gaussian") == [
+    assert hyper_mass_blocks("gaussian") == [("noise_log_mu", "noise_log_tau")]
+    assert hyper_mass_blocks("gaussian", model_anchor=True) == [
         ("capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau")
     ]
-    assert hyper_mass_blocks("beta") == [("capability_mu", "capability_tau")]
+    assert hyper_mass_blocks("beta", model_anchor=True) == [("capability_mu", "capability_tau")]
+    assert hyper_mass_blocks("beta") == []
     with pytest.raises(ValueError, match="likelihood"):
         hyper_mass_blocks("student")
     with pytest.raises(ValueError, match="chains"):

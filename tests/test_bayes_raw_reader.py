@@ -57,6 +57,10 @@ def test_cli_takes_min_benchmarks_and_duplicates_for_a_directory(tmp_path, epoch
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "fewer than 3 benchmarks were left out (min_benchmarks=3" in printed
+    everything = _quiet_read(raw, min_benchmarks=1, duplicates="mean")
+    per_model = everything.groupby("model")["benchmark"].nunique()
+    listed = (out / "dropped_models.txt").read_text().splitlines()
+    assert listed == sorted(per_model.index[per_model < 3].astype(str))
     caps = pd.read_csv(out / "capabilities.csv", index_col="model")
     assert set(caps.index) == set(loose["model"]) and len(caps) > 179
     assert main([*argv[:2], "--min-benchmarks", "0", "--out", str(out)]) == 2

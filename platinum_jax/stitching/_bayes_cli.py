@@ -124,7 +124,7 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
         default=1000,
         help="draws per chain after warmup (SVI: draws from the guide; default 1000)",
     )
-    g.add_argument("--warmup", type=_non_negative_int, default=1500, help="NUTS warmup steps (default 1500)")
+    g.add_argument("--warmup", type=_non_negative_int, default=1000, help="NUTS warmup steps (default 1000)")
     g.add_argument(
         "--target-accept",
         type=_acceptance,

@@ -19,6 +19,8 @@ from ._bayes_model import (
     STDERR_FLOOR,
     BayesData,
     Priors,
+    anchored_benchmark,
+    deterministic_sites,
     prepare_data,
     stitching_model,
 )
@@ -41,7 +43,6 @@ __all__ = [
 
 HDI_PROB = 0.94  # ArviZ's default; the columns are named hdi_3% and hdi_97%
 _HDI_LO, _HDI_HI = "hdi_3%", "hdi_97%"
-_DETERMINISTIC = ("capability", "difficulty", "slope", "noise_variance", "sigma")
 _DIMS = {
     "capability_z": ["free_capability"],
     "intercept": ["free_difficulty"],
@@ -138,22 +139,24 @@ def use_cpu_devices_for_chains(chains: int) -> bool:
     return True
 
 
-def hyper_mass_blocks(likelihood: str) -> list[tuple[str, ...]]:
-    """The dense blocks of the default NUTS mass matrix: the scale hyper-parameters.
+def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False) -> list[tuple[str, ...]]:
+    """The dense blocks of the default NUTS mass matrix: the hyper-parameters.
 
-    ``capability_mu`` and ``capability_tau`` shift and stretch the whole scale and, for the
-    Gaussian likelihood, ``noise_log_mu`` and ``noise_log_tau`` set every benchmark's noise; each
-    touches all scores, so their posteriors are correlated with each other and a diagonal mass
-    matrix makes NUTS take short steps along them.  A dense 2 x 2 or 4 x 4 block (every other
-    site diagonal) is cheap to adapt and, on the Epoch data, removes the last divergences and
-    raises the smallest bulk ESS.
+    For the Gaussian likelihood ``noise_log_mu`` and ``noise_log_tau`` set every benchmark's
+    noise; they touch all scores, so their posteriors are correlated with each other and a
+    diagonal mass matrix makes NUTS take short steps along them.  With a model anchor
+    (``model_anchor=True``) the shift and stretch of the scale, ``capability_mu`` and
+    ``capability_tau``, are sampled too and join the block; with a benchmark anchor they are
+    computed from the anchored benchmark (see :func:`stitching_model`).  A dense block of at
+    most 4 x 4 (every other site diagonal) is cheap to adapt.  Returns NumPyro's list of
+    site-name tuples (empty when there is nothing to couple).
     """
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
-    block = ("capability_mu", "capability_tau")
+    block: tuple[str, ...] = ("capability_mu", "capability_tau") if model_anchor else ()
     if likelihood == "gaussian":
         block += ("noise_log_mu", "noise_log_tau")
-    return [block]
+    return [block] if len(block) > 1 else []
 
 
 def _check_connected(table: ScoreTable) -> None:
@@ -175,7 +178,7 @@ def fit_stitching_bayes(
     method: Literal["nuts", "svi"] = "nuts",
     chains: int = 4,
     samples: int = 1000,
-    warmup: int = 1500,
+    warmup: int = 1000,
     seed: int = 0,
     priors: Priors | None = None,
     chain_method: str = "auto",
@@ -282,7 +285,10 @@ def fit_stitching_bayes(
                     f"dense_mass must be 'hyper', True, False or a list of site-name tuples, "
                     f"got {dense_mass!r}"
                 )
-            dense_mass = hyper_mass_blocks(likelihood)
+            blocks = hyper_mass_blocks(
+                likelihood, model_anchor=anchored_benchmark(layout) is None
+            )
+            dense_mass = blocks if blocks else False
         kernel = NUTS(
             stitching_model,
             target_accept_prob=target_accept,
@@ -333,7 +339,8 @@ def fit_stitching_bayes(
     jax.block_until_ready(grouped)
     wall = time.perf_counter() - start
 
-    latent = {k: v for k, v in grouped.items() if k not in _DETERMINISTIC}
+    computed = deterministic_sites(layout, likelihood)
+    latent = {k: v for k, v in grouped.items() if k not in computed}
     flat_latent = {k: v.reshape((-1,) + v.shape[2:]) for k, v in latent.items()}
     derived, loglik = _push_forward(key_pp, flat_latent, data, layout, likelihood, priors)
     if likelihood in _COUNT_LIKELIHOODS:
@@ -397,7 +404,7 @@ def _push_forward(key, flat_latent, data, layout, likelihood, priors):
     from numpyro.infer import Predictive, log_likelihood
 
     kw = {"likelihood": likelihood, "priors": priors}
-    sites = [k for k in _DETERMINISTIC if likelihood == "gaussian" or k != "sigma"] + ["y"]
+    sites = list(deterministic_sites(layout, likelihood)) + ["y"]
     derived = Predictive(stitching_model, posterior_samples=flat_latent, return_sites=sites)(
         key, data, layout, observed=False, **kw
     )

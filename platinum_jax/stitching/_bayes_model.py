@@ -22,7 +22,15 @@ from jaxtyping import Array, Float, Int
 
 from ._model import ParameterLayout, predict_scores
 
-__all__ = ["LIKELIHOODS", "Priors", "BayesData", "prepare_data", "stitching_model"]
+__all__ = [
+    "LIKELIHOODS",
+    "Priors",
+    "BayesData",
+    "anchored_benchmark",
+    "deterministic_sites",
+    "prepare_data",
+    "stitching_model",
+]
 
 LIKELIHOODS = ("gaussian", "beta", "binomial", "betabinomial")
 _COUNT_LIKELIHOODS = ("binomial", "betabinomial")
@@ -174,6 +182,32 @@ def prepare_data(
     return data, info
 
 
+def anchored_benchmark(layout: ParameterLayout) -> int | None:
+    """The benchmark whose difficulty and slope the anchor fixes, or None (a model anchor).
+
+    With such an anchor the model derives the scale (mu_C, tau_C) from that benchmark's
+    sampled intercept and slope instead of sampling it (see :func:`stitching_model`).
+    """
+    if (
+        not layout.fixed_capability
+        and len(layout.fixed_difficulty) == 1
+        and layout.fixed_difficulty == layout.fixed_slope
+        and layout.fixed_slope_values[0] > 0
+    ):
+        return int(layout.fixed_difficulty[0])
+    return None
+
+
+def deterministic_sites(layout: ParameterLayout, likelihood: str) -> tuple[str, ...]:
+    """Sites of :func:`stitching_model` computed from others (not sampled) under ``layout``."""
+    sites = ("capability", "difficulty", "slope", "noise_variance")
+    if likelihood == "gaussian":
+        sites += ("sigma",)
+    if anchored_benchmark(layout) is not None:
+        sites += ("capability_mu", "capability_tau")
+    return sites
+
+
 def _per_benchmark_mean(values, benchmark_index, n_benchmarks):
     total = jax.ops.segment_sum(values, benchmark_index, num_segments=n_benchmarks)
     count = jax.ops.segment_sum(jnp.ones_like(values), benchmark_index, num_segments=n_benchmarks)
@@ -213,21 +247,40 @@ def stitching_model(
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
     n_b = layout.n_benchmarks
-    mu_c = numpyro.sample(
-        "capability_mu", dist.Normal(priors.capability_loc, priors.capability_loc_scale)
-    )
-    tau_c = numpyro.sample("capability_tau", dist.HalfNormal(priors.capability_scale))
+    mi, bi = data.model_index, data.benchmark_index
+    anchor_k = anchored_benchmark(layout)
+    if anchor_k is None:  # two anchored models: the scale's shift and stretch are sampled
+        mu_c = numpyro.sample(
+            "capability_mu", dist.Normal(priors.capability_loc, priors.capability_loc_scale)
+        )
+        tau_c = numpyro.sample("capability_tau", dist.HalfNormal(priors.capability_scale))
     # Zero-sum z: mu_C is then the mean free capability, not a shift that all z_m can mimic.
     z_c = numpyro.sample(
         "capability_z", dist.ZeroSumNormal(1.0, event_shape=(layout.n_free_capability,))
     )
+    if anchor_k is not None:
+        # An anchored benchmark is sampled like any other (intercept, log slope); its fixed
+        # D_A, alpha_A then give the scale: alpha_A = exp(eta_A) / tau_C and
+        # D_A = mu_C + tau_C (zbar_A - beta_A / exp(eta_A)).  No scale direction is left to
+        # sample, and every benchmark is treated alike (see Priors).
+        beta_a = numpyro.sample(
+            "anchor_intercept", dist.Normal(priors.intercept_loc, priors.intercept_scale)
+        )
+        v_a = numpyro.sample("anchor_slope_z", dist.Normal(0.0, 1.0))
+        alpha_a, d_a = layout.fixed_slope_values[0], layout.fixed_difficulty_values[0]
+        tau_c = numpyro.deterministic(
+            "capability_tau",
+            jnp.exp(priors.log_slope_loc + priors.log_slope_scale * v_a) / alpha_a,
+        )
+        on_anchor = bi == anchor_k
+        z_bar_a = jnp.sum(jnp.where(on_anchor, z_c[mi], 0.0)) / jnp.sum(on_anchor)
+        mu_c = numpyro.deterministic("capability_mu", d_a - tau_c * z_bar_a + beta_a / alpha_a)
     with numpyro.plate("free_difficulty", layout.n_free_difficulty):
         beta = numpyro.sample(
             "intercept", dist.Normal(priors.intercept_loc, priors.intercept_scale)
         )
     with numpyro.plate("free_slope", layout.n_free_slope):
         z_s = numpyro.sample("slope_z", dist.Normal(0.0, 1.0))
-    mi, bi = data.model_index, data.benchmark_index
     # Standardised parameterisation (see Priors): predictions off the anchor ignore mu_C, tau_C.
     free_slope = jnp.exp(priors.log_slope_loc + priors.log_slope_scale * z_s) / tau_c
     no_difficulty = jnp.zeros((layout.n_free_difficulty,), dtype=free_slope.dtype)

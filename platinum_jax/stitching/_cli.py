@@ -164,10 +164,15 @@ def load_table(args: argparse.Namespace):
                 path, clip=args.clip, duplicates=rule, min_benchmarks=min_benchmarks
             )
         for w in caught:
-            if issubclass(w.category, EpochDataWarning):
-                print(f"note: {w.message}")
-            else:
+            if not issubclass(w.category, EpochDataWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                continue
+            print(f"note: {w.message}")
+            if w.message.models:  # the whole list, one name a line, beside the results
+                out = Path(args.out)
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "dropped_models.txt").write_text("\n".join(w.message.models) + "\n")
+                print(f"      all {len(w.message.models)} listed in {out / 'dropped_models.txt'}")
         return table
     if not path.exists():
         raise FileNotFoundError(

@@ -598,11 +598,15 @@ def read_epoch_raw(
     dropped = sorted(set(scores.loc[n_bench < min_benchmarks, "model"].astype(str)))
     scores = scores[n_bench >= min_benchmarks]
 
-    notes = []
+    notes: list[EpochDataWarning] = []
     if dropped:
+        shown = ", ".join(dropped[:10]) + (f", ... ({len(dropped) - 10} more)" if len(dropped) > 10 else "")
         notes.append(
-            f"{len(dropped)} model(s) scored on fewer than {min_benchmarks} benchmarks were left "
-            f"out (min_benchmarks={min_benchmarks}; lower it to keep them): {', '.join(dropped)}"
+            EpochDataWarning(
+                f"{len(dropped)} model(s) scored on fewer than {min_benchmarks} benchmarks were "
+                f"left out (min_benchmarks={min_benchmarks}; lower it to keep them): {shown}",
+                models=dropped,
+            )
         )
     if (raw_dir / BENCHMARK_INFO_FILE).exists():
         release = read_benchmark_info(raw_dir)["benchmark_release_date"]
@@ -610,8 +614,10 @@ def read_epoch_raw(
         # Release dates of benchmarks only feed date-based analyses; the scores stand without.
         release = pd.Series(dtype="datetime64[ns]")
         notes.append(
-            f"{BENCHMARK_INFO_FILE} is missing from {raw_dir}: every benchmark release date is "
-            "unknown (NaT); add the file for analyses by benchmark date"
+            EpochDataWarning(
+                f"{BENCHMARK_INFO_FILE} is missing from {raw_dir}: every benchmark release date "
+                "is unknown (NaT); add the file for analyses by benchmark date"
+            )
         )
     # Benchmarks without a row in benchmark_optim.csv keep an unknown (NaT) release date.
     scores = scores.assign(
@@ -632,14 +638,21 @@ def read_epoch_raw(
     )
     out = out.reset_index(drop=True)
     out.attrs["dropped_models"] = dropped
-    out.attrs["notes"] = notes
+    out.attrs["notes"] = [str(note) for note in notes]
     for note in notes:
-        warnings.warn(note, EpochDataWarning, stacklevel=2)
+        warnings.warn(note, stacklevel=2)
     return out
 
 
 class EpochDataWarning(UserWarning):
-    """Something :func:`read_epoch_raw` left out or could not fill in (said in the message)."""
+    """Something :func:`read_epoch_raw` left out or could not fill in (said in the message).
+
+    ``models`` lists the models concerned (all of them; the message shows the first ten).
+    """
+
+    def __init__(self, message: str, models: list[str] | None = None):
+        super().__init__(message)
+        self.models = list(models or [])
 
 
 # --------------------------------------------------------------------------- side tables
