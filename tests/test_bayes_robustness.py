@@ -181,3 +181,37 @@ def test_fit_rejects_target_accept_out_of_range(tmp_path):
         warnings.simplefilter("error")  # nothing else goes wrong on the way to the check
         with pytest.raises(ValueError, match="max_tree_depth"):
             fit_stitching_bayes(table, BenchmarkAnchor("b0"), max_tree_depth=0)
+
+
+# --------------------------------------------------------------------------- real data
+REAL_SUBSET = (
+    "Winogrande",
+    "MMLU",
+    "GPQA diamond",
+    "MATH level 5",
+    "FrontierMath-2025-02-28-Private",
+    "OTIS Mock AIME 2024-2025",
+)
+
+
+def test_defaults_sample_a_real_subset_cleanly(epoch_dir):
+    # Epoch's raw data on six benchmarks, four of them with standard errors and among them
+    # scores of 0.000 with a reported standard error of 0.00 (the case that made NUTS diverge).
+    from platinum_jax.stitching._epoch import EpochDataWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EpochDataWarning)
+        full = ScoreTable.from_epoch(epoch_dir / "raw")
+    part = full.select_benchmarks(REAL_SUBSET)
+    counts = part.data.groupby("model")["benchmark"].nunique()
+    table = part.select_models(counts.index[counts >= 4])
+    assert (table.data["stderr"] == 0).sum() >= 3
+    with pytest.warns(UserWarning, match="standard error\\(s\\) below stderr_floor") as record:
+        fit = fit_stitching_bayes(table, chains=2, samples=1000, warmup=500, seed=3)
+    assert not [w for w in record if issubclass(w.category, SamplingWarning)]
+    d = fit.diagnostics
+    assert d["n_divergent"] == 0 and d["max_r_hat"] <= 1.01
+    assert d["min_ess_bulk"] >= 400 and d["min_ess_tail"] >= 400
+    # every hyper-parameter is among the checked quantities
+    checked = set(fit.summary.loc[fit.summary["sd"] > 0, "variable"])
+    assert {"capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau", "sigma"} <= checked

@@ -43,14 +43,16 @@ an error unless --duplicates names a reduction.  The scale is anchored like the 
 fit: one benchmark's difficulty and slope (--anchor-benchmark, --anchor-difficulty,
 --anchor-slope), or two models' capabilities (--anchor-models A B --anchor-capabilities CA CB).
 
-Diagnostics (divergences, R-hat > 1.01, bulk ESS < 400) are printed as warnings that say
-what to try.  Computation runs in float64.
+Diagnostics cover every parameter, hyper-parameters included: divergences, R-hat > 1.01
+(needs 2 or more chains), bulk or tail ESS < 400; each problem is printed as a warning that
+says what to try next, given what this run used.  Known standard errors below 0.005 (a
+reported 0.00) are raised to 0.005 and counted.  Computation runs in float64.
 """
 
 EPILOG = """\
 examples:
   platinum-jax stitch-bayes scores_long.csv --anchor-benchmark Winogrande --out bayes
-      4 NUTS chains x 1000 draws, Gaussian likelihood, the paper's anchor
+      4 NUTS chains x 1500 draws, Gaussian likelihood, the paper's anchor
   platinum-jax stitch-bayes scores_long.csv --likelihood beta --chains 2 --samples 500 --out beta
       a quicker Beta-likelihood run
   platinum-jax stitch-bayes raw/ --out bayes
@@ -121,15 +123,15 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--samples",
         type=_positive_int,
-        default=1000,
-        help="draws per chain after warmup (SVI: draws from the guide; default 1000)",
+        default=1500,
+        help="draws per chain after warmup (SVI: draws from the guide; default 1500)",
     )
     g.add_argument("--warmup", type=_non_negative_int, default=1000, help="NUTS warmup steps (default 1000)")
     g.add_argument(
         "--target-accept",
         type=_acceptance,
-        default=0.95,
-        help="NUTS target acceptance (default 0.95); raise to 0.99, with more --warmup, if "
+        default=0.97,
+        help="NUTS target acceptance (default 0.97); raise to 0.99, with more --warmup, if "
         "divergences are reported",
     )
     g.add_argument("--svi-steps", type=_positive_int, default=5000, help="SVI optimisation steps")
