@@ -499,7 +499,7 @@ def test_cli_reads_epoch_raw_directory(tmp_path, epoch_dir):
     from platinum_jax.cli import main
 
     out = tmp_path / "out"
-    assert main(["stitch", str(epoch_dir / "raw"), "--out", str(out)]) == 0
+    assert main(["stitch", str(epoch_dir / "raw"), "--plots", "--out", str(out)]) == 0
     caps = pd.read_csv(out / "capabilities.csv", index_col="model")
     bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
     assert len(caps) == 179 and len(bench) == 38

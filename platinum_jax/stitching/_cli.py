@@ -31,8 +31,8 @@ Outputs in --out:
                     slope_ prefixed sd or halfwidth, lower, upper)
   residuals.csv     model, benchmark, score, predicted, residual
   fit.json          cost, iterations, converged, anchor, l2, sizes (+ bootstrap counts)
-  capabilities.png  capabilities over release date with error bars, and benchmark difficulties
-  residuals.png     residuals per benchmark
+  capabilities.png  (with --plots) capabilities over release date with error bars, and benchmark difficulties
+  residuals.png     (with --plots) residuals per benchmark
 With --bayes, the Bayesian fit (NumPyro) runs instead; see `platinum-jax stitch-bayes --help`.
 """
 
@@ -93,6 +93,11 @@ def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
                    help="disconnected model-benchmark graph: fail (default) or fit each part")
     f.add_argument("--rescale", nargs=4, metavar=("A", "SA", "B", "SB"),
                    help="also report a linear scale on which model A reads SA and model B reads SB")
+    p.add_argument(
+        "--plots", action="store_true",
+        help="also draw capabilities.png and residuals.png (matplotlib; adds about a second "
+        "to a run whose fit takes a fraction of one)",
+    )
     u = p.add_argument_group("uncertainty")
     u.add_argument("--uncertainty", choices=("none", "laplace", "bootstrap", "sensitivity"),
                    default="none", help="error bars to compute (default none)")
@@ -197,12 +202,6 @@ def anchor_from_args(args: argparse.Namespace):
 
 
 def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ._plots import plot_capabilities, plot_residuals
     from ._uncertainty import bootstrap, by_kind, laplace, sensitivity
 
     unc = None
@@ -243,6 +242,19 @@ def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
         summary["replicates_converged"] = unc.attrs["n_converged"]
         summary["replicates_failed"] = unc.attrs["n_failed"]
     (out / f"fit{suffix}.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    if getattr(args, "plots", False):
+        _write_plots(fit, unc, out, suffix)
+    return summary
+
+
+def _write_plots(fit, unc, out: Path, suffix: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ._plots import plot_capabilities, plot_residuals
+
     ax = plot_capabilities(fit, unc)
     ax.figure.tight_layout()
     ax.figure.savefig(out / f"capabilities{suffix}.png", dpi=120)
@@ -251,7 +263,6 @@ def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
     ax.figure.tight_layout()
     ax.figure.savefig(out / f"residuals{suffix}.png", dpi=120)
     plt.close(ax.figure)
-    return summary
 
 
 def run(args: argparse.Namespace) -> int:
@@ -291,5 +302,6 @@ def run(args: argparse.Namespace) -> int:
         )
         top = fit.capabilities["capability"].nlargest(5)
         print("  top capabilities: " + ", ".join(f"{m} {c:.2f}" for m, c in top.items()))
-    print(f"wrote capabilities.csv, benchmarks.csv, residuals.csv, fit.json and figures to {out}/")
+    figures = " and figures" if args.plots else " (add --plots for figures)"
+    print(f"wrote capabilities.csv, benchmarks.csv, residuals.csv, fit.json{figures} to {out}/")
     return 0
