@@ -148,7 +148,7 @@ def run_pymc(table, args):
         pm.Deterministic("difficulty", diff)
         pm.Deterministic("slope", slope)
         nu = pm.Normal("noise_log_mu", pr.log_noise_loc, pr.log_noise_loc_scale)
-        spread = pm.HalfNormal("noise_log_tau", pr.log_noise_spread)
+        spread = pm.LogNormal("noise_log_tau", np.log(pr.log_noise_spread), pr.log_noise_spread_sd)
         log_sigma = pm.Normal("noise_log_sigma", nu, spread, shape=layout.n_benchmarks)
         sigma = pt.exp(log_sigma)
         mean = pm.math.sigmoid(slope[bi] * (cap[mi] - diff[bi]))

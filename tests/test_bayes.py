@@ -130,7 +130,7 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None):
     if likelihood == "gaussian":
         nu, spread, log_sig = point["noise_log_mu"], point["noise_log_tau"], point["noise_log_sigma"]
         lp += st.norm.logpdf(nu, pr.log_noise_loc, pr.log_noise_loc_scale)
-        lp += st.halfnorm.logpdf(spread, scale=pr.log_noise_spread)
+        lp += st.lognorm.logpdf(spread, s=pr.log_noise_spread_sd, scale=pr.log_noise_spread)
         lp += st.norm.logpdf(log_sig, nu, spread).sum()
         sig = np.exp(log_sig)
         lp += st.norm.logpdf(y, mu, np.sqrt(sig[bi] ** 2 + se2)).sum()
