@@ -67,10 +67,14 @@ class Priors:
 
     Gaussian noise is hierarchical on the log scale, log sigma_b ~ N(nu, s) with
     nu ~ N(log_noise_loc, log_noise_loc_scale) and s ~ LogNormal(log log_noise_spread,
-    log_noise_spread_sd), sampled centred: most benchmarks have enough scores to fix their own
-    noise level, and the non-centred form then ties nu, s and every benchmark's offset into one
-    narrow ridge (bulk ESS of nu about 30 per 800 draws on the Epoch raw data, against about
-    200 centred).  The spread's prior keeps away from 0 (benchmarks do differ in noise; below
+    log_noise_spread_sd).  A benchmark with at least ``CENTRED_NOISE_MIN_SCORES`` (20) scores
+    has its log sigma_b sampled centred: its own scores fix its noise level, and the
+    non-centred form would tie nu, s and every such benchmark's offset into one narrow ridge
+    (bulk ESS of nu about 30 per 800 draws on the Epoch raw data, against about 200 centred).
+    A benchmark with fewer scores is sampled non-centred, log sigma_b = nu + s n_b with
+    n_b ~ N(0, 1): its few scores leave sigma_b loose, and centred it can wander into a funnel
+    where sigma_b is tiny and its scores must be fitted exactly (a divergence at ScienceQA,
+    6 scores, sigma 0.005).  The site ``noise_log_sigma`` holds log sigma_b or n_b accordingly.  The spread's prior keeps away from 0 (benchmarks do differ in noise; below
     s = 0.1 has prior probability 0.3%), which is what a centred hierarchy needs: as s -> 0
     the benchmarks' log noise levels are squeezed together into a funnel NUTS diverges in,
     as it did on synthetic tables whose benchmarks all share one noise level.
@@ -118,6 +122,10 @@ class BayesData(NamedTuple):
     stderr: Float[Array, " n"]  # 0 where unknown
     n_items: Float[Array, " n"]  # 1 where unknown (only the Binomial likelihood uses it)
 
+
+# Benchmarks with at least this many scores get a centred log noise scale, the others a
+# non-centred one (see Priors).
+CENTRED_NOISE_MIN_SCORES = 20
 
 STDERR_FLOOR = 0.005  # half of 0.01, the precision to which Epoch reports standard errors
 
@@ -305,6 +313,7 @@ def stitching_model(
     mu = jnp.clip(predict_scores(params, mi, bi), _MU_EPS, 1.0 - _MU_EPS)
     var_measure = data.stderr**2
     if likelihood == "gaussian":
+        n_scores_b = jax.ops.segment_sum(jnp.ones_like(data.scores), bi, num_segments=n_b)
         nu = numpyro.sample(
             "noise_log_mu", dist.Normal(priors.log_noise_loc, priors.log_noise_loc_scale)
         )
@@ -314,8 +323,14 @@ def stitching_model(
         )
     with numpyro.plate("benchmark", n_b):
         if likelihood == "gaussian":
-            # Centred (see Priors): the benchmarks' scores fix their own noise levels.
-            log_sigma = numpyro.sample("noise_log_sigma", dist.Normal(nu, spread))
+            # Centred where a benchmark's own scores fix its noise level, non-centred where
+            # they are few (see Priors): raw_b is log sigma_b or its standardised offset.
+            centred = n_scores_b >= CENTRED_NOISE_MIN_SCORES
+            raw = numpyro.sample(
+                "noise_log_sigma",
+                dist.Normal(jnp.where(centred, nu, 0.0), jnp.where(centred, spread, 1.0)),
+            )
+            log_sigma = jnp.where(centred, raw, nu + spread * raw)
             sigma = numpyro.deterministic("sigma", jnp.exp(log_sigma))
         elif likelihood in ("beta", "betabinomial"):
             log_phi = numpyro.sample(
