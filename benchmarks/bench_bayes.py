@@ -180,7 +180,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--chain-method", default="auto", help="auto | vectorized | sequential | parallel"
     )
-    p.add_argument("--target-accept", type=float, default=0.97, help="NUTS target acceptance")
+    p.add_argument("--target-accept", type=float, default=0.99, help="NUTS target acceptance")
     p.add_argument("--skip-pymc", action="store_true", help="time our sampler only")
     p.add_argument(
         "--no-cache",

@@ -130,9 +130,9 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--target-accept",
         type=_acceptance,
-        default=0.97,
-        help="NUTS target acceptance (default 0.97); raise to 0.99, with more --warmup, if "
-        "divergences are reported",
+        default=0.99,
+        help="NUTS target acceptance in (0, 1) (default 0.99); lower it (e.g. 0.95) for "
+        "shorter trajectories on easy data; if divergences are reported, lengthen --warmup",
     )
     g.add_argument("--svi-steps", type=_positive_int, default=5000, help="SVI optimisation steps")
     g.add_argument(

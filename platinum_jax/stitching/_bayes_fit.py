@@ -182,7 +182,7 @@ def fit_stitching_bayes(
     seed: int = 0,
     priors: Priors | None = None,
     chain_method: str = "auto",
-    target_accept: float = 0.97,
+    target_accept: float = 0.99,
     max_tree_depth: int = 10,
     dense_mass: bool | Literal["hyper"] | Sequence[tuple[str, ...]] = "hyper",
     svi_guide: Literal["normal", "lowrank"] = "normal",
@@ -214,7 +214,7 @@ def fit_stitching_bayes(
             trade-offs, at more cost per step; prefer it when the SVI intervals matter.
         chain_method: ``"auto"`` uses :func:`choose_chain_method`.
         target_accept, max_tree_depth: NUTS settings.  With the defaults (4 chains, 1,000
-            warmup steps, 1,500 draws each, target acceptance 0.97) the Epoch data, the tidy
+            warmup steps, 1,500 draws each, target acceptance 0.99) the Epoch data, the tidy
             table and the raw directory alike, sample with no divergences, R-hat <= 1.01 and
             bulk and tail ESS >= 400 for every parameter (see the README for the figures).
             The slowest coordinate is the scale itself (``capability_tau``, set by the
