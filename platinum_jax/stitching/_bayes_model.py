@@ -52,6 +52,7 @@ class Priors:
         alpha_b = exp(eta_b) / tau_C,                 eta_b = log_slope_loc + log_slope_scale v_b
         D_b     = mu_C + tau_C (zbar_b - beta_b / exp(eta_b)),   beta_b ~ N(intercept_loc, intercept_scale)
         mu_C ~ N(capability_loc, capability_loc_scale),  tau_C ~ HalfNormal(capability_scale)
+                      (with a model anchor; with a benchmark anchor see stitching_model)
 
     with v_b ~ N(0, 1) and zbar_b the mean z_m of the models scored on benchmark b, so that
 
@@ -237,7 +238,9 @@ def stitching_model(
 ) -> None:
     """NumPyro model of benchmark stitching.
 
-    Sites: ``capability_mu``, ``capability_tau``, ``capability_z`` (n_free_capability,),
+    Sites: ``capability_mu``, ``capability_tau`` (sampled under a model anchor; under a
+    benchmark anchor deterministic, from ``anchor_intercept`` and ``anchor_slope_z``, the
+    anchored benchmark's beta and standardised log slope), ``capability_z`` (n_free_capability,),
     ``intercept`` (n_free_difficulty,), ``slope_z`` (n_free_slope,), and the noise
     ``noise_log_mu``, ``noise_log_tau`` and ``noise_log_sigma`` with deterministic ``sigma`` (Gaussian)
     or ``log_precision`` (Beta, beta-binomial) per benchmark; deterministic ``capability``
