@@ -317,6 +317,7 @@ def test_diagnostics_warn_when_chains_disagree(nuts_fit):
     stats = nuts_fit.idata.sample_stats.copy(deep=True)
     stats["diverging"][0, :3] = True
     broken = az.InferenceData(posterior=post, sample_stats=stats)
+    broken.attrs.update(nuts_fit.idata.attrs)  # the run's settings, which the advice uses
     with pytest.warns(SamplingWarning) as record:
         diag = check_diagnostics(broken)
     messages = " ".join(str(w.message) for w in record)
