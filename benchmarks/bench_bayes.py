@@ -13,14 +13,16 @@ compiled XLA programs on disk the same way (``enable_compilation_cache``, as the
 of the real-data target: divergences, max R-hat, min bulk ESS and the Spearman correlation of
 posterior-mean capabilities with the MAP fit.
 
-    python benchmarks/bench_bayes.py            # 4 chains x 1000 draws after 1500 warmup
+    python benchmarks/bench_bayes.py            # 4 chains x 1500 draws after 1000 warmup
     python benchmarks/bench_bayes.py --quick    # 2 chains x 200 draws after 200 warmup
     python benchmarks/bench_bayes.py --skip-pymc --chain-method sequential
 
 Both use two processor cores: ours runs the chains side by side on one JAX host device each
 (``use_cpu_devices_for_chains``), PyMC in two worker processes.  Both get the same warmup
 length and target acceptance; each keeps its own default mass-matrix adaptation (ours: dense
-over the four scale hyper-parameters, diagonal elsewhere; PyMC: diagonal).
+over the two noise hyper-parameters, diagonal elsewhere; PyMC: diagonal).  The PyMC model is
+written out like ``stitching_model``: standardised capabilities, intercept-form difficulties,
+the scale derived from the anchor benchmark, centred log noise scales.
 
 PyMC is in the ``bench`` extra (``pip install -e ".[bench]"``).  The last lines are JSON, one
 per case: name, ours_s, baseline_s, ratio (= baseline_s / ours_s), max_abs_diff (largest gap
@@ -97,7 +99,14 @@ def run_pymc(table, args):
     mi = np.asarray(table.model_index)
     bi = np.asarray(table.benchmark_index)
     y = np.asarray(table.scores)
-    se2 = np.nan_to_num(table.data["stderr"].to_numpy(dtype=float, na_value=np.nan)) ** 2
+    se = table.data["stderr"].to_numpy(dtype=float, na_value=np.nan)
+    se2 = np.nan_to_num(np.where(se < 0.005, 0.005, se)) ** 2  # our model's stderr floor
+    k = layout.fixed_difficulty[0]
+    alpha_a, d_a = layout.fixed_slope_values[0], layout.fixed_difficulty_values[0]
+    # zbar_b = W @ z: mean standardised capability of the models scored on benchmark b
+    counts = np.zeros((layout.n_benchmarks, layout.n_models))
+    np.add.at(counts, (bi, mi), 1.0)
+    W = counts / counts.sum(1, keepdims=True)
 
     def fill(n, free_idx, free_vals, fixed_idx, fixed_vals):
         out = pt.zeros(n)
@@ -107,19 +116,19 @@ def run_pymc(table, args):
         return out
 
     with pm.Model():
-        mu_c = pm.Normal("capability_mu", pr.capability_loc, pr.capability_loc_scale)
-        tau_c = pm.HalfNormal("capability_tau", pr.capability_scale)
+        # The same standardised, intercept-form model as stitching_model (benchmark anchor).
         z_c = pm.ZeroSumNormal("capability_z", sigma=1.0, shape=layout.n_free_capability)
-        z_d = pm.Normal("difficulty_z", 0.0, 1.0, shape=layout.n_free_difficulty)
+        beta = pm.Normal("intercept", pr.intercept_loc, pr.intercept_scale,
+                         shape=layout.n_free_difficulty)
         z_s = pm.Normal("slope_z", 0.0, 1.0, shape=layout.n_free_slope)
+        beta_a = pm.Normal("anchor_intercept", pr.intercept_loc, pr.intercept_scale)
+        v_a = pm.Normal("anchor_slope_z", 0.0, 1.0)
+        tau_c = pt.exp(pr.log_slope_loc + pr.log_slope_scale * v_a) / alpha_a
+        z_bar = pt.dot(W, z_c)
+        mu_c = d_a - tau_c * z_bar[k] + beta_a / alpha_a
+        pm.Deterministic("capability_tau", tau_c)
+        pm.Deterministic("capability_mu", mu_c)
         cap = fill(layout.n_models, free_c, mu_c + tau_c * z_c, (), ())
-        diff = fill(
-            layout.n_benchmarks,
-            free_d,
-            mu_c + tau_c * (pr.difficulty_loc + pr.difficulty_scale * z_d),
-            layout.fixed_difficulty,
-            layout.fixed_difficulty_values,
-        )
         slope = fill(
             layout.n_benchmarks,
             free_s,
@@ -127,13 +136,21 @@ def run_pymc(table, args):
             layout.fixed_slope,
             layout.fixed_slope_values,
         )
+        std_slope = (slope * tau_c)[free_d]
+        diff = fill(
+            layout.n_benchmarks,
+            free_d,
+            mu_c + tau_c * (z_bar[free_d] - beta / std_slope),
+            layout.fixed_difficulty,
+            layout.fixed_difficulty_values,
+        )
         pm.Deterministic("capability", cap)
         pm.Deterministic("difficulty", diff)
         pm.Deterministic("slope", slope)
         nu = pm.Normal("noise_log_mu", pr.log_noise_loc, pr.log_noise_loc_scale)
-        spread = pm.HalfNormal("noise_log_tau", pr.log_noise_spread)
-        z_n = pm.Normal("noise_z", 0.0, 1.0, shape=layout.n_benchmarks)
-        sigma = pt.exp(nu + spread * z_n)
+        spread = pm.LogNormal("noise_log_tau", np.log(pr.log_noise_spread), pr.log_noise_spread_sd)
+        log_sigma = pm.Normal("noise_log_sigma", nu, spread, shape=layout.n_benchmarks)
+        sigma = pt.exp(log_sigma)
         mean = pm.math.sigmoid(slope[bi] * (cap[mi] - diff[bi]))
         pm.Normal("y", mean, pt.sqrt(sigma[bi] ** 2 + se2), observed=y)
         start = time.perf_counter()
@@ -157,13 +174,13 @@ def main(argv=None) -> int:
     )
     p.add_argument("--quick", action="store_true", help="2 chains x 200 draws after 200 warmup")
     p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--samples", type=int, default=1000)
-    p.add_argument("--warmup", type=int, default=1500)
+    p.add_argument("--samples", type=int, default=1500)
+    p.add_argument("--warmup", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--chain-method", default="auto", help="auto | vectorized | sequential | parallel"
     )
-    p.add_argument("--target-accept", type=float, default=0.95, help="NUTS target acceptance")
+    p.add_argument("--target-accept", type=float, default=0.99, help="NUTS target acceptance")
     p.add_argument("--skip-pymc", action="store_true", help="time our sampler only")
     p.add_argument(
         "--no-cache",

@@ -13,38 +13,103 @@ Numerics follow JAX's default precision; for fits and linear algebra enable floa
     jax.config.update("jax_enable_x64", True)
 """
 
-from platinum_jax._runtime import enable_compilation_cache
-from platinum_jax._validation import validate_primitives
-from platinum_jax.agency import (
-    ConceptBasis,
-    CostDecrease,
-    PlatinumItems,
-    Primitives,
-    add_activity,
-    certainty_equivalent,
-    commutator_norm,
-    comparative_statics,
-    concept_basis,
-    concept_shift,
-    concept_shrinkage,
-    cost_decrease,
-    effort_cost,
-    item_loadings,
-    lab_best_response,
-    optimal_weights,
-    optimal_weights_by_ascent,
-    optimal_welfare,
-    output_cost,
-    platinum_items,
-    platinum_lower_bound,
-    signal_noise_cost_ratio,
-    uniform_cost_change,
-    weight_decomposition,
-    weight_jacobians,
-    welfare,
-    welfare_alignment,
-    welfare_gradient,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Public names and the module that defines each.  They are imported on first use (PEP 562), so
+# `import platinum_jax` and `platinum-jax --help` do not pay for JAX and Equinox (about 1 s).
+_LAZY = {
+    "enable_compilation_cache": "platinum_jax._runtime",
+    "validate_primitives": "platinum_jax._validation",
+    **{
+        name: "platinum_jax.agency"
+        for name in (
+            "ConceptBasis",
+            "CostDecrease",
+            "PlatinumItems",
+            "Primitives",
+            "add_activity",
+            "certainty_equivalent",
+            "commutator_norm",
+            "comparative_statics",
+            "concept_basis",
+            "concept_shift",
+            "concept_shrinkage",
+            "cost_decrease",
+            "effort_cost",
+            "item_loadings",
+            "lab_best_response",
+            "optimal_weights",
+            "optimal_weights_by_ascent",
+            "optimal_welfare",
+            "output_cost",
+            "platinum_items",
+            "platinum_lower_bound",
+            "signal_noise_cost_ratio",
+            "uniform_cost_change",
+            "weight_decomposition",
+            "weight_jacobians",
+            "welfare",
+            "welfare_alignment",
+            "welfare_gradient",
+        )
+    },
+}
+
+if TYPE_CHECKING:  # static tools see the real imports
+    from platinum_jax._runtime import enable_compilation_cache
+    from platinum_jax._validation import validate_primitives
+    from platinum_jax.agency import (
+        ConceptBasis,
+        CostDecrease,
+        PlatinumItems,
+        Primitives,
+        add_activity,
+        certainty_equivalent,
+        commutator_norm,
+        comparative_statics,
+        concept_basis,
+        concept_shift,
+        concept_shrinkage,
+        cost_decrease,
+        effort_cost,
+        item_loadings,
+        lab_best_response,
+        optimal_weights,
+        optimal_weights_by_ascent,
+        optimal_welfare,
+        output_cost,
+        platinum_items,
+        platinum_lower_bound,
+        signal_noise_cost_ratio,
+        uniform_cost_change,
+        weight_decomposition,
+        weight_jacobians,
+        welfare,
+        welfare_alignment,
+        welfare_gradient,
+    )
+
+
+_SUBPACKAGES = ("agency", "analysis", "datasets", "judge", "plots", "rubric", "stitching", "sweeps")
+
+
+def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"platinum_jax.{name}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'platinum_jax' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))
+
 
 __version__ = "0.1.0"
 

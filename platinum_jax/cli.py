@@ -10,20 +10,37 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Sequence
 
 from platinum_jax._extras import MissingExtraError
 
-# Modules that contribute sub-commands, in the order ``--help`` lists them.
-_COMMAND_MODULES = (
-    "platinum_jax._cli_demo",
-    "platinum_jax._cli_fit",
-    "platinum_jax._cli_import",
-    "platinum_jax._cli_certify",
-    "platinum_jax.analysis._cli",
-    "platinum_jax.sweeps._cli",
-    "platinum_jax.stitching._bayes_cli",
-    "platinum_jax.stitching._cli",
+# Sub-commands in the order ``--help`` lists them: (name, module that registers it, one line).
+# Only the module of the command being run is imported, so ``platinum-jax --help`` and a
+# command's start-up do not pay for the others' imports (JAX, NumPyro, ArviZ: seconds).
+_COMMANDS = (
+    ("demo", "platinum_jax._cli_demo",
+     "optimal weights and platinum items on the synthetic default world"),
+    ("fit", "platinum_jax._cli_fit",
+     "fit any measurement model (Rosetta, 1PL-4PL, multidimensional) by MAP, Laplace, "
+     "bootstrap, SVI or NUTS"),
+    ("import", "platinum_jax._cli_import",
+     "read evaluation logs (lm-eval, Inspect, HELM, Every Eval Ever) into a response table"),
+    ("subset", "platinum_jax._cli_efficient",
+     "choose a small item subset from a fitted item model"),
+    ("score", "platinum_jax._cli_efficient",
+     "estimate new models' abilities and full-benchmark scores from a few items"),
+    ("certify", "platinum_jax._cli_certify",
+     "score items with an LLM judge and certify platinum items"),
+    ("analyze", "platinum_jax.analysis._cli",
+     "trends, forecasts, algorithmic progress, accelerations, time horizons, robustness"),
+    ("sweep", "platinum_jax.sweeps._cli",
+     "sensitivity sweeps of v*, welfare and platinum flags over r, kappa, delta"),
+    ("stitch-bayes", "platinum_jax.stitching._bayes_cli",
+     "Bayesian stitching: posterior capabilities, difficulties, slopes and weights"),
+    ("stitch", "platinum_jax.stitching._cli",
+     "stitch benchmarks: capabilities, difficulties and slopes on one scale"),
 )
+_COMMAND_MODULES = tuple(dict.fromkeys(module for _, module, _ in _COMMANDS))
 
 _DESCRIPTION = """\
 platinum-jax: the science of AI benchmarks in JAX.
@@ -42,7 +59,12 @@ directory, or to "off"), so a second run of the same analysis starts faster.
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``platinum-jax`` parser.
+
+    ``commands`` names the sub-commands to register in full (importing their modules); the
+    others get a one-line entry for ``--help`` only.  ``None`` registers every command.
+    """
     parser = argparse.ArgumentParser(
         prog="platinum-jax",
         description=_DESCRIPTION,
@@ -52,13 +74,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"platinum-jax {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    wanted = {name for name, _, _ in _COMMANDS} if commands is None else set(commands)
+    full = [module for name, module, _ in _COMMANDS if name in wanted]
+    registered: set[str] = set()
+    for name, module, help_line in _COMMANDS:
+        if module in full and module not in registered:
+            importlib.import_module(module).register(sub)
+            registered.add(module)
+        elif module not in full:
+            sub.add_parser(name, help=help_line)
     return parser
 
 
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` asks for: its first word that is not an option."""
+    known = {name for name, _, _ in _COMMANDS}
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in known else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _command_in(argv)
+    parser = build_parser([] if command is None else [command])
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -365,7 +365,6 @@ def test_missing_directory(tmp_path):
     [
         "benchmarks_runs.csv",
         "model_versions.csv",
-        "benchmark_optim.csv",
         "external_benchmark_winogrande.csv",
     ],
 )

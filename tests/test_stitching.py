@@ -499,7 +499,7 @@ def test_cli_reads_epoch_raw_directory(tmp_path, epoch_dir):
     from platinum_jax.cli import main
 
     out = tmp_path / "out"
-    assert main(["stitch", str(epoch_dir / "raw"), "--out", str(out)]) == 0
+    assert main(["stitch", str(epoch_dir / "raw"), "--plots", "--out", str(out)]) == 0
     caps = pd.read_csv(out / "capabilities.csv", index_col="model")
     bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
     assert len(caps) == 179 and len(bench) == 38
@@ -516,9 +516,10 @@ def test_cli_refuses_a_reduction_it_cannot_apply_to_a_directory(tmp_path, epoch_
     from platinum_jax.cli import main
 
     out = tmp_path / "out"
-    rc = main(["stitch", str(epoch_dir / "raw"), "--duplicates", "mean", "--out", str(out)])
+    # the directory reader combines runs by max, mean or error; 'first' is for CSV files
+    rc = main(["stitch", str(epoch_dir / "raw"), "--duplicates", "first", "--out", str(out)])
     assert rc == 2  # not silently reduced by max instead
-    assert "applies to CSV files" in capsys.readouterr().err
+    assert "is for CSV files" in capsys.readouterr().err
     assert not (out / "capabilities.csv").exists()
 
 

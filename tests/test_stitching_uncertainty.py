@@ -198,7 +198,7 @@ def test_cli_writes_outputs(tmp_path, small, capsys):
     table, _, fit = small
     rc, out = _stitch_cli(
         tmp_path, table.data, "--anchor-benchmark", "bench_00", "--uncertainty", "laplace",
-        "--rescale", "model_000", "100", "model_001", "120",
+        "--rescale", "model_000", "100", "model_001", "120", "--plots",
     )
     csv = tmp_path / "scores.csv"
     assert rc == 0
@@ -291,7 +291,7 @@ def test_cli_separate_components(tmp_path, small):
     assert rc == 2  # disconnected: refused unless asked to fit the parts
     rc, out = _stitch_cli(
         tmp_path, both, "--anchor-benchmark", "bench_00", "--components", "separate",
-        "--restarts", "2",
+        "--restarts", "2", "--plots",
     )
     assert rc == 0
     for k in (1, 2):

@@ -11,7 +11,6 @@ anchor fixing the scale. Turn on float64 first: ``jax.config.update("jax_enable_
     >>> fit.capabilities.sort_values("capability").tail()          # doctest: +SKIP
 """
 
-from . import bayes as bayes  # Bayesian twin: platinum_jax.stitching.bayes
 from ._cv import cross_validate, kfold_assignments
 from ._epoch import (
     read_benchmark_info,
@@ -85,3 +84,13 @@ __all__ = [
     "stitching_residuals",
     "synthetic_score_table",
 ]
+
+
+def __getattr__(name: str):
+    # The Bayesian twin (platinum_jax.stitching.bayes) loads NumPyro: imported on first use, so
+    # the least-squares fit and its command line start without it.
+    if name == "bayes":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.bayes")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,10 +7,9 @@ command can offer ``--bayes``: add the arguments to its parser and call ``run_ba
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ._bayes_model import LIKELIHOODS
-from ._cli import add_anchor_arguments, anchor_from_args, load_table
+from ._cli import add_anchor_arguments, add_min_benchmarks_argument, anchor_from_args, load_table
 
 DESCRIPTION = """\
 Fit the stitching model score = sigmoid(alpha_b (C_m - D_b)) by Bayesian inference (NumPyro
@@ -43,14 +42,16 @@ an error unless --duplicates names a reduction.  The scale is anchored like the 
 fit: one benchmark's difficulty and slope (--anchor-benchmark, --anchor-difficulty,
 --anchor-slope), or two models' capabilities (--anchor-models A B --anchor-capabilities CA CB).
 
-Diagnostics (divergences, R-hat > 1.01, bulk ESS < 400) are printed as warnings that say
-what to try.  Computation runs in float64.
+Diagnostics cover every parameter, hyper-parameters included: divergences, R-hat > 1.01
+(needs 2 or more chains), bulk or tail ESS < 400; each problem is printed as a warning that
+says what to try next, given what this run used.  Known standard errors below 0.005 (a
+reported 0.00) are raised to 0.005 and counted.  Computation runs in float64.
 """
 
 EPILOG = """\
 examples:
   platinum-jax stitch-bayes scores_long.csv --anchor-benchmark Winogrande --out bayes
-      4 NUTS chains x 1000 draws, Gaussian likelihood, the paper's anchor
+      4 NUTS chains x 1500 draws, Gaussian likelihood, the paper's anchor
   platinum-jax stitch-bayes scores_long.csv --likelihood beta --chains 2 --samples 500 --out beta
       a quicker Beta-likelihood run
   platinum-jax stitch-bayes raw/ --out bayes
@@ -68,6 +69,40 @@ examples:
 """
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _acceptance(text: str) -> float:
+    """A NUTS target acceptance probability: strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"is a probability and must lie strictly between 0 and 1, got {value:g}; "
+            "0.8-0.99 are the useful values (higher: smaller steps, fewer divergences)"
+        )
+    return value
+
+
 def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     """The Bayesian options (shared with a ``stitch --bayes`` command)."""
     g = p.add_argument_group("Bayesian fit")
@@ -83,22 +118,22 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
         default="nuts",
         help="NUTS (exact MCMC, default) or SVI (variational, for large tables)",
     )
-    g.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
+    g.add_argument("--chains", type=_positive_int, default=4, help="NUTS chains (default 4)")
     g.add_argument(
         "--samples",
-        type=int,
-        default=1000,
-        help="draws per chain after warmup (SVI: draws from the guide; default 1000)",
+        type=_positive_int,
+        default=1500,
+        help="draws per chain after warmup (SVI: draws from the guide; default 1500)",
     )
-    g.add_argument("--warmup", type=int, default=1500, help="NUTS warmup steps (default 1500)")
+    g.add_argument("--warmup", type=_non_negative_int, default=1000, help="NUTS warmup steps (default 1000)")
     g.add_argument(
         "--target-accept",
-        type=float,
-        default=0.95,
-        help="NUTS target acceptance (default 0.95); raise to 0.99, with more --warmup, if "
-        "divergences are reported",
+        type=_acceptance,
+        default=0.99,
+        help="NUTS target acceptance in (0, 1) (default 0.99); lower it (e.g. 0.95) for "
+        "shorter trajectories on easy data; if divergences are reported, lengthen --warmup",
     )
-    g.add_argument("--svi-steps", type=int, default=5000, help="SVI optimisation steps")
+    g.add_argument("--svi-steps", type=_positive_int, default=5000, help="SVI optimisation steps")
     g.add_argument(
         "--svi-guide",
         choices=("normal", "lowrank"),
@@ -137,15 +172,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--duplicates",
         choices=("error", "max", "mean", "first", "last"),
         default=None,
-        help="repeated (model, benchmark) scores in a CSV: fail (the default) or reduce them; "
-        "an Epoch directory is always reduced by max, the paper's choice",
+        help="repeated (model, benchmark) scores: fail or reduce them; default: fail for a "
+        "CSV, max (the paper's choice) for an Epoch directory, which also takes mean or error",
     )
+    add_min_benchmarks_argument(p)
     p.add_argument(
         "--clip",
         action="store_true",
         help="clip scores outside [0, 1] instead of rejecting the data",
     )
     p.add_argument("--out", required=True, help="output directory (created if missing)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the files an earlier run of this command wrote in --out (other "
+                   "files are never deleted)")
     add_bayes_arguments(p)
     p.set_defaults(func=run)
 
@@ -164,20 +203,34 @@ def run(args: argparse.Namespace) -> int:
 
 def run_bayes(args: argparse.Namespace, table) -> int:
     """Fit ``table`` with the options of :func:`add_bayes_arguments` and write ``args.out``."""
-    import warnings
-
     import matplotlib
 
     matplotlib.use("Agg")
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from ._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
-    from ._bayes_weights import load_weights_config, posterior_optimal_weights
+    from ._bayes_weights import load_weights_config
 
-    weights_cfg = load_weights_config(args.weights_config) if args.weights_config else None
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    # The weights config is checked (keys, values, benchmark names) before the long fit.
+    weights_cfg = (
+        load_weights_config(args.weights_config, known_benchmarks=table.benchmarks)
+        if args.weights_config
+        else None
+    )
+    from platinum_jax._outputs import output_directory
+
+    command = "stitch-bayes" if getattr(args, "command", "") == "stitch-bayes" else "stitch"
+    # Claimed before sampling: an unusable directory fails in a second, not after the fit.
+    with output_directory(args.out, command, overwrite=getattr(args, "overwrite", False)) as out:
+        return _fit_and_write(args, table, out, weights_cfg)
+
+
+def _fit_and_write(args, table, out, weights_cfg) -> int:
+    import warnings
+
+    from ._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
+    from ._bayes_weights import posterior_optimal_weights
+
     anchor = anchor_from_args(args)  # both commands take the anchor options of `stitch`
     how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
     print(f"{table!r}: {how} with the {args.likelihood} likelihood, anchor {anchor.describe()}")
@@ -201,18 +254,26 @@ def run_bayes(args: argparse.Namespace, table) -> int:
         if issubclass(w.category, UserWarning) and not issubclass(w.category, FutureWarning):
             print(f"warning: {w.message}")
     cols = ["mean", "sd", "hdi_3%", "hdi_97%", "r_hat", "ess_bulk", "ess_tail", "release_date"]
-    fit.capabilities[cols].to_csv(out / "capabilities.csv")
-    fit.benchmarks.to_csv(out / "benchmarks.csv")
-    fit.summary.to_csv(out / "summary.csv", index=False)
-    fit.idata.to_netcdf(str(out / "posterior.nc"), engine="h5netcdf")
-    plot_capabilities(fit, path=out / "capabilities.png")
-    plot_ppc(fit, path=out / "ppc.png")
+    out.write("capabilities.csv", fit.capabilities[cols].to_csv)
+    out.write("benchmarks.csv", fit.benchmarks.to_csv)
+    out.write("summary.csv", fit.summary.to_csv, index=False)
+    out.write("posterior.nc", lambda p: fit.idata.to_netcdf(str(p), engine="h5netcdf"))
+    out.write("capabilities.png", lambda p: plot_capabilities(fit, path=p))
+    out.write("ppc.png", lambda p: plot_ppc(fit, path=p))
     d = fit.diagnostics
-    print(
-        f"done in {d['wall_s']:.1f} s ({fit.info.get('chain_method', args.method)} chains): "
-        f"divergences {d['n_divergent']}, max R-hat "
-        f"{d['max_r_hat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}"
-    )
+    print(f"done in {d['wall_s']:.1f} s ({fit.info.get('chain_method', args.method)} chains)")
+    if args.method == "nuts":
+        rhat = (
+            f"max R-hat {d['max_r_hat']:.4f} ({d.get('worst_r_hat')})"
+            if d.get("n_chains", 0) > 1
+            else "R-hat n/a (1 chain)"
+        )
+        print(
+            f"diagnostics over every parameter, hyper-parameters included: divergences "
+            f"{d['n_divergent']}, {rhat}, min bulk ESS {d['min_ess_bulk']:.0f} "
+            f"({d.get('worst_ess_bulk')}), min tail ESS {d['min_ess_tail']:.0f} "
+            f"({d.get('worst_ess_tail')})"
+        )
     print(fit.capabilities[["mean", "sd", "hdi_3%", "hdi_97%"]].nlargest(5, "mean").to_string())
     if weights_cfg is not None:
         weights = posterior_optimal_weights(
@@ -223,11 +284,14 @@ def run_bayes(args: argparse.Namespace, table) -> int:
             threshold=weights_cfg["threshold"],
             benchmarks=weights_cfg["benchmarks"],
         )
-        weights.to_csv(out / "optimal_weights.csv")
+        out.write("optimal_weights.csv", weights.to_csv)
         print(
             f"optimal weights (r = {weights.attrs['r']:g}, threshold "
             f"{weights.attrs['threshold']:.3g}):"
         )
         print(weights[["w", "mean", "hdi_3%", "hdi_97%", "p_platinum"]].to_string())
-    print(f"wrote {out}/")
+    dropped = getattr(args, "dropped_models", None)
+    if dropped:
+        out.write_text("dropped_models.txt", "\n".join(dropped) + "\n")
+    print(f"wrote {out.path}/")
     return 0

@@ -16,8 +16,11 @@ import pandas as pd
 from ._bayes_model import (
     _COUNT_LIKELIHOODS,
     LIKELIHOODS,
+    STDERR_FLOOR,
     BayesData,
     Priors,
+    anchored_benchmark,
+    deterministic_sites,
     prepare_data,
     stitching_model,
 )
@@ -40,13 +43,12 @@ __all__ = [
 
 HDI_PROB = 0.94  # ArviZ's default; the columns are named hdi_3% and hdi_97%
 _HDI_LO, _HDI_HI = "hdi_3%", "hdi_97%"
-_DETERMINISTIC = ("capability", "difficulty", "slope", "noise_variance", "sigma")
 _DIMS = {
     "capability_z": ["free_capability"],
-    "difficulty_z": ["free_difficulty"],
+    "intercept": ["free_difficulty"],
     "slope_z": ["free_slope"],
     "sigma": ["benchmark"],
-    "noise_z": ["benchmark"],
+    "noise_log_sigma": ["benchmark"],
     "log_precision": ["benchmark"],
     "capability": ["model"],
     "difficulty": ["benchmark"],
@@ -75,8 +77,10 @@ class BayesStitchingFit:
             release_date`` of C_m.
         benchmarks: index ``benchmark``; the same columns prefixed ``difficulty_`` and ``slope_``
             for D_b and alpha_b, plus ``noise_sd_mean`` (posterior mean of sqrt(Sigma_bb)).
-        diagnostics: ``n_divergent``, ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail`` over the
-            free capabilities, difficulties and slopes, and ``wall_s``.
+        diagnostics: ``n_divergent``, ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail`` over
+            every sampled quantity (free capabilities, difficulties, slopes, the noise and all
+            hyper-parameters), the worst parameter of each (``worst_r_hat``, ...),
+            ``n_chains``, ``n_draws`` and ``wall_s``; ``max_r_hat`` is NaN for one chain.
         info: data handling notes (e.g. ``n_boundary_moved`` for the Beta likelihood).
     """
 
@@ -135,22 +139,24 @@ def use_cpu_devices_for_chains(chains: int) -> bool:
     return True
 
 
-def hyper_mass_blocks(likelihood: str) -> list[tuple[str, ...]]:
-    """The dense blocks of the default NUTS mass matrix: the scale hyper-parameters.
+def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False) -> list[tuple[str, ...]]:
+    """The dense blocks of the default NUTS mass matrix: the hyper-parameters.
 
-    ``capability_mu`` and ``capability_tau`` shift and stretch the whole scale and, for the
-    Gaussian likelihood, ``noise_log_mu`` and ``noise_log_tau`` set every benchmark's noise; each
-    touches all scores, so their posteriors are correlated with each other and a diagonal mass
-    matrix makes NUTS take short steps along them.  A dense 2 x 2 or 4 x 4 block (every other
-    site diagonal) is cheap to adapt and, on the Epoch data, removes the last divergences and
-    raises the smallest bulk ESS.
+    For the Gaussian likelihood ``noise_log_mu`` and ``noise_log_tau`` set every benchmark's
+    noise; they touch all scores, so their posteriors are correlated with each other and a
+    diagonal mass matrix makes NUTS take short steps along them.  With a model anchor
+    (``model_anchor=True``) the shift and stretch of the scale, ``capability_mu`` and
+    ``capability_tau``, are sampled too and join the block; with a benchmark anchor they are
+    computed from the anchored benchmark (see :func:`stitching_model`).  A dense block of at
+    most 4 x 4 (every other site diagonal) is cheap to adapt.  Returns NumPyro's list of
+    site-name tuples (empty when there is nothing to couple).
     """
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
-    block = ("capability_mu", "capability_tau")
+    block: tuple[str, ...] = ("capability_mu", "capability_tau") if model_anchor else ()
     if likelihood == "gaussian":
         block += ("noise_log_mu", "noise_log_tau")
-    return [block]
+    return [block] if len(block) > 1 else []
 
 
 def _check_connected(table: ScoreTable) -> None:
@@ -171,18 +177,19 @@ def fit_stitching_bayes(
     likelihood: Literal["gaussian", "beta", "binomial", "betabinomial"] = "gaussian",
     method: Literal["nuts", "svi"] = "nuts",
     chains: int = 4,
-    samples: int = 1000,
-    warmup: int = 1500,
+    samples: int = 1500,
+    warmup: int = 1000,
     seed: int = 0,
     priors: Priors | None = None,
     chain_method: str = "auto",
-    target_accept: float = 0.95,
+    target_accept: float = 0.99,
     max_tree_depth: int = 10,
     dense_mass: bool | Literal["hyper"] | Sequence[tuple[str, ...]] = "hyper",
     svi_guide: Literal["normal", "lowrank"] = "normal",
     svi_steps: int = 5000,
     svi_learning_rate: float = 0.01,
     beta_boundary: float = 0.005,
+    stderr_floor: float = STDERR_FLOOR,
     min_ess: float = 400.0,
     max_r_hat: float = 1.01,
     progress_bar: bool = False,
@@ -206,16 +213,20 @@ def fit_stitching_bayes(
             (AutoLowRankMultivariateNormal) adds a low-rank covariance that captures such
             trade-offs, at more cost per step; prefer it when the SVI intervals matter.
         chain_method: ``"auto"`` uses :func:`choose_chain_method`.
-        target_accept, max_tree_depth: NUTS settings.  The defaults (1,500 warmup steps, target
-            acceptance 0.95) are what the Epoch data needs for 4 x 1,000 draws with no
-            divergences, R-hat <= 1.01 and bulk ESS >= 400; at 0.9 and 1,000 warmup steps a few
-            divergences remain.
+        target_accept, max_tree_depth: NUTS settings.  With the defaults (4 chains, 1,000
+            warmup steps, 1,500 draws each, target acceptance 0.99) the Epoch data, the tidy
+            table and the raw directory alike, sample with no divergences, R-hat <= 1.01 and
+            bulk and tail ESS >= 400 for every parameter (see the README for the figures).
+            The slowest coordinate is the scale itself (``capability_tau``, set by the
+            anchor benchmark's slope), at about 0.1 effective draws per draw.
         dense_mass: the NUTS mass matrix.  ``"hyper"`` (default): dense over the scale
             hyper-parameters (:func:`hyper_mass_blocks`), diagonal elsewhere; ``False``: all
             diagonal; ``True``: fully dense (needs a long warmup to estimate ~300 x 300
             entries); or NumPyro's list of site-name tuples.
         beta_boundary: how far exact 0/1 scores move inwards for the Beta likelihood when
             ``n_items`` is unknown (otherwise half an item).
+        stderr_floor: smallest known standard error the Gaussian and Beta likelihoods use
+            (default 0.005, half of Epoch's reporting precision); see :func:`prepare_data`.
         min_ess, max_r_hat: thresholds of the :class:`SamplingWarning`.
 
     Run in float64 (``jax.config.update("jax_enable_x64", True)``) for reliable diagnostics.
@@ -233,11 +244,28 @@ def fit_stitching_bayes(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if int(warmup) != warmup or warmup < 0:
         raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    if not 0.0 < target_accept < 1.0:
+        raise ValueError(
+            f"target_accept is a probability and must lie strictly between 0 and 1, got "
+            f"{target_accept!r}; 0.8-0.99 are the useful values"
+        )
+    if int(max_tree_depth) != max_tree_depth or max_tree_depth < 1:
+        raise ValueError(f"max_tree_depth must be a positive integer, got {max_tree_depth!r}")
     priors = Priors() if priors is None else priors
     anchor = BenchmarkAnchor() if anchor is None else anchor
     _check_connected(table)
     layout = ParameterLayout.from_table(table, anchor)
-    data, info = prepare_data(table, likelihood, beta_boundary=beta_boundary)
+    data, info = prepare_data(
+        table, likelihood, beta_boundary=beta_boundary, stderr_floor=stderr_floor
+    )
+    if info["n_stderr_floored"] and likelihood in ("gaussian", "beta"):
+        warnings.warn(
+            f"{info['n_stderr_floored']} standard error(s) below stderr_floor={stderr_floor:g} "
+            "were raised to it: a standard error of 0 claims an exactly known score, which the "
+            "noise model cannot follow (see prepare_data); pass stderr_floor=0 to keep them",
+            UserWarning,
+            stacklevel=2,
+        )
     if info["n_boundary_moved"]:
         warnings.warn(
             f"Beta likelihood: {info['n_boundary_moved']} score(s) equal to exactly 0 or 1 were "
@@ -259,7 +287,10 @@ def fit_stitching_bayes(
                     f"dense_mass must be 'hyper', True, False or a list of site-name tuples, "
                     f"got {dense_mass!r}"
                 )
-            dense_mass = hyper_mass_blocks(likelihood)
+            blocks = hyper_mass_blocks(
+                likelihood, model_anchor=anchored_benchmark(layout) is None
+            )
+            dense_mass = blocks if blocks else False
         kernel = NUTS(
             stitching_model,
             target_accept_prob=target_accept,
@@ -310,7 +341,8 @@ def fit_stitching_bayes(
     jax.block_until_ready(grouped)
     wall = time.perf_counter() - start
 
-    latent = {k: v for k, v in grouped.items() if k not in _DETERMINISTIC}
+    computed = deterministic_sites(layout, likelihood)
+    latent = {k: v for k, v in grouped.items() if k not in computed}
     flat_latent = {k: v.reshape((-1,) + v.shape[2:]) for k, v in latent.items()}
     derived, loglik = _push_forward(key_pp, flat_latent, data, layout, likelihood, priors)
     if likelihood in _COUNT_LIKELIHOODS:
@@ -330,7 +362,16 @@ def fit_stitching_bayes(
         {"likelihood": likelihood, "method": method, "anchor": anchor.describe(), "seed": int(seed)}
     )
     if method == "nuts":
-        idata.attrs["target_accept"] = float(target_accept)  # for the divergence hint
+        # The run's settings, so advice after a poor run builds on what was actually run.
+        idata.attrs.update(
+            {
+                "target_accept": float(target_accept),
+                "warmup": int(warmup),
+                "samples": int(samples),
+                "chains": int(chains),
+                "max_tree_depth": int(max_tree_depth),
+            }
+        )
     summary = posterior_summary(idata, with_diagnostics=(method == "nuts"))
     capabilities, benchmarks = _named_tables(table, summary)
     diagnostics = _diagnostics(idata, summary, method, wall)
@@ -350,7 +391,7 @@ def fit_stitching_bayes(
     )
     if method == "nuts":
         _warn_on_diagnostics(
-            diagnostics, summary, min_ess=min_ess, max_r_hat=max_r_hat, target_accept=target_accept
+            diagnostics, min_ess=min_ess, max_r_hat=max_r_hat, run=dict(idata.attrs)
         )
     return fit
 
@@ -365,7 +406,7 @@ def _push_forward(key, flat_latent, data, layout, likelihood, priors):
     from numpyro.infer import Predictive, log_likelihood
 
     kw = {"likelihood": likelihood, "priors": priors}
-    sites = [k for k in _DETERMINISTIC if likelihood == "gaussian" or k != "sigma"] + ["y"]
+    sites = list(deterministic_sites(layout, likelihood)) + ["y"]
     derived = Predictive(stitching_model, posterior_samples=flat_latent, return_sites=sites)(
         key, data, layout, observed=False, **kw
     )
@@ -436,14 +477,16 @@ def posterior_summary(
     names = (
         list(var_names)
         if var_names is not None
-        else [v for v in post.data_vars if not v.endswith("_z")]
+        # Standardised coordinates (*_z) and log sigma repeat what their named twins show.
+        else [v for v in post.data_vars if not v.endswith("_z") and v != "noise_log_sigma"]
     )
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", (FutureWarning, RuntimeWarning))
         hdi = az.hdi(post[names], hdi_prob=HDI_PROB)
+        several_chains = post.sizes["chain"] > 1  # R-hat compares chains: none for one
         if with_diagnostics:
-            rhat = az.rhat(post[names])
+            rhat = az.rhat(post[names]) if several_chains else None
             ess_b = az.ess(post[names], method="bulk")
             ess_t = az.ess(post[names], method="tail")
     for var in names:
@@ -460,7 +503,11 @@ def posterior_summary(
         other = [d for d in x.dims if d not in sample_dims]
         labels = [str(v) for v in x[other[0]].values] if other else [""]
         if with_diagnostics:
-            rh = rhat[var].values.reshape(-1).astype(float)
+            rh = (
+                rhat[var].values.reshape(-1).astype(float)
+                if rhat is not None
+                else np.full(mean.shape, np.nan)
+            )
             eb = ess_b[var].values.reshape(-1).astype(float)
             et = ess_t[var].values.reshape(-1).astype(float)
         else:
@@ -509,19 +556,35 @@ def _named_tables(table: ScoreTable, summary: pd.DataFrame) -> tuple[pd.DataFram
     return capabilities, benchmarks
 
 
-def _core_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    core = summary["variable"].isin(["capability", "difficulty", "slope"]) & (summary["sd"] > 0)
-    return summary.loc[core]
+def _checked_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """Rows the diagnostics cover: every sampled quantity that varies over the draws.
+
+    That is the free capabilities, difficulties and slopes and every hyper-parameter
+    (``capability_mu``, ``capability_tau``, the noise scales and their ``noise_log_mu`` and
+    ``noise_log_tau``, or ``log_precision``) and the derived noise variances; anchored entries
+    are constants and left out.
+    """
+    return summary.loc[summary["sd"] > 0]
 
 
-def _diagnostics(idata, summary, method, wall) -> dict[str, float]:
-    core = _core_rows(summary)
-    out = {"wall_s": float(wall)}
+def _diagnostics(idata, summary, method, wall) -> dict[str, object]:
+    checked = _checked_rows(summary)
+    out: dict[str, object] = {"wall_s": float(wall)}
     if method == "nuts":
+        n_chains = int(idata.posterior.sizes["chain"])
         out["n_divergent"] = int(idata.sample_stats["diverging"].values.sum())
-        out["max_r_hat"] = float(core["r_hat"].max())
-        out["min_ess_bulk"] = float(core["ess_bulk"].min())
-        out["min_ess_tail"] = float(core["ess_tail"].min())
+        # R-hat compares chains with each other; one chain cannot say whether it converged.
+        out["max_r_hat"] = float(checked["r_hat"].max()) if n_chains > 1 else float("nan")
+        out["min_ess_bulk"] = float(checked["ess_bulk"].min())
+        out["min_ess_tail"] = float(checked["ess_tail"].min())
+        out["n_chains"] = n_chains
+        out["n_draws"] = int(idata.posterior.sizes["draw"])
+        for col in ("r_hat", "ess_bulk", "ess_tail"):
+            values = checked[col]
+            if n_chains > 1 or col != "r_hat":
+                pos = values.idxmax() if col == "r_hat" else values.idxmin()
+                if pd.notna(pos):
+                    out[f"worst_{col}"] = _label(checked.loc[pos])
     else:
         out.update(
             n_divergent=0,
@@ -532,65 +595,90 @@ def _diagnostics(idata, summary, method, wall) -> dict[str, float]:
     return out
 
 
+def _label(row: pd.Series) -> str:
+    return f"{row['variable']}[{row['name']}]" if row["name"] != "" else str(row["variable"])
+
+
 def check_diagnostics(idata, *, min_ess: float = 400.0, max_r_hat: float = 1.01) -> dict:
     """Sampler diagnostics of a NUTS posterior, with a :class:`SamplingWarning` for each problem.
 
-    Over the free capabilities, difficulties and slopes (anchored entries are constants):
-    the number of divergent transitions, the largest rank-normalised split R-hat and the
-    smallest bulk and tail ESS (ArviZ).  Each failing check warns with what to try.  Returns
-    ``{"n_divergent", "max_r_hat", "min_ess_bulk", "min_ess_tail"}``.
+    Over every sampled quantity: the free capabilities, difficulties and slopes and all
+    hyper-parameters (scale of the capabilities, noise scales and their hyper-prior); anchored
+    entries are constants.  Reports the number of divergent transitions, the largest
+    rank-normalised split R-hat and the smallest bulk and tail ESS (ArviZ), and which parameter
+    is worst.  R-hat compares chains, so with a single chain it is NaN and a warning says so.
+    Each failing check warns with what to try, given the run's settings where ``idata.attrs``
+    records them.  Returns ``{"n_divergent", "max_r_hat", "min_ess_bulk", "min_ess_tail",
+    "n_chains", "n_draws", "worst_r_hat", "worst_ess_bulk", "worst_ess_tail"}``.
     """
-    summary = posterior_summary(idata, var_names=["capability", "difficulty", "slope"])
+    summary = posterior_summary(idata)
     diag = _diagnostics(idata, summary, "nuts", float("nan"))
     diag.pop("wall_s")
-    _warn_on_diagnostics(
-        diag,
-        summary,
-        min_ess=min_ess,
-        max_r_hat=max_r_hat,
-        target_accept=idata.attrs.get("target_accept"),
-    )
+    _warn_on_diagnostics(diag, min_ess=min_ess, max_r_hat=max_r_hat, run=dict(idata.attrs))
     return diag
 
 
-def _divergence_advice(target_accept: float | None) -> str:
-    """What to try after divergences, given the target acceptance of the run (if known)."""
-    tighter = "or tighter priors (e.g. Priors(log_slope_scale=0.5))"
-    if target_accept is not None and target_accept >= 0.99:
-        return (
-            f"target_accept is already {target_accept:g}, so lengthen the warmup "
-            f"(e.g. warmup=3000) {tighter}"
-        )
-    was = "" if target_accept is None else f" (this run used {target_accept:g})"
-    return f"try target_accept=0.99{was} with a longer warmup (e.g. warmup=3000), {tighter}"
+def _divergence_advice(run: Mapping) -> str:
+    """What to try after divergences, given the settings the run used (where known)."""
+    target_accept, warmup = run.get("target_accept"), run.get("warmup")
+    steps = []
+    if target_accept is None:
+        steps.append("raise target_accept (e.g. 0.99)")
+    elif target_accept < 0.99:
+        steps.append(f"raise target_accept to 0.99 (this run used {target_accept:g})")
+    else:
+        steps.append(f"target_accept is already {target_accept:g}, so do not raise it further")
+    if warmup is None:
+        steps.append("lengthen the warmup")
+    else:
+        steps.append(f"lengthen the warmup beyond this run's {int(warmup)} (e.g. {2 * int(warmup)})")
+    steps.append("or tighten the priors of poorly identified benchmarks (e.g. Priors(log_slope_scale=0.5))")
+    return "; ".join(steps)
 
 
-def _warn_on_diagnostics(diag, summary, *, min_ess, max_r_hat, target_accept=None) -> None:
-    core = _core_rows(summary)
-    where = lambda col, fn: (
-        core.loc[fn(core[col]), ["variable", "name"]].astype(str).agg("[".join, axis=1) + "]"
-    )
+def _warn_on_diagnostics(diag, *, min_ess, max_r_hat, run: Mapping | None = None) -> None:
+    run = {} if run is None else run
+    n_chains, n_draws = diag.get("n_chains"), diag.get("n_draws")
     if diag["n_divergent"] > 0:
         warnings.warn(
             f"NUTS reported {diag['n_divergent']} divergent transition(s): the posterior has "
-            f"regions the step size cannot follow; {_divergence_advice(target_accept)}",
+            f"regions the step size cannot follow; {_divergence_advice(run)}",
             SamplingWarning,
             stacklevel=3,
         )
-    if not diag["max_r_hat"] <= max_r_hat:
-        worst = where("r_hat", lambda s: s == s.max()).iloc[0]
+    if n_chains == 1:
         warnings.warn(
-            f"max R-hat = {diag['max_r_hat']:.3f} > {max_r_hat} (worst: {worst}): the chains "
-            "disagree; run more warmup and samples, or more chains, before trusting the intervals",
+            "one chain: R-hat compares chains with each other, so convergence cannot be checked "
+            "(max_r_hat is NaN); the ESS below is of this one chain only.  Run chains >= 2 "
+            "(4 is usual) before trusting the intervals",
             SamplingWarning,
             stacklevel=3,
         )
-    if not diag["min_ess_bulk"] >= min_ess:
-        worst = where("ess_bulk", lambda s: s == s.min()).iloc[0]
+    elif not diag["max_r_hat"] <= max_r_hat:
         warnings.warn(
-            f"min bulk ESS = {diag['min_ess_bulk']:.0f} < {min_ess:g} (worst: {worst}): the "
-            "intervals are noisy; draw more samples (samples=..., chains=...) or use a tighter "
-            "prior on poorly identified benchmarks",
+            f"max R-hat = {diag['max_r_hat']:.3f} > {max_r_hat} (worst: "
+            f"{diag.get('worst_r_hat', '?')}): the chains disagree; run a longer warmup (this "
+            f"run: {run.get('warmup', '?')} steps) and more samples before trusting the intervals",
+            SamplingWarning,
+            stacklevel=3,
+        )
+    for kind in ("bulk", "tail"):
+        ess = diag[f"min_ess_{kind}"]
+        if ess >= min_ess:
+            continue
+        where = diag.get(f"worst_ess_{kind}", "?")
+        if n_chains and n_draws and ess > 0:
+            # ESS grows about linearly with the number of draws at a fixed step size.
+            need = int(np.ceil(n_draws * min_ess / ess / 100.0) * 100)
+            advice = (
+                f"this run drew {n_chains} x {n_draws}; about samples={need} per chain would "
+                f"reach {min_ess:g}, or more chains"
+            )
+        else:
+            advice = "draw more samples (samples=..., chains=...)"
+        warnings.warn(
+            f"min {kind} ESS = {ess:.0f} < {min_ess:g} (worst: {where}): the intervals are noisy; "
+            f"{advice}",
             SamplingWarning,
             stacklevel=3,
         )

@@ -160,7 +160,19 @@ def posterior_optimal_weights(
     return frame
 
 
-def load_weights_config(path: str | Path) -> dict:
+_CONFIG_KEYS = ("r", "w", "M", "threshold", "benchmarks")
+
+
+def _config_number(value, where: str, *, minimum: float | None = None) -> float:
+    """A finite real number from a config value; bools, None, lists and text are refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        raise ValueError(f"{where} must be a finite number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{where} must be >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def load_weights_config(path: str | Path, *, known_benchmarks: Sequence[str] | None = None) -> dict:
     """Read M, w, r (and optional ``benchmarks``, ``threshold``) from a YAML or JSON file.
 
     Format::
@@ -170,7 +182,12 @@ def load_weights_config(path: str | Path) -> dict:
         M: identity                  # or a list (the diagonal) or a list of lists (full matrix)
         threshold: 0.3               # optional platinum threshold on v*
 
-    Returns a dict with ``M`` (ndarray), ``w`` (ndarray), ``r``, ``benchmarks``, ``threshold``.
+    The file is checked against this schema before anything is fitted: an unknown key (say a
+    misspelt ``treshold``), a weight or matrix entry that is not a number, a matrix of the wrong
+    shape or a list where a number belongs is a ``ValueError`` naming the key.  With
+    ``known_benchmarks`` (the benchmarks of the score table) every named benchmark must be one
+    of them.  Returns a dict with ``M`` (ndarray), ``w`` (ndarray), ``r``, ``benchmarks``,
+    ``threshold``.
     """
     import yaml
 
@@ -184,39 +201,95 @@ def load_weights_config(path: str | Path) -> dict:
         raise ValueError(f"weights config {path} is not valid YAML/JSON: {exc}") from exc
     if not isinstance(cfg, Mapping):
         raise ValueError(f"weights config {path} must be a mapping with keys r, w, M")
+    unknown = [str(k) for k in cfg if k not in _CONFIG_KEYS]
+    if unknown:
+        import difflib
+
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, _CONFIG_KEYS, n=1, cutoff=0.6)
+            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ValueError(
+            f"weights config {path}: unknown key(s) {', '.join(hints)}; the keys are "
+            f"{', '.join(_CONFIG_KEYS)}"
+        )
     missing = [k for k in ("r", "w", "M") if k not in cfg]
     if missing:
         raise ValueError(f"weights config {path} lacks key(s) {missing}; it needs r, w and M")
-    w_raw = cfg["w"]
+    where = f"weights config {path}:"
+    w_raw, listed = cfg["w"], cfg.get("benchmarks")
+    if listed is not None and (
+        not isinstance(listed, list) or not all(isinstance(b, (str, int, float)) for b in listed)
+    ):
+        raise ValueError(f"{where} 'benchmarks' must be a list of benchmark names, got {listed!r}")
     if isinstance(w_raw, Mapping):
         benchmarks = [str(k) for k in w_raw]
-        w = np.asarray([float(x) for x in w_raw.values()])
-        if cfg.get("benchmarks") is not None and list(cfg["benchmarks"]) != benchmarks:
-            raise ValueError(f"weights config {path}: 'benchmarks' disagrees with the keys of 'w'")
+        w = np.asarray([_config_number(x, f"{where} w[{k!r}]") for k, x in w_raw.items()])
+        if listed is not None and [str(b) for b in listed] != benchmarks:
+            raise ValueError(f"{where} 'benchmarks' disagrees with the keys of 'w'")
+    elif isinstance(w_raw, list):
+        # Without 'benchmarks' a list of weights is in the order of the table's benchmarks.
+        w = np.asarray([_config_number(x, f"{where} w[{i}]") for i, x in enumerate(w_raw)])
+        benchmarks = None if listed is None else [str(b) for b in listed]
+        expected = len(benchmarks) if benchmarks is not None else (
+            None if known_benchmarks is None else len(known_benchmarks)
+        )
+        if expected is not None and len(w) != expected:
+            whose = "'benchmarks' names" if benchmarks is not None else "the table has"
+            raise ValueError(
+                f"{where} 'w' has {len(w)} entries but {whose} {expected} benchmarks; give one "
+                "weight per benchmark, or write w as a mapping {benchmark: weight}"
+            )
     else:
-        benchmarks = cfg.get("benchmarks")
-        w = np.asarray(w_raw, dtype=np.float64)
+        raise ValueError(
+            f"{where} 'w' must be a mapping {{benchmark: weight}} or a list, got {w_raw!r}"
+        )
     m = len(w)
+    if m == 0:
+        raise ValueError(f"{where} 'w' is empty; give at least one benchmark weight")
+    if benchmarks is not None and len(set(benchmarks)) != m:
+        raise ValueError(f"{where} 'w' names a benchmark twice: {benchmarks}")
+    if known_benchmarks is not None and benchmarks is not None:
+        known = [str(b) for b in known_benchmarks]
+        for name in benchmarks:
+            if name not in known:
+                raise ValueError(f"{where} 'w': " + close_matches_message("benchmark", name, known))
     M_raw = cfg["M"]
     if isinstance(M_raw, str):
         if M_raw != "identity":
-            raise ValueError(
-                f"weights config {path}: M must be 'identity', a list or a matrix, got {M_raw!r}"
-            )
+            raise ValueError(f"{where} M must be 'identity', a list or a matrix, got {M_raw!r}")
         M = np.eye(m)
+    elif isinstance(M_raw, list) and all(not isinstance(x, list) for x in M_raw):
+        diag = [_config_number(x, f"{where} M[{i}]") for i, x in enumerate(M_raw)]
+        if len(diag) != m:
+            raise ValueError(
+                f"{where} M as a list is the diagonal and needs {m} entries (one per weight), "
+                f"got {len(diag)}"
+            )
+        M = np.diag(diag)
+    elif isinstance(M_raw, list):
+        if len(M_raw) != m or not all(isinstance(row, list) and len(row) == m for row in M_raw):
+            raise ValueError(
+                f"{where} M as a matrix must be {m} x {m} (a list of {m} rows of {m} numbers, in "
+                "the order of w)"
+            )
+        M = np.asarray(
+            [
+                [_config_number(x, f"{where} M[{i}][{j}]") for j, x in enumerate(row)]
+                for i, row in enumerate(M_raw)
+            ]
+        )
     else:
-        M = np.asarray(M_raw, dtype=np.float64)
-        if M.ndim == 1:
-            M = np.diag(M)
-    try:
-        r = float(cfg["r"])
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"weights config {path}: r must be a number, got {cfg['r']!r}") from exc
+        raise ValueError(
+            f"{where} M must be 'identity', a list (the diagonal) or a list of lists (the "
+            f"matrix), got {M_raw!r}"
+        )
+    if not np.allclose(M, M.T, rtol=1e-10, atol=1e-12):
+        raise ValueError(f"{where} M must be symmetric (the lab's output cost matrix)")
+    if np.linalg.eigvalsh(M).min() < -1e-10 * max(1.0, np.abs(M).max()):
+        raise ValueError(f"{where} M must be positive semi-definite; it has a negative eigenvalue")
+    r = _config_number(cfg["r"], f"{where} r", minimum=0.0)
     threshold = cfg.get("threshold")
-    return {
-        "M": M,
-        "w": w,
-        "r": r,
-        "benchmarks": None if benchmarks is None else [str(b) for b in benchmarks],
-        "threshold": None if threshold is None else float(threshold),
-    }
+    if threshold is not None:
+        threshold = _config_number(threshold, f"{where} threshold")
+    return {"M": M, "w": w, "r": r, "benchmarks": benchmarks, "threshold": threshold}

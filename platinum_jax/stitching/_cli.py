@@ -36,8 +36,10 @@ Outputs in --out:
                     slope_ prefixed sd or halfwidth, lower, upper)
   residuals.csv     model, benchmark, score, predicted, residual
   fit.json          cost, iterations, converged, anchor, l2, sizes (+ bootstrap counts)
-  capabilities.png  capabilities over release date with error bars, and benchmark difficulties
-  residuals.png     residuals per benchmark
+  capabilities.png  (with --plots) capabilities over release date with error bars, and benchmark
+                    difficulties
+  residuals.png     (with --plots) residuals per benchmark
+  dropped_models.txt (Epoch directory) models left out by --min-benchmarks
 --out must be empty, or hold an earlier stitch run and --overwrite be given; a second run into
 a directory being written stops with an error. Files are written whole or not at all.
 With --bayes, the Bayesian fit (NumPyro) runs instead; see `platinum-jax stitch-bayes --help`.
@@ -94,14 +96,21 @@ def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra jittered starts; the lowest cost wins (default 0: the paper's start)")
     f.add_argument("--duplicates", choices=("error", "max", "mean", "first", "last"),
                    default=None,
-                   help="repeated (model, benchmark) pairs in a CSV: fail (default) or reduce; "
-                   "an Epoch directory is always reduced by max, the paper's choice")
+                   help="repeated (model, benchmark) pairs: fail or reduce them; default: "
+                   "fail for a CSV, max (the paper's choice) for an Epoch directory, which "
+                   "also takes mean or error")
+    add_min_benchmarks_argument(f)
     f.add_argument("--clip", action="store_true",
                    help="clip scores outside [0, 1] instead of rejecting the file")
     f.add_argument("--components", choices=("error", "separate"), default="error",
                    help="disconnected model-benchmark graph: fail (default) or fit each part")
     f.add_argument("--rescale", nargs=4, metavar=("A", "SA", "B", "SB"),
                    help="also report a linear scale on which model A reads SA and model B reads SB")
+    p.add_argument(
+        "--plots", action="store_true",
+        help="also draw capabilities.png and residuals.png (matplotlib; adds about a second "
+        "to a run whose fit takes a fraction of one)",
+    )
     u = p.add_argument_group("uncertainty")
     u.add_argument("--uncertainty", choices=("none", "laplace", "bootstrap", "sensitivity"),
                    default="none", help="error bars to compute (default none)")
@@ -156,11 +165,23 @@ def as_option_hints(exc: Exception) -> Exception:
         return ValueError(text)
 
 
+def add_min_benchmarks_argument(group) -> None:
+    """``--min-benchmarks``: the Epoch directory reader's filter on models (both commands)."""
+    group.add_argument(
+        "--min-benchmarks", type=int, default=4, metavar="K",
+        help="Epoch directory: keep models scored on at least K benchmarks (default 4, as in "
+        "the paper); the models left out are listed",
+    )
+
+
 def load_table(args: argparse.Namespace):
     """The :class:`ScoreTable` named by ``args.data`` (CSV file or Epoch raw/ directory).
 
-    ``args.duplicates`` (None: ``"error"``) applies to a CSV; a directory is reduced by max, and
-    any other rule asked for it is an error rather than silently ignored.  Errors that advise a
+    ``args.duplicates`` (None: ``"error"`` for a CSV, ``"max"`` for a directory) says how
+    repeated (model, benchmark) scores are combined.  A directory takes ``max``, ``mean`` or
+    ``error`` and ``args.min_benchmarks``; what the reader leaves out (models with too few
+    benchmarks, release dates it cannot find) is printed, and the models it drops are kept in
+    ``args.dropped_models`` for the command to write beside its results.  Errors that advise a
     keyword argument (``clip=True``) name the command-line option (``--clip``) instead.
     """
     try:
@@ -170,17 +191,35 @@ def load_table(args: argparse.Namespace):
 
 
 def _load_table(args: argparse.Namespace):
+    import warnings
+
+    from ._epoch import EpochDataWarning
     from ._table import ScoreTable
 
     path = Path(args.data)
+    min_benchmarks = getattr(args, "min_benchmarks", 4)
     if path.is_dir():
-        if args.duplicates not in (None, "max"):
+        rule = args.duplicates or "max"
+        if rule not in ("max", "mean", "error"):
             raise ValueError(
-                f"--duplicates {args.duplicates} applies to CSV files: an Epoch directory is "
-                "reduced by max (the paper's choice); for another rule read it in Python with "
-                "ScoreTable.from_epoch(raw_dir, duplicates='mean')"
+                f"--duplicates {rule} is for CSV files; an Epoch directory combines repeated "
+                "runs by max (the paper's choice), mean, or refuses them (error)"
             )
-        return ScoreTable.from_epoch(path, clip=args.clip)
+        if min_benchmarks < 1:
+            raise ValueError(f"--min-benchmarks must be at least 1, got {min_benchmarks}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", EpochDataWarning)
+            table = ScoreTable.from_epoch(
+                path, clip=args.clip, duplicates=rule, min_benchmarks=min_benchmarks
+            )
+        for w in caught:
+            if not issubclass(w.category, EpochDataWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                continue
+            print(f"note: {w.message}")
+            if w.message.models:
+                args.dropped_models = list(w.message.models)
+        return table
     if not path.exists():
         raise FileNotFoundError(
             f"DATA {args.data!r} does not exist; give a tidy CSV (model, benchmark, score) "
@@ -203,13 +242,7 @@ def anchor_from_args(args: argparse.Namespace):
     return BenchmarkAnchor(args.anchor_benchmark, args.anchor_difficulty, args.anchor_slope)
 
 
-def _write_fit(fit, out, args, suffix: str = "") -> dict:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ._plots import plot_capabilities, plot_residuals
+def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
     from ._uncertainty import bootstrap, by_kind, laplace, sensitivity
 
     unc = None
@@ -250,6 +283,19 @@ def _write_fit(fit, out, args, suffix: str = "") -> dict:
         summary["replicates_converged"] = unc.attrs["n_converged"]
         summary["replicates_failed"] = unc.attrs["n_failed"]
     out.write_text(f"fit{suffix}.json", json.dumps(summary, indent=2, default=str) + "\n")
+    if getattr(args, "plots", False):
+        _write_plots(fit, unc, out, suffix)
+    return summary
+
+
+def _write_plots(fit, unc, out: Path, suffix: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ._plots import plot_capabilities, plot_residuals
+
     ax = plot_capabilities(fit, unc)
     ax.figure.tight_layout()
     out.write(f"capabilities{suffix}.png", ax.figure.savefig, dpi=120)
@@ -258,7 +304,6 @@ def _write_fit(fit, out, args, suffix: str = "") -> dict:
     ax.figure.tight_layout()
     out.write(f"residuals{suffix}.png", ax.figure.savefig, dpi=120)
     plt.close(ax.figure)
-    return summary
 
 
 def run(args: argparse.Namespace) -> int:
@@ -308,6 +353,11 @@ def run(args: argparse.Namespace) -> int:
             )
             top = fit.capabilities["capability"].nlargest(5)
             print("  top capabilities: " + ", ".join(f"{m} {c:.2f}" for m, c in top.items()))
-    print(f"wrote capabilities.csv, benchmarks.csv, residuals.csv, fit.json and figures to "
+        dropped = getattr(args, "dropped_models", None)
+        if dropped:  # the whole list, one name a line, beside the results
+            out.write_text("dropped_models.txt", "\n".join(dropped) + "\n")
+            print(f"      all {len(dropped)} dropped models listed in dropped_models.txt")
+    figures = " and figures" if args.plots else " (add --plots for figures)"
+    print(f"wrote capabilities.csv, benchmarks.csv, residuals.csv, fit.json{figures} to "
           f"{out.path}/")
     return 0

@@ -21,6 +21,7 @@ compute is in FLOP.
 from __future__ import annotations
 
 import difflib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -33,6 +34,7 @@ from ._table import normalise_names
 __all__ = [
     "EPOCH_RUN_BENCHMARKS",
     "EXTERNAL_BENCHMARKS",
+    "EpochDataWarning",
     "read_benchmark_info",
     "read_distilled_models",
     "read_epoch_raw",
@@ -306,13 +308,19 @@ def _parse_fraction(
         # Without the % sign "0.85" could be a fraction or a typo for 0.85%: refuse to guess.
         bare = present & ~has_percent
         if bare.any():
-            fail(bare, "has no '%' sign but this file writes percentages like '85.2%'")
+            fail(
+                bare,
+                "has no '%' sign but this file writes percentages like '85.2%'; write the cell "
+                "as a percentage (a fraction 0.852 becomes '85.2%')",
+            )
     elif scale == "out_of_ten" and (present & has_percent).any():
         fail(present & has_percent, "is a percentage but this file's scores are marks out of 10")
     values = values / _DIVISOR[scale]
     if (present & (values > 1.0)).any():
         why = (
-            "is above 1: it looks like a percentage, but this column holds fractions in [0, 1]"
+            "is above 1: it looks like a percentage, but this column holds fractions in [0, 1]; "
+            "convert the column to fractions (divide every score by 100, e.g. 85.2 -> 0.852) "
+            "or write it as percent text ('85.2%')"
             if scale == "fraction"
             else f"is above 1 after dividing by {_DIVISOR[scale]:g}, so it is on the wrong scale "
             "(a percentage written as a fraction of 100 twice?); correct the cell"
@@ -566,7 +574,10 @@ def read_epoch_raw(
     * Models released before ``min_release_date`` are dropped (unknown dates too).
     * Repeated (model, benchmark) scores are combined by ``duplicates``: ``"max"`` keeps the
       best (the paper), ``"mean"`` averages them, ``"error"`` refuses.
-    * Models with fewer than ``min_benchmarks`` distinct benchmarks left are dropped.
+    * Models with fewer than ``min_benchmarks`` distinct benchmarks left are dropped; an
+      :class:`EpochDataWarning` lists them, and so does ``frame.attrs["dropped_models"]``.
+    * ``benchmark_optim.csv`` (benchmark release dates) is optional: without it every
+      benchmark release date is NaT, with an :class:`EpochDataWarning` saying so.
 
     Parameters
     ----------
@@ -606,7 +617,6 @@ def read_epoch_raw(
     # Read every file first so a missing one is reported before any work is done.
     _require(raw_dir / RUNS_FILE, "Epoch's own evaluations")
     _require(raw_dir / VERSIONS_FILE, "model version release dates")
-    _require(raw_dir / BENCHMARK_INFO_FILE, "benchmark release dates and flags")
     for spec in _EXTERNAL_SPECS:
         _require(
             raw_dir / f"external_benchmark_{spec.file}.csv", f"the {spec.benchmark} leaderboard"
@@ -625,14 +635,33 @@ def read_epoch_raw(
 
     # A model needs enough benchmarks to be placed on the common scale (paper: at least 4).
     n_bench = scores.groupby("model")["benchmark"].transform("nunique")
+    dropped = sorted(set(scores.loc[n_bench < min_benchmarks, "model"].astype(str)))
     scores = scores[n_bench >= min_benchmarks]
 
-    info = read_benchmark_info(raw_dir)
+    notes: list[EpochDataWarning] = []
+    if dropped:
+        shown = ", ".join(dropped[:10]) + (f", ... ({len(dropped) - 10} more)" if len(dropped) > 10 else "")
+        notes.append(
+            EpochDataWarning(
+                f"{len(dropped)} model(s) scored on fewer than {min_benchmarks} benchmarks were "
+                f"left out (min_benchmarks={min_benchmarks}; lower it to keep them): {shown}",
+                models=dropped,
+            )
+        )
+    if (raw_dir / BENCHMARK_INFO_FILE).exists():
+        release = read_benchmark_info(raw_dir)["benchmark_release_date"]
+    else:
+        # Release dates of benchmarks only feed date-based analyses; the scores stand without.
+        release = pd.Series(dtype="datetime64[ns]")
+        notes.append(
+            EpochDataWarning(
+                f"{BENCHMARK_INFO_FILE} is missing from {raw_dir}: every benchmark release date "
+                "is unknown (NaT); add the file for analyses by benchmark date"
+            )
+        )
     # Benchmarks without a row in benchmark_optim.csv keep an unknown (NaT) release date.
     scores = scores.assign(
-        benchmark_release_date=info["benchmark_release_date"]
-        .reindex(scores["benchmark"].to_numpy())
-        .to_numpy()
+        benchmark_release_date=release.reindex(scores["benchmark"].to_numpy()).to_numpy()
     )
     out = scores.loc[:, list(OUTPUT_COLUMNS)].sort_values(["model", "benchmark"], kind="stable")
     out = out.astype(
@@ -647,7 +676,23 @@ def read_epoch_raw(
             "source": "string",
         }
     )
-    return out.reset_index(drop=True)
+    out = out.reset_index(drop=True)
+    out.attrs["dropped_models"] = dropped
+    out.attrs["notes"] = [str(note) for note in notes]
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
+    return out
+
+
+class EpochDataWarning(UserWarning):
+    """Something :func:`read_epoch_raw` left out or could not fill in (said in the message).
+
+    ``models`` lists the models concerned (all of them; the message shows the first ten).
+    """
+
+    def __init__(self, message: str, models: list[str] | None = None):
+        super().__init__(message)
+        self.models = list(models or [])
 
 
 # --------------------------------------------------------------------------- side tables

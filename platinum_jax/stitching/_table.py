@@ -362,16 +362,24 @@ class ScoreTable:
         Two models share a scale only through chains of common benchmarks, so each component
         is identified separately. Returns a list of ``(models, benchmarks)`` name sets.
         """
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components
-
         m, b = self.n_models, self.n_benchmarks
-        rows = self.model_index.astype(np.int64)
-        cols = self.benchmark_index.astype(np.int64) + m  # benchmarks follow the models as nodes
-        adj = coo_matrix((np.ones(self.n_scores), (rows, cols)), shape=(m + b, m + b))
-        n_comp, labels = connected_components(adj, directed=False)
+        # Union-find over models and benchmarks (benchmarks follow the models as nodes): a few
+        # thousand edges, so plain Python beats importing scipy.sparse at start-up.
+        parent = list(range(m + b))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for i, j in zip(self.model_index.tolist(), (self.benchmark_index + m).tolist(), strict=True):
+            ri, rj = root(i), root(j)
+            if ri != rj:
+                parent[ri] = rj
+        labels = np.array([root(i) for i in range(m + b)])
         comps = []
-        for k in range(n_comp):
+        for k in np.unique(labels):
             nodes = np.flatnonzero(labels == k)
             comps.append(
                 (

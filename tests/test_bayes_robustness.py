@@ -1,0 +1,217 @@
+"""Bayesian stitching at its edges: one chain, a weights config checked before sampling, and
+NUTS settings out of range."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from platinum_jax.stitching import BenchmarkAnchor, ScoreTable
+from platinum_jax.stitching.bayes import (
+    SamplingWarning,
+    check_diagnostics,
+    fit_stitching_bayes,
+    load_weights_config,
+)
+
+
+def _small_csv(tmp_path, seed=3, n_models=24, n_bench=4):
+    """Scores drawn from sigmoid(alpha_b (C_m - D_b)) plus noise; b0 is the anchor."""
+    rng = np.random.default_rng(seed)
+    C = rng.normal(0.5, 1.0, n_models)
+    D = np.r_[0.0, rng.normal(0.5, 0.8, n_bench - 1)]
+    a = np.r_[1.0, np.exp(rng.normal(0.2, 0.2, n_bench - 1))]
+    mu = 1.0 / (1.0 + np.exp(-a[None] * (C[:, None] - D[None])))
+    y = np.clip(mu + 0.03 * rng.normal(size=mu.shape), 0.0, 1.0)
+    frame = pd.DataFrame(
+        {
+            "model": np.repeat([f"m{m:02d}" for m in range(n_models)], n_bench),
+            "benchmark": np.tile([f"b{b}" for b in range(n_bench)], n_models),
+            "score": y.reshape(-1),
+        }
+    )
+    path = tmp_path / "scores.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+# --------------------------------------------------------------------------- one chain
+def _one_chain_idata(n_draws=300, seed=0):
+    import arviz as az
+
+    rng = np.random.default_rng(seed)
+    return az.from_dict(
+        posterior={
+            "capability": rng.normal(size=(1, n_draws, 3)),
+            "capability_tau": np.abs(rng.normal(size=(1, n_draws))),
+        },
+        sample_stats={"diverging": np.zeros((1, n_draws), dtype=bool)},
+        coords={"model": ["a", "b", "c"]},
+        dims={"capability": ["model"]},
+    )
+
+
+def test_check_diagnostics_on_one_chain_says_r_hat_needs_chains():
+    idata = _one_chain_idata()
+    with pytest.warns(SamplingWarning, match="one chain: R-hat compares chains") as record:
+        diag = check_diagnostics(idata, min_ess=100)
+    assert np.isnan(diag["max_r_hat"]) and diag["n_chains"] == 1
+    # independent draws: the ESS of one chain is still computed (about the number of draws)
+    assert 150 < diag["min_ess_bulk"] < 600
+    assert not any("min bulk ESS" in str(w.message) for w in record)
+
+
+def test_hyper_parameters_are_in_the_diagnostics():
+    # A hyper-parameter stuck at one value per half-chain is the worst R-hat, and is named.
+    idata = _one_chain_idata()
+    import arviz as az
+
+    rng = np.random.default_rng(1)
+    tau = np.abs(rng.normal(size=(2, 300))) + np.array([[0.0], [3.0]])
+    two = az.from_dict(
+        posterior={"capability": rng.normal(size=(2, 300, 3)), "capability_tau": tau},
+        sample_stats={"diverging": np.zeros((2, 300), dtype=bool)},
+        coords={"model": ["a", "b", "c"]},
+        dims={"capability": ["model"]},
+    )
+    with pytest.warns(SamplingWarning, match=r"worst: capability_tau"):
+        diag = check_diagnostics(two)
+    assert diag["worst_r_hat"] == "capability_tau" and diag["max_r_hat"] > 1.5
+    assert idata.posterior.sizes["chain"] == 1
+
+
+def test_cli_runs_one_chain(tmp_path, capsys):
+    from platinum_jax.cli import main
+
+    csv = _small_csv(tmp_path)
+    out = tmp_path / "one"
+    argv = ["stitch-bayes", str(csv), "--anchor-benchmark", "b0", "--chains", "1"]
+    argv += ["--samples", "200", "--warmup", "100", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "one chain: R-hat compares chains" in printed
+    assert "R-hat n/a (1 chain)" in printed
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["r_hat"].isna().all() and (summary["ess_bulk"].dropna() > 0).all()
+
+
+# --------------------------------------------------------------------------- weights config
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("r: 1\nw: {b1: 1}\nM: identity\ntreshold: 0.5\n", "'treshold' (did you mean 'threshold'?)"),
+        ("r: 1\nw: {b1: null}\nM: identity\n", "w['b1'] must be a finite number"),
+        ("r: 1\nw: {b1: [1, 2]}\nM: identity\n", "w['b1'] must be a finite number"),
+        ("r: 1\nw: {b1: 1, b2: 2}\nM: {a: 1}\n", "M must be 'identity', a list"),
+        ("r: 1\nw: {b1: 1}\nM: identity\nthreshold: [1]\n", "threshold must be a finite number"),
+        ("r: [1]\nw: {b1: 1}\nM: identity\n", "r must be a finite number"),
+        ("r: -1\nw: {b1: 1}\nM: identity\n", "r must be >= 0"),
+        ("r: 1\nw: {b1: true}\nM: identity\n", "w['b1'] must be a finite number"),
+        ("r: 1\nw: {b1: 1, b2: 1}\nM: [1, 2, 3]\n", "needs 2 entries"),
+        ("r: 1\nw: {b1: 1, b2: 1}\nM: [[1, 0], [0]]\n", "must be 2 x 2"),
+        ("r: 1\nw: {b1: 1, b2: 1}\nM: [[1, 2], [0, 1]]\n", "M must be symmetric"),
+        ("r: 1\nw: {b1: 1, b2: 1}\nM: [[1, 2], [2, 1]]\n", "positive semi-definite"),
+        ("r: 1\nw: 2\nM: identity\n", "'w' must be a mapping"),
+        ("r: 1\nw: {b9: 1}\nM: identity\n", "unknown benchmark 'b9'"),
+        ("r: 1\nw: [1, 2]\nM: identity\n", "'w' has 2 entries but the table has 4"),
+    ],
+)
+def test_weights_config_is_checked_before_sampling(tmp_path, capsys, monkeypatch, text, named):
+    from platinum_jax.cli import main
+    from platinum_jax.stitching import _bayes_fit
+
+    def must_not_sample(*args, **kwargs):
+        raise AssertionError("the weights config must be rejected before the fit")
+
+    monkeypatch.setattr(_bayes_fit, "fit_stitching_bayes", must_not_sample)
+    csv = _small_csv(tmp_path)
+    cfg = tmp_path / "weights.yaml"
+    cfg.write_text(text)
+    argv = ["stitch-bayes", str(csv), "--anchor-benchmark", "b0", "--weights-config", str(cfg)]
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "weights config" in err
+
+
+def test_weights_config_reads_the_documented_forms(tmp_path):
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text("r: 2\nw: {b1: 1, b2: 0.5}\nM: [[2, 1], [1, 2]]\nthreshold: 0.25\n")
+    got = load_weights_config(cfg, known_benchmarks=["b0", "b1", "b2"])
+    np.testing.assert_array_equal(got["M"], [[2.0, 1.0], [1.0, 2.0]])
+    np.testing.assert_array_equal(got["w"], [1.0, 0.5])
+    assert got["benchmarks"] == ["b1", "b2"] and got["r"] == 2.0 and got["threshold"] == 0.25
+    cfg.write_text("r: 0\nw: [1, 2, 3]\nM: [1, 2, 3]\n")
+    got = load_weights_config(cfg, known_benchmarks=["b0", "b1", "b2"])
+    np.testing.assert_array_equal(got["M"], np.diag([1.0, 2.0, 3.0]))
+    assert got["benchmarks"] is None and got["threshold"] is None
+
+
+# --------------------------------------------------------------------------- NUTS settings
+@pytest.mark.parametrize("value", ["1.5", "1", "0", "-0.2", "nan", "high"])
+def test_cli_rejects_target_accept_out_of_range(tmp_path, capsys, value):
+    from platinum_jax.cli import main
+
+    csv = _small_csv(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["stitch-bayes", str(csv), "--target-accept", value, "--out", str(tmp_path / "o")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--target-accept" in err and "(0, 1)" in err or "between 0 and 1" in err
+
+
+@pytest.mark.parametrize("option", ["--chains", "--samples"])
+def test_cli_rejects_non_positive_counts(tmp_path, capsys, option):
+    from platinum_jax.cli import main
+
+    csv = _small_csv(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["stitch-bayes", str(csv), option, "0", "--out", str(tmp_path / "o")])
+    assert f"{option}: must be >= 1" in capsys.readouterr().err
+
+
+def test_fit_rejects_target_accept_out_of_range(tmp_path):
+    table = ScoreTable.from_csv(_small_csv(tmp_path))
+    for bad in (1.5, 1.0, 0.0, float("nan")):
+        with pytest.raises(ValueError, match="target_accept is a probability"):
+            fit_stitching_bayes(table, BenchmarkAnchor("b0"), target_accept=bad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing else goes wrong on the way to the check
+        with pytest.raises(ValueError, match="max_tree_depth"):
+            fit_stitching_bayes(table, BenchmarkAnchor("b0"), max_tree_depth=0)
+
+
+# --------------------------------------------------------------------------- real data
+REAL_SUBSET = (
+    "Winogrande",
+    "MMLU",
+    "GPQA diamond",
+    "MATH level 5",
+    "FrontierMath-2025-02-28-Private",
+    "OTIS Mock AIME 2024-2025",
+)
+
+
+def test_defaults_sample_a_real_subset_cleanly(epoch_dir):
+    # Epoch's raw data on six benchmarks, four of them with standard errors and among them
+    # scores of 0.000 with a reported standard error of 0.00 (the case that made NUTS diverge).
+    from platinum_jax.stitching._epoch import EpochDataWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EpochDataWarning)
+        full = ScoreTable.from_epoch(epoch_dir / "raw")
+    part = full.select_benchmarks(REAL_SUBSET)
+    counts = part.data.groupby("model")["benchmark"].nunique()
+    table = part.select_models(counts.index[counts >= 4])
+    assert (table.data["stderr"] == 0).sum() >= 3
+    with pytest.warns(UserWarning, match="standard error\\(s\\) below stderr_floor") as record:
+        fit = fit_stitching_bayes(table, seed=3)  # the defaults: 4 x 1,500 after 1,000
+    assert not [w for w in record if issubclass(w.category, SamplingWarning)]
+    d = fit.diagnostics
+    assert d["n_divergent"] == 0 and d["max_r_hat"] <= 1.01
+    assert d["min_ess_bulk"] >= 400 and d["min_ess_tail"] >= 400
+    # every hyper-parameter is among the checked quantities
+    checked = set(fit.summary.loc[fit.summary["sd"] > 0, "variable"])
+    assert {"capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau", "sigma"} <= checked

@@ -1,0 +1,77 @@
+"""Simulation-based calibration: the design generator, the rank test on draws whose calibration
+is known by construction, and a small calibration run of the stitching model itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from platinum_jax.stitching._bayes_sbc import rank_uniformity, run_sbc, sbc_design
+
+
+def _ranks_frame(truth, draws, group):
+    """Rows like run_sbc's for truths (n,) and posterior draws (L, n)."""
+    lo50, hi50, lo90, hi90 = np.quantile(draws, [0.25, 0.75, 0.05, 0.95], axis=0)
+    return pd.DataFrame(
+        {
+            "group": group,
+            "rank": (draws < truth).sum(0),
+            "n_draws": draws.shape[0],
+            "in_50": (lo50 <= truth) & (truth <= hi50),
+            "in_90": (lo90 <= truth) & (truth <= hi90),
+        }
+    )
+
+
+def test_rank_test_tells_calibrated_from_overconfident():
+    rng = np.random.default_rng(3)
+    n, L = 2000, 99
+    # Conjugate normal: theta ~ N(0, 1), y ~ N(theta, 1) => theta | y ~ N(y / 2, 1 / 2).
+    theta = rng.normal(size=n)
+    y = theta + rng.normal(size=n)
+    exact = y / 2 + np.sqrt(0.5) * rng.normal(size=(L, n))
+    narrow = y / 2 + 0.3 * rng.normal(size=(L, n))  # posterior sd 0.3 instead of 0.71
+    frame = pd.concat([_ranks_frame(theta, exact, "exact"), _ranks_frame(theta, narrow, "narrow")])
+    out = rank_uniformity(frame)
+    assert out.loc["exact", "chi2_p"] > 1e-3 and out.loc["exact", "ks_p"] > 1e-3
+    # 2,000 Bernoulli(0.9) trials: sd 0.0067, so 4 sd either side
+    assert abs(out.loc["exact", "coverage_90"] - 0.9) < 0.027
+    assert abs(out.loc["exact", "coverage_50"] - 0.5) < 0.045
+    assert out.loc["narrow", "chi2_p"] < 1e-10
+    # truth inside +-1.645 * 0.3 of y/2 when theta - y/2 ~ N(0, 1/2): P = 2 Phi(0.698) - 1
+    from scipy.stats import norm
+
+    expected = 2 * norm.cdf(1.645 * 0.3 / np.sqrt(0.5)) - 1
+    assert abs(out.loc["narrow", "coverage_90"] - expected) < 0.04
+
+
+def test_design_is_shaped_like_the_epoch_table():
+    d = sbc_design(seed=2)
+    n = len(d.model_index)
+    assert abs(n - 1300) <= 40  # the top-up of thin benchmarks adds a few
+    per_model = np.bincount(d.model_index, minlength=d.n_models)
+    per_bench = np.bincount(d.benchmark_index, minlength=d.n_benchmarks)
+    assert per_model.min() >= 4 and per_bench.min() >= 3
+    assert per_bench[0] == per_bench.max()  # the anchor is the most popular benchmark
+    pairs = set(zip(d.model_index.tolist(), d.benchmark_index.tolist(), strict=True))
+    assert len(pairs) == n  # no pair twice
+    has = np.bincount(d.benchmark_index[d.stderr > 0], minlength=d.n_benchmarks) > 0
+    assert not has[0] and 0.1 < has.mean() < 0.5
+    assert ((d.stderr == 0) | ((d.stderr >= 0.01) & (d.stderr <= 0.05))).all()
+    with pytest.raises(ValueError, match="n_scores"):
+        sbc_design(10, 5, 20)
+
+
+def test_small_sbc_run_of_the_stitching_model_is_calibrated():
+    design = sbc_design(16, 4, 64, seed=0)  # every pair scored
+    result = run_sbc(design, 10, warmup=200, samples=200, thin=2, seed=1)
+    assert set(result["group"]) == {
+        "capability", "difficulty", "slope", "noise scale", "hyper-parameter"
+    }
+    assert result["rank"].between(0, 100).all() and (result["n_draws"] == 100).all()
+    caps = result[result["group"] == "capability"]
+    assert len(caps) == 10 * 16
+    # 160 capability truths: a calibrated 90% interval covers 144 +- 3.8 of them
+    assert 0.78 <= caps["in_90"].mean() <= 0.99
+    assert 0.78 <= result["in_90"].mean() <= 0.99
