@@ -17,6 +17,7 @@ from platinum_jax._extras import MissingExtraError
 _COMMAND_MODULES = (
     "platinum_jax._cli_demo",
     "platinum_jax._cli_fit",
+    "platinum_jax._cli_efficient",
     "platinum_jax._cli_certify",
     "platinum_jax.analysis._cli",
     "platinum_jax.sweeps._cli",
