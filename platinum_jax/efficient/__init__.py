@@ -13,15 +13,16 @@ intervals.
   response patterns), stratified random or random;
 * :func:`estimate_scores`: ability (exact grid posterior) and full-benchmark score (observed
   responses plus the predicted rest, with the finite-item term) with intervals;
+* :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
+  stated rate on training subjects held out from the item fit;
 * :func:`adaptive_test`: computerized adaptive testing, vmapped over test-takers;
-* :func:`item_measurability`: per item, how much signal it carries (information,
-  discrimination, saturation), beside its platinum status when given.
 
 Item parameters are taken as known (fixed at the fit); with few fitted subjects their error
 adds to every estimate and is not in the intervals.
 """
 
 from ._bank import ItemBank, item_bank, pearson_dispersion
+from ._calibrate import cross_fitted_banks, interval_scale
 from ._cat import CRITERIA, AdaptiveResult, adaptive_test
 from ._estimate import dense_responses, estimate_scores, grid_posterior
 from ._select import SELECTION_METHODS, item_patterns, kmeans, select_items
@@ -32,10 +33,12 @@ __all__ = [
     "AdaptiveResult",
     "ItemBank",
     "adaptive_test",
+    "cross_fitted_banks",
     "dense_responses",
     "estimate_scores",
     "grid_posterior",
     "item_bank",
+    "interval_scale",
     "item_patterns",
     "kmeans",
     "pearson_dispersion",

@@ -75,6 +75,7 @@ def estimate_scores(
     interval: float = 0.9,
     draws: int = 4000,
     seed: int = 0,
+    scale: float = 1.0,
 ) -> pd.DataFrame:
     """Ability and full-benchmark score of each subject of ``responses``, with intervals.
 
@@ -87,6 +88,8 @@ def estimate_scores(
         draws: Monte Carlo draws of the score per subject (ability from the grid posterior,
             then the unseen responses).
         seed: seed of those draws.
+        scale: factor on the spread of the score around its mean (1: as the model says; a
+            calibrated value from :func:`~platinum_jax.efficient.interval_scale`).
 
     Returns:
         One row per subject: ``ability`` (posterior mean), ``ability_sd``, ``ability_lo``,
@@ -97,6 +100,8 @@ def estimate_scores(
     """
     if not 0 < interval < 1:
         raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive number (got {scale})")
     if draws < 10:
         raise ValueError(f"draws must be at least 10 (got {draws})")
     tmask = np.ones(bank.n_items, bool)
@@ -135,6 +140,8 @@ def estimate_scores(
     s_mean = (obs_sum + np.sum(post_np * m_np, 1)) / n_t
     second = np.sum(post_np * (v_np + m_np ** 2), 1)
     s_sd = np.sqrt(np.maximum(second - np.sum(post_np * m_np, 1) ** 2, 0.0)) / n_t
+    score = s_mean[:, None] + scale * (score - s_mean[:, None])
+    s_sd = scale * s_sd
     n_obs = (seen & tmask[None]).sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         obs_mean = np.where(n_obs > 0, obs_sum / np.maximum(n_obs, 1), np.nan)
