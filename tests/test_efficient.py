@@ -227,3 +227,32 @@ def test_subset_and_score_commands(tmp_path):
     assert np.exp(fit.theta.items[:, 1]) == pytest.approx(saved.discrimination.to_numpy())
     lib = estimate_scores(item_bank(fit), ResponseTable.read(path))
     assert scores.ability.to_numpy() == pytest.approx(lib.ability.to_numpy(), abs=1e-9)
+
+
+def test_scale_widens_the_score_interval_about_the_same_mean(world):
+    _, _, _, bank, frame = world
+    sub = ResponseTable.from_frame(frame[frame.item.isin([f"i{i:02d}" for i in range(12)])
+                                         & frame.subject.isin(["s010", "s011", "s012"])])
+    one = estimate_scores(bank, sub, seed=1)
+    two = estimate_scores(bank, sub, seed=1, scale=2.0)
+    assert two.score.to_numpy() == pytest.approx(one.score.to_numpy(), abs=1e-12)
+    assert two.score_sd.to_numpy() == pytest.approx(2 * one.score_sd.to_numpy(), rel=1e-12)
+    assert (two.score_hi - two.score).to_numpy() == pytest.approx(
+        2 * (one.score_hi - one.score).to_numpy(), rel=1e-9)
+    assert two.ability_lo.to_numpy() == pytest.approx(one.ability_lo.to_numpy(), abs=1e-12)
+    with pytest.raises(ValueError, match="scale must be a positive number"):
+        estimate_scores(bank, sub, scale=0.0)
+
+
+def test_interval_scale_is_near_one_when_the_model_is_right():
+    from platinum_jax.efficient import cross_fitted_banks, interval_scale
+
+    table, _ = simulate(TwoPL(), 120, 20, seed=21)
+    banks = cross_fitted_banks(TwoPL(), table, folds=2, dispersion=1.0)
+    scale, z = interval_scale(banks, 8, method="random")
+    assert len(z) == 120
+    # The scale is the 90% quantile of |z| over the normal one (recomputed here) ...
+    assert scale == pytest.approx(np.quantile(np.abs(z), 0.9) / norm.ppf(0.95))
+    # ... and with the model right it stays near 1 (a little above: the items are
+    # re-estimated from 60 subjects, an error the model's own interval leaves out).
+    assert 0.8 <= scale <= 1.5
