@@ -256,3 +256,27 @@ def test_interval_scale_is_near_one_when_the_model_is_right():
     # ... and with the model right it stays near 1 (a little above: the items are
     # re-estimated from 60 subjects, an error the model's own interval leaves out).
     assert 0.8 <= scale <= 1.5
+
+
+def test_item_measurability(world):
+    from platinum_jax.efficient import item_measurability
+
+    _, truth, _, bank, frame = world
+    grid = np.asarray(bank.grid)
+    b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
+    p = expit(a[None] * (grid[:, None] - b[None]))
+    ability = truth.subjects[:, 0]
+    w = norm.pdf(grid, ability.mean(), ability.std())
+    platinum = pd.Series([True, False], index=["i00", "i01"])
+    m = item_measurability(bank, platinum)
+    assert m.information.to_numpy() == pytest.approx(
+        (w / w.sum()) @ (a[None] ** 2 * p * (1 - p)), rel=1e-9)
+    assert m.discrimination.to_numpy() == pytest.approx(a)
+    by_item = frame.groupby("item").response
+    assert m.share_never.to_numpy() == pytest.approx(by_item.apply(lambda r: np.mean(r == 0)))
+    assert m.saturation.to_numpy() == pytest.approx(by_item.apply(
+        lambda r: max(np.mean(r == 0), np.mean(r == 1))))
+    assert m.saturation.min() >= 0.5  # 0/1 responses: the larger share is at least half
+    assert m.platinum["i00"] and not m.platinum["i01"] and m.platinum.isna().sum() == 58
+    with pytest.raises(ValueError, match="does not have"):
+        item_measurability(bank, pd.Series([True], index=["zz"]))

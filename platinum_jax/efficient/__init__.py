@@ -16,6 +16,8 @@ intervals.
 * :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
   stated rate on training subjects held out from the item fit;
 * :func:`adaptive_test`: computerized adaptive testing, vmapped over test-takers;
+* :func:`item_measurability`: per item, how much signal it carries (information, its
+  parameters, saturation), beside its platinum status when given.
 
 Item parameters are taken as known (fixed at the fit); with few fitted subjects their error
 adds to every estimate and is not in the intervals.
@@ -25,6 +27,7 @@ from ._bank import ItemBank, item_bank, pearson_dispersion
 from ._calibrate import cross_fitted_banks, interval_scale
 from ._cat import CRITERIA, AdaptiveResult, adaptive_test
 from ._estimate import dense_responses, estimate_scores, grid_posterior
+from ._measurability import item_measurability
 from ._select import SELECTION_METHODS, item_patterns, kmeans, select_items
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "grid_posterior",
     "item_bank",
     "interval_scale",
+    "item_measurability",
     "item_patterns",
     "kmeans",
     "pearson_dispersion",
