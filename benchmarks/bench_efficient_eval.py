@@ -16,8 +16,8 @@ stratified random, random; ``--repeats`` draws of the random ones) it reports:
   interval widened by ``scale`` from :func:`platinum_jax.efficient.interval_scale` (calibrated
   on the older models only, by refitting without each fold of them);
 * ``width_pts``: mean width of those intervals;
-* ``coverage90_model``: the coverage of the model's own interval (``scale = 1``). Adaptive
-  tests (``cat``) are reported with the model's own interval only.
+* ``coverage90_model``: the coverage of the model's own interval (``scale = 1``; for the
+  equal-tailed interval, its calibrated half-width divided by the scale about its midpoint).
 
 Estimators: ``irt`` (observed items plus the item model's prediction for the rest, with the
 interval of :func:`platinum_jax.efficient.estimate_scores`) and ``mean`` (each method's own
@@ -141,11 +141,14 @@ def main() -> int:
                                  mae_pts=100 * np.mean(np.abs(plain - truth)),
                                  spearman=spearman(plain, truth),
                                  coverage90=np.nan, width_pts=np.nan))
+        scale, _ = interval_scale(banks, k, method="cat")
         cat = adaptive_test(bank, ResponseTable.from_frame(test, name="held-out models"),
-                            budget=k).subjects.reindex(truth.index)
-        rows.append(dict(method="cat", k=k, estimator="irt", rep=0, scale=1.0,
-                         coverage90_model=float(((cat.score_lo <= truth)
-                                                 & (truth <= cat.score_hi)).mean()),
+                            budget=k, scale=scale).subjects.reindex(truth.index)
+        half = (cat.score_hi - cat.score_lo) / 2 / scale
+        mid = (cat.score_hi + cat.score_lo) / 2
+        rows.append(dict(method="cat", k=k, estimator="irt", rep=0, scale=scale,
+                         coverage90_model=float(((mid - half <= truth)
+                                                 & (truth <= mid + half)).mean()),
                          mae_pts=100 * np.mean(np.abs(cat.score - truth)),
                          spearman=spearman(cat.ability, truth_ability),
                          coverage90=float(((cat.score_lo <= truth) & (truth <= cat.score_hi)

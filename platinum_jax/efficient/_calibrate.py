@@ -22,6 +22,7 @@ from platinum_jax.data import ResponseTable
 from platinum_jax.inference import fit_map
 
 from ._bank import item_bank
+from ._cat import adaptive_test
 from ._estimate import estimate_scores
 from ._select import select_items
 
@@ -72,7 +73,8 @@ def interval_scale(
 
     Args:
         banks: :func:`cross_fitted_banks` of the training data.
-        k, method: the subset size and selection method to calibrate for.
+        k, method: the subset size and selection method to calibrate for (``"cat"``: an
+            adaptive test with budget ``k``).
         interval: the interval probability to calibrate.
         seed: seed of the random subsets (``seed + fold``).
 
@@ -83,10 +85,14 @@ def interval_scale(
         raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
     z = []
     for f, (bank, test) in enumerate(banks):
-        chosen = select_items(bank, k, method, seed=seed + f)
-        est = estimate_scores(bank, ResponseTable.from_frame(
-            test[test.item.isin(chosen.index)], name="a calibration fold"),
-            interval=interval, seed=seed + f)
+        if method == "cat":
+            est = adaptive_test(bank, ResponseTable.from_frame(test, name="a calibration fold"),
+                                budget=k, interval=interval, seed=seed + f).subjects
+        else:
+            chosen = select_items(bank, k, method, seed=seed + f)
+            est = estimate_scores(bank, ResponseTable.from_frame(
+                test[test.item.isin(chosen.index)], name="a calibration fold"),
+                interval=interval, seed=seed + f)
         truth = test.groupby("subject").response.mean().reindex(est.index)
         z.append(((truth - est.score) / est.score_sd).to_numpy())
     z = np.concatenate(z)

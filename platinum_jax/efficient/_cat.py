@@ -102,6 +102,7 @@ def adaptive_test(
     target=None,
     interval: float = 0.9,
     seed: int = 0,
+    scale: float = 1.0,
 ) -> AdaptiveResult:
     """Run an adaptive test for every subject of ``responses`` (their answers to every item
     they may be given: a test-taker is only given items it has a response for).
@@ -113,8 +114,8 @@ def adaptive_test(
         target_se: stop once the ability's posterior sd is at most this (0: use the budget).
         criterion: ``"information"`` or ``"variance"`` (module docstring); ``"variance"``
             treats each response as one 0/1 trial.
-        target, interval, seed: passed to :func:`~platinum_jax.efficient.estimate_scores`
-            for the final estimates.
+        target, interval, seed, scale: passed to
+            :func:`~platinum_jax.efficient.estimate_scores` for the final estimates.
     """
     if criterion not in CRITERIA:
         raise ValueError(f"unknown criterion {criterion!r}; choose one of {CRITERIA}")
@@ -144,7 +145,8 @@ def adaptive_test(
         "subject": np.asarray(names)[sub_idx], "item": bank.items[item_idx],
         "response": y[sub_idx, item_idx], "trials": tr[sub_idx, item_idx]}),
         name="the adaptive test's responses")
-    final = estimate_scores(bank, asked, target=target, interval=interval, seed=seed)
+    final = estimate_scores(bank, asked, target=target, interval=interval, seed=seed,
+                            scale=scale)
     final = final.reindex(names)
     final["n_items"] = given.sum(1)
     final["stopped"] = (given.sum(1) < budget) & (sd[np.arange(len(names)),

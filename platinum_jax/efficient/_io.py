@@ -59,7 +59,9 @@ def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = No
     summary = json.loads((d / "fit.json").read_text())
     desc = summary.get("model", {})
     options = {"link": desc["link"], "l2": desc["l2"]} if desc.get("name") == "rosetta" else {}
-    model = make_model(desc.get("name", "?"), likelihood=desc.get("likelihood"), **options)
+    model = make_model(desc.get("name", "?"), **options)
+    if model.likelihood.name != desc.get("likelihood"):  # keep a default's settings (noise)
+        model = make_model(desc["name"], likelihood=desc.get("likelihood"), **options)
     subjects = pd.read_csv(d / "subjects.csv", index_col=0)
     items = pd.read_csv(d / "items.csv", index_col=0)
     glob = pd.read_csv(d / "globals.csv", index_col=0)
