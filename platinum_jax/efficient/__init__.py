@@ -1,0 +1,50 @@
+"""Efficient evaluation: a new AI model's full-benchmark score from a few items, with honest
+intervals.
+
+    >>> import jax; jax.config.update("jax_enable_x64", True)       # doctest: +SKIP
+    >>> from platinum_jax.efficient import item_bank, select_items, estimate_scores
+    >>> bank = item_bank(fit)                       # a Fit of a 1PL-4PL model  # doctest: +SKIP
+    >>> subset = select_items(bank, 100, method="fisher")               # doctest: +SKIP
+    >>> estimate_scores(bank, new_responses_on_subset)                  # doctest: +SKIP
+
+* :func:`item_bank`: a fitted model's items on an ability grid (means, Fisher information,
+  the ability prior, an over-dispersion factor);
+* :func:`select_items`: fixed subsets by Fisher information, anchor points (k-means of
+  response patterns), stratified random or random;
+* :func:`estimate_scores`: ability (exact grid posterior) and full-benchmark score (observed
+  responses plus the predicted rest, with the finite-item term) with intervals;
+* :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
+  stated rate on training subjects held out from the item fit;
+* :func:`adaptive_test`: computerized adaptive testing, vmapped over test-takers;
+* :func:`item_measurability`: per item, how much signal it carries (information, its
+  parameters, saturation), beside its platinum status when given.
+
+Item parameters are taken as known (fixed at the fit); with few fitted subjects their error
+adds to every estimate and is not in the intervals.
+"""
+
+from ._bank import ItemBank, item_bank, pearson_dispersion
+from ._calibrate import cross_fitted_banks, interval_scale
+from ._cat import CRITERIA, AdaptiveResult, adaptive_test
+from ._estimate import dense_responses, estimate_scores, grid_posterior
+from ._measurability import item_measurability
+from ._select import SELECTION_METHODS, item_patterns, kmeans, select_items
+
+__all__ = [
+    "CRITERIA",
+    "SELECTION_METHODS",
+    "AdaptiveResult",
+    "ItemBank",
+    "adaptive_test",
+    "cross_fitted_banks",
+    "dense_responses",
+    "estimate_scores",
+    "grid_posterior",
+    "item_bank",
+    "interval_scale",
+    "item_measurability",
+    "item_patterns",
+    "kmeans",
+    "pearson_dispersion",
+    "select_items",
+]

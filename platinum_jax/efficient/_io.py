@@ -1,0 +1,95 @@
+"""Rebuild a :class:`~platinum_jax.inference.Fit` from the directory ``platinum-jax fit`` wrote.
+
+``fit.json["model"]`` names the model and likelihood (and the Rosetta link); ``items.csv`` and
+``globals.csv`` hold natural parameter values, mapped back to the raw scale by the inverse of
+each parameter's transform; ``subjects.csv`` the fitted abilities (the population of
+:func:`~platinum_jax.efficient.select_items`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from platinum_jax.data import ResponseTable
+from platinum_jax.inference import Fit, Problem, Theta
+from platinum_jax.models import make_model
+from platinum_jax.models._protocol import Identification
+
+__all__ = ["load_fit"]
+
+
+def _inverse(param, values: np.ndarray, what: str) -> np.ndarray:
+    f = param.transform
+    if f is None:
+        return values
+    if f is jnp.exp:
+        return np.log(values)
+    if f is jax.nn.sigmoid:
+        return np.log(values) - np.log1p(-values)
+    raise ValueError(f"cannot map {what} back to its fitted scale (unknown transform {f!r})")
+
+
+def _read_block(block, frame: pd.DataFrame, source: str) -> np.ndarray:
+    out = []
+    for (name, label), _ in zip(block.columns(), range(block.size), strict=True):
+        if label not in frame.columns:
+            raise ValueError(f"{source} lacks the column {label!r} of parameter {name!r}; was it "
+                             "written by `platinum-jax fit` with the same model?")
+        values = frame[label].to_numpy(np.float64)
+        out.append(_inverse(dict(block.decl)[name], values, f"{source}:{label}"))
+    return np.stack(out, axis=-1) if out else np.zeros((len(frame), 0))
+
+
+def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = None) -> Fit:
+    """The fit stored in ``directory`` (``fit.json``, ``subjects.csv``, ``items.csv``,
+    ``globals.csv``). With ``data`` (the responses it was fitted to, a path or a table) the
+    fit carries them (needed for Pearson's dispersion, anchor points and stratification);
+    without, it carries a placeholder table and says so in ``diagnostics``."""
+    d = Path(directory)
+    missing = [n for n in ("fit.json", "subjects.csv", "items.csv", "globals.csv")
+               if not (d / n).is_file()]
+    if missing:
+        raise ValueError(f"{d} lacks {missing}; give a directory written by `platinum-jax fit`")
+    summary = json.loads((d / "fit.json").read_text())
+    desc = summary.get("model", {})
+    options = {"link": desc["link"], "l2": desc["l2"]} if desc.get("name") == "rosetta" else {}
+    model = make_model(desc.get("name", "?"), **options)
+    if model.likelihood.name != desc.get("likelihood"):  # keep a default's settings (noise)
+        model = make_model(desc["name"], likelihood=desc.get("likelihood"), **options)
+    subjects = pd.read_csv(d / "subjects.csv", index_col=0)
+    items = pd.read_csv(d / "items.csv", index_col=0)
+    glob = pd.read_csv(d / "globals.csv", index_col=0)
+    subjects.index = subjects.index.astype(str)
+    items.index = items.index.astype(str)
+    placeholder = data is None
+    if placeholder:
+        # One row per item and per subject so the table lists them all; values are never used.
+        n_s, n_i = len(subjects), len(items)
+        m = max(n_s, n_i)
+        table = ResponseTable.from_frame(pd.DataFrame({
+            "subject": subjects.index[np.arange(m) % n_s],
+            "item": items.index[np.arange(m) % n_i], "response": 0.5}),
+            name=f"{d} (parameters only)")
+    else:
+        table = data if isinstance(data, ResponseTable) else ResponseTable.read(data)
+        for kind, have, want in (("subjects", table.subjects, subjects.index),
+                                 ("items", table.items, items.index)):
+            if not have.equals(pd.Index(sorted(want), name=have.name)):
+                raise ValueError(f"the data's {kind} differ from those of the fit in {d}; give "
+                                 "the responses the fit was made from")
+    problem = Problem(model, table, identification=Identification(
+        description="parameters read back from a fit directory"))
+    items = items.reindex(table.items)
+    subjects = subjects.reindex(table.subjects)
+    g_frame = pd.DataFrame([glob["value"].to_numpy()], columns=glob.index.astype(str))
+    theta = Theta(_read_block(problem.subject, subjects, f"{d}/subjects.csv"),
+                  _read_block(problem.item, items, f"{d}/items.csv"),
+                  _read_block(problem.glob, g_frame, f"{d}/globals.csv")[0])
+    return Fit(problem=problem, method=summary.get("method", "map"), theta=theta,
+               diagnostics={"placeholder_table": placeholder})
