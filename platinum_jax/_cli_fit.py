@@ -59,7 +59,8 @@ examples:
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "fit",
-        help="fit any measurement model (Rosetta, 1PL-4PL) by MAP, Laplace, bootstrap, SVI, NUTS",
+        help="fit any measurement model (Rosetta, 1PL-4PL, multidimensional) by MAP, Laplace, "
+        "bootstrap, SVI or NUTS",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

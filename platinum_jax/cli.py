@@ -24,11 +24,12 @@ _COMMANDS = (
      "fit any measurement model (Rosetta, 1PL-4PL, multidimensional) by MAP, Laplace, "
      "bootstrap, SVI or NUTS"),
     ("import", "platinum_jax._cli_import",
-     "read evaluation logs (lm-eval, Inspect, HELM, Every Eval Ever) into a response table"),
+     "read evaluation logs (lm-eval, Inspect, HELM, Every Eval Ever, tidy, Epoch) into a "
+     "response table"),
     ("subset", "platinum_jax._cli_efficient",
-     "choose a small item subset from a fitted item model"),
+     "choose K items for evaluating new models"),
     ("score", "platinum_jax._cli_efficient",
-     "estimate new models' abilities and full-benchmark scores from a few items"),
+     "abilities and full-benchmark scores of new subjects from a few items, with intervals"),
     ("certify", "platinum_jax._cli_certify",
      "score items with an LLM judge and certify platinum items"),
     ("analyze", "platinum_jax.analysis._cli",

@@ -221,17 +221,17 @@ def run_bayes(args: argparse.Namespace, table) -> int:
 
     command = "stitch-bayes" if getattr(args, "command", "") == "stitch-bayes" else "stitch"
     # Claimed before sampling: an unusable directory fails in a second, not after the fit.
+    anchor = anchor_from_args(args)  # both commands take the anchor options of `stitch`
     with output_directory(args.out, command, overwrite=getattr(args, "overwrite", False)) as out:
-        return _fit_and_write(args, table, out, weights_cfg)
+        return _fit_and_write(args, table, out, weights_cfg, anchor)
 
 
-def _fit_and_write(args, table, out, weights_cfg) -> int:
+def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
     import warnings
 
     from ._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
     from ._bayes_weights import posterior_optimal_weights
-
-    anchor = anchor_from_args(args)  # both commands take the anchor options of `stitch`
+  # both commands take the anchor options of `stitch`
     how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
     print(f"{table!r}: {how} with the {args.likelihood} likelihood, anchor {anchor.describe()}")
     with warnings.catch_warnings(record=True) as caught:
