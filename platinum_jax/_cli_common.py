@@ -8,7 +8,8 @@ __all__ = ["add_anchor_arguments", "anchor_from_args"]
 
 
 def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
-    """The Rosetta anchor options, read back by :func:`anchor_from_args`."""
+    """The Rosetta anchor options, read back by :func:`anchor_from_args` (``stitch``,
+    ``stitch-bayes``, ``fit --model rosetta``)."""
     a = p.add_argument_group("anchor (fixes the Rosetta scale)")
     a.add_argument("--anchor-benchmark", default="Winogrande",
                    help="benchmark whose difficulty and slope are fixed (default Winogrande)")

@@ -9,6 +9,7 @@ that carry no usable score (reported, never dropped in silence).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,33 @@ class LogFormatError(ValueError):
 def format_error(path: Path | str, where: str, problem: str) -> LogFormatError:
     where = f" ({where})" if where else ""
     return LogFormatError(f"{path}{where}: {problem}")
+
+
+def collect_files(
+    paths: Iterable[str | Path],
+    *,
+    below: Callable[[Path], Iterable[Path]],
+    accepts: Callable[[Path], bool],
+    none_below: str,
+    wrong_file: str,
+) -> list[Path]:
+    """The log files named by ``paths``: a directory gives ``below(directory)`` (sorted; none is
+    an error, ``none_below``), a file must pass ``accepts`` (else ``wrong_file``). Both messages
+    follow the path they name."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            hits = sorted(below(p))
+            if not hits:
+                raise FileNotFoundError(f"{p}: {none_below}")
+            found.extend(hits)
+        elif p.is_file():
+            if not accepts(p):
+                raise ValueError(f"{p}: {wrong_file}")
+            found.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such file or directory")
+    return found
 
 
 def load_json(path: Path) -> object:

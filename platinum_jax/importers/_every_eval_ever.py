@@ -26,6 +26,7 @@ import pandas as pd
 
 from platinum_jax.importers._common import (
     ImportedResponses,
+    collect_files,
     finish,
     format_error,
     load_json,
@@ -37,21 +38,14 @@ __all__ = ["read_every_eval_ever"]
 
 
 def _aggregate_files(paths: Iterable[str | Path]) -> list[Path]:
-    found: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            hits = sorted(f for f in p.rglob("*.json"))
-            if not hits:
-                raise FileNotFoundError(f"{p}: no Every Eval Ever aggregate logs (*.json) below it")
-            found.extend(hits)
-        elif p.is_file():
-            if p.suffix != ".json":
-                raise ValueError(f"{p}: point at an aggregate <uuid>.json log (its _samples.jsonl "
-                                 "sidecar is found beside it) or a directory of them")
-            found.append(p)
-        else:
-            raise FileNotFoundError(f"{p}: no such file or directory")
-    return found
+    return collect_files(
+        paths,
+        below=lambda d: d.rglob("*.json"),
+        accepts=lambda f: f.suffix == ".json",
+        none_below="no Every Eval Ever aggregate logs (*.json) below it",
+        wrong_file="point at an aggregate <uuid>.json log (its _samples.jsonl sidecar is found "
+        "beside it) or a directory of them",
+    )
 
 
 def _metric_name(result: dict) -> str | None:

@@ -16,7 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from platinum_jax._extras import require
-from platinum_jax.importers._common import ImportedResponses, LogFormatError, finish, score_value
+from platinum_jax.importers._common import (
+    ImportedResponses,
+    LogFormatError,
+    collect_files,
+    finish,
+    score_value,
+)
 
 __all__ = ["read_inspect"]
 
@@ -24,20 +30,13 @@ _LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 
 
 def _log_files(paths: Iterable[str | Path]) -> list[Path]:
-    found: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            hits = sorted(f for f in p.rglob("*") if f.suffix in (".eval", ".json"))
-            if not hits:
-                raise FileNotFoundError(f"{p}: no Inspect logs (*.eval, *.json) below it")
-            found.extend(hits)
-        elif p.is_file():
-            if p.suffix not in (".eval", ".json"):
-                raise ValueError(f"{p}: an Inspect log ends in .eval or .json")
-            found.append(p)
-        else:
-            raise FileNotFoundError(f"{p}: no such file or directory")
-    return found
+    return collect_files(
+        paths,
+        below=lambda d: (f for f in d.rglob("*") if f.suffix in (".eval", ".json")),
+        accepts=lambda f: f.suffix in (".eval", ".json"),
+        none_below="no Inspect logs (*.eval, *.json) below it",
+        wrong_file="an Inspect log ends in .eval or .json",
+    )
 
 
 def _value(value) -> tuple[float | None, str]:

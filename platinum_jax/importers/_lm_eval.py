@@ -15,6 +15,7 @@ from pathlib import Path
 
 from platinum_jax.importers._common import (
     ImportedResponses,
+    collect_files,
     finish,
     format_error,
     load_json,
@@ -26,26 +27,15 @@ __all__ = ["read_lm_eval"]
 
 
 def _results_files(paths: Iterable[str | Path]) -> list[Path]:
-    found: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            hits = sorted(p.rglob("results_*.json"))
-            if not hits:
-                raise FileNotFoundError(
-                    f"{p}: no results_*.json below this directory; point at the --output_path "
-                    "of an lm-evaluation-harness run (written with --log_samples)"
-                )
-            found.extend(hits)
-        elif p.is_file():
-            if not (p.name.startswith("results_") and p.suffix == ".json"):
-                raise ValueError(
-                    f"{p}: expected an lm-evaluation-harness results_<date>.json file or a "
-                    "directory holding them"
-                )
-            found.append(p)
-        else:
-            raise FileNotFoundError(f"{p}: no such file or directory")
-    return found
+    return collect_files(
+        paths,
+        below=lambda d: d.rglob("results_*.json"),
+        accepts=lambda f: f.name.startswith("results_") and f.suffix == ".json",
+        none_below="no results_*.json below this directory; point at the --output_path of an "
+        "lm-evaluation-harness run (written with --log_samples)",
+        wrong_file="expected an lm-evaluation-harness results_<date>.json file or a directory "
+        "holding them",
+    )
 
 
 def _metric_keys(entry: dict, task: str, path: Path) -> list[tuple[str, str]]:

@@ -80,6 +80,15 @@ def numpyro_model(problem: Problem):
     return model
 
 
+def _map_start(problem: Problem) -> dict:
+    """The MAP fit's free entries per sample site: where NUTS and SVI start."""
+    from ._point import fit_map
+
+    start = fit_map(problem, problem.table)
+    return {site: jnp.asarray(np.asarray(start.theta[bid]).ravel()[pos], problem.dtype)
+            for site, bid, _, pos in _sites(problem)}
+
+
 def posterior_theta(problem: Problem, samples: dict) -> Theta:
     """Flat posterior samples ``{site: (D, k)}`` -> raw blocks with a leading draw axis."""
     return jax.vmap(lambda values: _assemble(problem, values))(
@@ -167,12 +176,10 @@ def nuts(
         raise ValueError(f"target_accept must lie in (0, 1) (got {target_accept})")
     if chains < 1 or warmup < 1 or samples < 1:
         raise ValueError("chains, warmup and samples must be >= 1")
-    from ._point import _problem, fit_map
+    from ._point import _problem
 
     problem = _problem(model, table)
-    start = fit_map(problem, table)
-    init = {site: jnp.asarray(np.asarray(start.theta[bid]).ravel()[pos], problem.dtype)
-            for site, bid, _, pos in _sites(problem)}
+    init = _map_start(problem)
     data = problem.data()
     if dense_mass is None:
         dense_mass = problem.n_free <= 600
@@ -225,15 +232,13 @@ def svi(
     from numpyro.infer import SVI, Trace_ELBO, init_to_value
     from numpyro.infer.autoguide import AutoLowRankMultivariateNormal, AutoNormal
 
-    from ._point import _problem, fit_map
+    from ._point import _problem
 
     guides = {"normal": AutoNormal, "lowrank": AutoLowRankMultivariateNormal}
     if guide not in guides:
         raise ValueError(f"guide must be one of {sorted(guides)} (got {guide!r})")
     problem = _problem(model, table)
-    start = fit_map(problem, table)
-    init = {site: jnp.asarray(np.asarray(start.theta[bid]).ravel()[pos], problem.dtype)
-            for site, bid, _, pos in _sites(problem)}
+    init = _map_start(problem)
     data = problem.data()
     npm = numpyro_model(problem)
     g = guides[guide](npm, init_loc_fn=init_to_value(values=init))

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from platinum_jax._cli_common import add_anchor_arguments, anchor_from_args
+
 DESCRIPTION = """\
 Put models and benchmarks on one scale: score(m, b) = sigmoid(alpha_b (C_m - D_b)), with a
 capability C_m per model and a difficulty D_b and slope alpha_b per benchmark, fitted by the
@@ -65,20 +67,6 @@ examples:
 Turn on float64 in your own scripts with jax.config.update("jax_enable_x64", True); this
 command does it for you.
 """
-
-
-def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
-    """The anchor options, read back by :func:`anchor_from_args` (``stitch``, ``stitch-bayes``)."""
-    a = p.add_argument_group("anchor (fixes the scale)")
-    a.add_argument("--anchor-benchmark", default="Winogrande",
-                   help="benchmark whose difficulty and slope are fixed (default Winogrande)")
-    a.add_argument("--anchor-difficulty", type=float, default=0.0,
-                   help="its difficulty D (default 0)")
-    a.add_argument("--anchor-slope", type=float, default=1.0, help="its slope alpha (default 1)")
-    a.add_argument("--anchor-models", nargs=2, metavar=("A", "B"),
-                   help="anchor two models instead of a benchmark")
-    a.add_argument("--anchor-capabilities", nargs=2, type=float, metavar=("CA", "CB"),
-                   help="capabilities of the two --anchor-models")
 
 
 def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
@@ -226,20 +214,6 @@ def _load_table(args: argparse.Namespace):
             "or an Epoch raw/ directory"
         )
     return ScoreTable.from_csv(path, duplicates=args.duplicates or "error", clip=args.clip)
-
-
-def anchor_from_args(args: argparse.Namespace):
-    """A :class:`ModelAnchor` when ``--anchor-models`` is given, else a :class:`BenchmarkAnchor`."""
-    from ._model import BenchmarkAnchor, ModelAnchor
-
-    if args.anchor_models or args.anchor_capabilities:
-        if not (args.anchor_models and args.anchor_capabilities):
-            raise ValueError(
-                "--anchor-models and --anchor-capabilities go together: name two models and "
-                "give their two capabilities"
-            )
-        return ModelAnchor(tuple(args.anchor_models), tuple(args.anchor_capabilities))
-    return BenchmarkAnchor(args.anchor_benchmark, args.anchor_difficulty, args.anchor_slope)
 
 
 def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:

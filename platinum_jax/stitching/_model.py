@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from platinum_jax.models._anchors import Anchor, BenchmarkAnchor, ModelAnchor
+from platinum_jax.models.rosetta import LINKS
 
 from ._table import ScoreTable, UnknownNameError, close_matches_message
 
@@ -253,12 +253,6 @@ class ParameterLayout:
         )
 
 
-def _clipped_linear(z):
-    # Same value (1/2) and slope (1/4) as the sigmoid at z = 0, so both links share a start.
-    return jnp.clip(0.5 + 0.25 * z, 0.0, 1.0)
-
-
-LINKS = {"sigmoid": jax.nn.sigmoid, "clipped_linear": _clipped_linear}
 
 
 def link_function(link: str):

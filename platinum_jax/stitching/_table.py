@@ -7,15 +7,16 @@ keeps the labels, release dates and provenance for reporting.
 
 from __future__ import annotations
 
-import difflib
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
+
+from platinum_jax._names import UnknownNameError, close_matches_message
 
 __all__ = ["ScoreTable", "UnknownNameError", "close_matches_message", "normalise_names"]
 
@@ -33,22 +34,6 @@ _COLUMNS = (
     "source",
 )
 _DUPLICATE_RULES = ("error", "max", "mean", "first", "last")
-
-
-class UnknownNameError(KeyError, ValueError):
-    """A model or benchmark name that is not in the table (both a ``KeyError`` and a ``ValueError``)."""
-
-    def __str__(self) -> str:  # KeyError would print the message with quotes around it
-        return str(self.args[0]) if self.args else ""
-
-
-def close_matches_message(kind: str, name: str, known: Sequence[str]) -> str:
-    """Message for an unknown ``name`` of ``kind`` listing the closest of ``known`` (difflib)."""
-    close = difflib.get_close_matches(str(name), list(known), n=5, cutoff=0.4)
-    if not close:  # fall back on case-insensitive substring hits, then on nothing
-        close = [k for k in known if str(name).lower() in k.lower()][:5]
-    hint = f"closest names: {', '.join(repr(c) for c in close)}" if close else "no close names"
-    return f"unknown {kind} {name!r} ({len(known)} {kind}s in the table); {hint}"
 
 
 def normalise_names(values, *, what: str, source: str) -> pd.Series:
