@@ -27,7 +27,7 @@ demo: $(VENV)/.installed
 	$(BIN)/platinum-jax demo --out demo_output --overwrite
 
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # The site in site/, warnings (broken cross-references included) as errors; notebooks are
 # rendered as committed, not executed (the test suite executes them).

@@ -33,3 +33,14 @@ def epoch_dir() -> Path:
 @pytest.fixture(scope="session")
 def scores_long_csv(epoch_dir: Path) -> Path:
     return epoch_dir / "scores_long.csv"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep each test file on one xdist worker (its module fixtures are built once) but give
+    every notebook its own group, so the notebooks spread over the workers."""
+    for item in items:
+        group = item.nodeid.split("::")[0]
+        if item.get_closest_marker("notebook") is not None:
+            group = item.nodeid
+        item.add_marker(pytest.mark.xdist_group(group))
