@@ -53,7 +53,8 @@ def test_paper_protocol_study_end_to_end():
     from platinum_jax.analysis._detection import _generate
 
     cfg = an.PaperWorldConfig(models_per_year=15, benchmarks_per_year=5, max_wait=0.75,
-                              fp_models=30, fp_benchmarks=8, fp_windows=(1.0, 2.0))
+                              fp_models=30, fp_benchmarks=8, fp_windows=(1.0, 2.0),
+                              fp_noise_levels=(0.5,), fp_replicates=3)
     study = an.simulate_detection(cfg, factors=(1.0, 3.0), noise_levels=(0.5,), n_replicates=3,
                                   seed=4, progress=False)
     assert study.protocol == "paper"

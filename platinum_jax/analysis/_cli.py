@@ -21,9 +21,10 @@ analyses on the capability scale, writing CSVs and PNGs to --out:
   acceleration  one-breakpoint piecewise-linear fit of the frontier (slope ratio >= --threshold
                 flags an acceleration); --simulate adds the synthetic-world detection study,
                 by default with the paper's protocol (a check at every model release after the
-                acceleration, running-maximum frontier, two segment fits with R^2 >= 0.6;
-                false positives on worlds without acceleration); --protocol monthly_hinge
-                runs the earlier monthly-hinge variant
+                acceleration to the end of the world, running-maximum frontier, two segment
+                fits with R^2 >= 0.6; false positives on 750 worlds without acceleration, noise
+                1x, 2x and 4x, stated with their binomial standard error); --protocol
+                monthly_hinge runs the earlier monthly-hinge variant
   horizons      log METR 50% time horizon against capability (needs --raw-dir); R^2 on the
                 full sample and on both parts of the paper's split (Epoch's code fits the
                 line to a random 60% of the matched models, seed 42, and the paper's 0.85
@@ -89,11 +90,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="acceleration: acceleration factors (1 = none)")
     p.add_argument("--protocol", choices=("paper", "monthly_hinge"), default="paper",
                    help="acceleration: detection-study protocol (default: the paper's)")
-    p.add_argument("--max-wait", type=float, default=1.0,
+    p.add_argument("--max-wait", type=float, default=None,
                    help="acceleration, paper protocol: years after the acceleration searched "
-                        "release by release (default 1; the paper searches 3)")
+                        "release by release (default: to the end of the simulated world, 3 "
+                        "years, as the paper; a shorter search is faster and changes only "
+                        "the worlds not detected within it)")
+    p.add_argument("--fp-replicates", type=int, default=None,
+                   help="acceleration, paper protocol: worlds without acceleration per noise "
+                        "level (1x, 2x, 4x) and observation window (default 50, the paper's "
+                        "sweep: 750 worlds)")
     p.add_argument("--quick", action="store_true",
-                   help="acceleration: 3 replicates, noise 1 and 4, factors 1 and 2")
+                   help="acceleration: 3 replicates, noise 1 and 4, factors 1 and 2 (false "
+                        "positives: 3 worlds per cell at noise 1 and 4)")
     p.add_argument("--anchors", nargs="+", default=["MMLU", "HellaSwag"],
                    help="robustness: alternative anchor benchmarks")
     p.add_argument("--leave-out", nargs="*", default=None,
@@ -228,7 +236,10 @@ def _run(args: argparse.Namespace, outputs) -> int:
                 reps, noise, factors = 3, [1.0, 4.0], [1.0, 2.0]
             config = None
             if args.protocol == "paper":
-                config = an.PaperWorldConfig(max_wait=args.max_wait)
+                fp = {} if args.fp_replicates is None else {"fp_replicates": args.fp_replicates}
+                if args.quick:
+                    fp = {"fp_replicates": 3, "fp_noise_levels": (1.0, 4.0)}
+                config = an.PaperWorldConfig(max_wait=args.max_wait, **fp)
             study = an.simulate_detection(
                 config, protocol=args.protocol, factors=factors, noise_levels=noise,
                 n_replicates=reps, threshold=args.threshold, seed=args.seed,
@@ -241,7 +252,15 @@ def _run(args: argparse.Namespace, outputs) -> int:
             out.write("detection_summary.csv", study.summary.to_csv, index=False)
             out.write("detection_vs_paper.csv", study.paper_comparison().to_csv)
             print(study.summary.to_string())
-            print(study.paper_comparison().to_string())
+            cmp = study.paper_comparison()
+            print(cmp.to_string())
+            lat, fpr = (cmp.loc["median_latency_months_2x_at_1x_noise"],
+                        cmp.loc["mean_false_positive_rate"])
+            print(f"detection of a 2x acceleration at 1x noise: median {lat['value']:.2f} months "
+                  f"over {int(lat['n_worlds'])} detected worlds (95% interval "
+                  f"{lat['low']:.2f}-{lat['high']:.2f}; paper 2-3 months); false positives "
+                  f"{100 * fpr['value']:.1f}% +- {100 * fpr['se']:.1f}% (binomial SE) over "
+                  f"{int(fpr['n_worlds'])} worlds without acceleration (paper: about 38%)")
             fig, axes = plt.subplots(1, 2, figsize=(11, 4))
             an.plot_detection_study(study, axes=axes)
             _save(fig, out, "detection.png")
