@@ -526,9 +526,15 @@ def _simulate_paper(
         raise ValueError(f"threshold must be a positive slope ratio, got {threshold!r}")
     dtype = jnp.result_type(float)
     keys = jax.random.split(jax.random.PRNGKey(seed), n_replicates)
-    # the false-positive worlds draw from their own stream, independent of the accelerated ones
-    fp_keys = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), 1),
-                               config.fp_replicates)
+    # Every false-positive world is a fresh draw (as in the paper's sweep), from a stream apart
+    # from the accelerated worlds': keys (noise level, window, replicate), so that the pooled
+    # rate's binomial standard error counts independent worlds.
+    fp_base = jax.random.fold_in(jax.random.PRNGKey(seed), 1)
+
+    def fp_keys(j):
+        cell = jax.random.fold_in(fp_base, j)
+        return jnp.stack([jax.random.split(jax.random.fold_in(cell, w), config.fp_replicates)
+                          for w in range(len(config.fp_windows))])
     noises = [float(n) for n in noise_levels]
     fp_noises = [float(n) for n in config.fp_noise_levels]
     accel = [float(f) for f in factors if f > 1.0]
@@ -536,8 +542,9 @@ def _simulate_paper(
     windows = jnp.asarray(config.fp_windows, dtype)
     cap_d = _capacity([observed_counts(keys, config, f, n, False) for n in noises for f in accel]
                       or [64])
-    cap_f = _capacity([observed_counts(fp_keys, config, 1.0, n, True, w)
-                       for n in fp_noises for w in config.fp_windows] if flat else [64])
+    cap_f = _capacity([observed_counts(fp_keys(j)[i], config, 1.0, n, True, w)
+                       for j, n in enumerate(fp_noises)
+                       for i, w in enumerate(config.fp_windows)] if flat else [64])
     chunk = min(int(chunk), n_replicates)
 
     @jax.jit
@@ -546,11 +553,11 @@ def _simulate_paper(
                                                      max_steps), keys, batch_size=chunk)
 
     fp_one = jax.vmap(false_positive_flags, in_axes=(0, None, None, None, None, None, None))
-    fp_all = jax.jit(jax.vmap(fp_one, in_axes=(None, None, 0, None, None, None, None)),
+    fp_all = jax.jit(jax.vmap(fp_one, in_axes=(0, None, 0, None, None, None, None)),
                      static_argnums=(1, 5, 6))
 
     rows, fp_rows = [], []
-    cells = ([("fp", n, 1.0) for n in fp_noises if flat]
+    cells = ([("fp", n, j) for j, n in enumerate(fp_noises) if flat]
              + [("acc", n, f) for n in noises for f in accel])
     t_a = config.acceleration_start
     for kind, noise, factor in tqdm(cells, desc="detection study (paper protocol)",
@@ -566,9 +573,9 @@ def _simulate_paper(
                 "detection_year": when, "breakpoint_year": bp, "ratio": ratio, "r2": r2,
                 "n_checkpoints": n_chk, "converged": conv,
             }))
-        else:
+        else:  # a false-positive cell; its third entry is the noise level's index
             flagged, bp, ratio, r2, conv = (
-                np.asarray(a) for a in fp_all(fp_keys, config, windows,
+                np.asarray(a) for a in fp_all(fp_keys(int(factor)), config, windows,
                                               jnp.asarray(noise, dtype),
                                               jnp.asarray(threshold, dtype), cap_f, max_steps))
             win, rep = np.meshgrid(np.asarray(config.fp_windows),
