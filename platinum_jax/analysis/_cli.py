@@ -197,9 +197,11 @@ def _run(args: argparse.Namespace, outputs) -> int:
         out.write("forecast.csv", fc.to_csv)
         print(trend.summary(args.level).to_string())
         last = fc.iloc[-1]
-        print(f"forecast {fc.index[-1].date()}: {last['capability']:.2f} "
+        day = fc.index[-1]
+        print(f"forecast for {day.day} {day:%B %Y} ({day.date()}): {last['capability']:.2f} "
               f"(CI {last['ci_low']:.2f}-{last['ci_high']:.2f}, PI {last['pi_low']:.2f}-"
-              f"{last['pi_high']:.2f}); paper: {an.PAPER_TREND_REFERENCE['forecast_capability']}")
+              f"{last['pi_high']:.2f}); paper: {an.PAPER_TREND_REFERENCE['forecast_capability']} "
+              "for October 2028 (no day given)")
         fig, ax = plt.subplots(figsize=(9, 5))
         an.plot_trend(trend, fc, ax=ax)
         _save(fig, out, "trend.png")
