@@ -228,6 +228,17 @@ def test_subset_and_score_commands(tmp_path):
     assert np.exp(fit.theta.items[:, 1]) == pytest.approx(saved.discrimination.to_numpy())
     lib = estimate_scores(item_bank(fit), ResponseTable.read(path))
     assert scores.ability.to_numpy() == pytest.approx(lib.ability.to_numpy(), abs=1e-9)
+    # with the subset file the model-assisted estimate of the library is written
+    assert main(["subset", str(fit_dir), "--k", "6", "--method", "random",
+                 "--out", str(tmp_path / "r")]) == 0
+    drawn = pd.read_csv(tmp_path / "r" / "subset.csv", index_col=0)
+    frame[frame.item.isin(drawn.index)].to_csv(path, index=False)
+    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--subset",
+                 str(tmp_path / "r" / "subset.csv"), "--out", str(tmp_path / "as")]) == 0
+    written = pd.read_csv(tmp_path / "as" / "scores.csv", index_col=0)
+    lib = assisted_scores(item_bank(fit), ResponseTable.read(path), drawn)
+    assert written.score.to_numpy() == pytest.approx(lib.score.to_numpy(), abs=1e-9)
+    assert written.score_se.to_numpy() == pytest.approx(lib.score_se.to_numpy(), abs=1e-9)
 
 
 def test_scale_widens_the_score_interval_about_the_same_mean(world):
