@@ -24,7 +24,8 @@ intervals.
   parameters, saturation), beside its platinum status when given.
 
 Item parameters are taken as known (fixed at the fit); with few fitted subjects their error
-adds to every estimate and is not in the intervals.
+adds to every estimate and is not in the intervals of :func:`estimate_scores`. The
+design-based interval of :func:`assisted_scores` does not rely on the item model being right.
 """
 
 from ._assisted import assisted_scores
