@@ -137,6 +137,10 @@ def test_paper_defaults_and_headline_monte_carlo_error():
     assert med["high"] == srt[20 - j]
     assert 1 - 2 * stats.binom.cdf(j - 1, 20, 0.5) >= 0.95
     assert 1 - 2 * stats.binom.cdf(j, 20, 0.5) < 0.95
+    # five worlds cannot bracket the median at 95% (2 / 2^5 > 5%): no interval is claimed
+    few = an.DetectionStudy(cfg, 2.0, runs.iloc[:5], pd.DataFrame(), protocol="paper",
+                            false_positive_runs=fp).paper_comparison()
+    assert np.isnan(few.loc["median_latency_months_2x_at_1x_noise", "low"])
     det = cmp.loc["detection_rate_2x_at_1x_noise"]
     assert det["value"] == pytest.approx(20 / 21)
     assert det["se"] == pytest.approx(np.sqrt(20 / 21 * (1 / 21) / 21))

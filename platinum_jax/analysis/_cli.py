@@ -258,9 +258,11 @@ def _run(args: argparse.Namespace, outputs) -> int:
             print(cmp.to_string())
             lat, fpr = (cmp.loc["median_latency_months_2x_at_1x_noise"],
                         cmp.loc["mean_false_positive_rate"])
+            span = (f"95% interval {lat['low']:.2f}-{lat['high']:.2f}" if pd.notna(lat["low"])
+                    else "too few worlds for a 95% interval")
             print(f"detection of a 2x acceleration at 1x noise: median {lat['value']:.2f} months "
-                  f"over {int(lat['n_worlds'])} detected worlds (95% interval "
-                  f"{lat['low']:.2f}-{lat['high']:.2f}; paper 2-3 months); false positives "
+                  f"over {int(lat['n_worlds'])} detected worlds ({span}; paper 2-3 months); "
+                  "false positives "
                   f"{100 * fpr['value']:.1f}% +- {100 * fpr['se']:.1f}% (binomial SE) over "
                   f"{int(fpr['n_worlds'])} worlds without acceleration (paper: about 38%)")
             fig, axes = plt.subplots(1, 2, figsize=(11, 4))

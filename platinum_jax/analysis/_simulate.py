@@ -308,7 +308,8 @@ class DetectionStudy:
 
 def _median_interval(x: np.ndarray, level: float) -> tuple[float, float]:
     """Distribution-free interval for the median of sorted ``x``: order statistics
-    ``x_(j) <= median <= x_(n+1-j)`` with ``P(Binomial(n, 1/2) < j) <= (1 - level) / 2``."""
+    ``x_(j) <= median <= x_(n+1-j)`` with ``P(Binomial(n, 1/2) < j) <= (1 - level) / 2``;
+    NaN when no ``j >= 1`` qualifies (fewer than 6 values at level 0.95)."""
     from scipy import stats
 
     n = x.size
@@ -318,7 +319,7 @@ def _median_interval(x: np.ndarray, level: float) -> tuple[float, float]:
     if j < 1 or stats.binom.cdf(j - 1, n, 0.5) > (1 - level) / 2:
         j = max(j - 1, 0)
     if j < 1:
-        return float(x[0]), float(x[-1])  # too few worlds for the level: the whole range
+        return np.nan, np.nan  # too few worlds: even the whole range falls short of the level
     return float(x[j - 1]), float(x[n - j])
 
 
