@@ -28,6 +28,12 @@ The ability posterior is computed exactly on a grid with the items held at the f
 adds the observed responses to the predicted rest (with the finite-item term). Real responses
 usually vary more than the likelihood says: with --data (the fit's responses) the variance is
 scaled by Pearson's dispersion, or give --dispersion (1 = the likelihood taken at its word).
+
+With --subset (the subset.csv of `platinum-jax subset`, drawn by --method random or
+stratified) the score is the model-assisted estimate instead: the item model's prediction over
+every item plus the design-weighted mean residual of the drawn items, with a design-based
+interval (finite-population corrected). It stays unbiased when the item model is wrong about a
+new subject; every subject must have answered every item of the subset.
 """
 
 
@@ -56,6 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="over-dispersion factor phi (default: Pearson's from --data)")
     s.add_argument("--interval", type=float, default=0.9, help="interval probability (0.9)")
     s.add_argument("--seed", type=int, default=0, help="random seed of the draws (default 0)")
+    s.add_argument("--subset", help="subset.csv of `platinum-jax subset` (random or stratified): "
+                                    "score with the model-assisted estimate")
     _common(s)
     s.set_defaults(func=run_score)
 
@@ -102,11 +110,21 @@ def run_score(args: argparse.Namespace) -> int:
                          "dispersion) or --dispersion (1 takes the likelihood at its word)")
     from platinum_jax._outputs import output_directory
     from platinum_jax.data import ResponseTable
-    from platinum_jax.efficient import estimate_scores
+    from platinum_jax.efficient import assisted_scores, estimate_scores
 
     bank = _bank(args, "pearson" if args.dispersion is None else args.dispersion)
     responses = ResponseTable.read(args.responses)
-    scores = estimate_scores(bank, responses, interval=args.interval, seed=args.seed)
+    if args.subset:
+        import pandas as pd
+
+        try:
+            subset = pd.read_csv(args.subset, index_col="item")
+        except (FileNotFoundError, ValueError) as err:
+            raise ValueError(f"--subset {args.subset}: cannot read a subset.csv with columns "
+                             f"item, weight[, group] ({err})") from err
+        scores = assisted_scores(bank, responses, subset, interval=args.interval)
+    else:
+        scores = estimate_scores(bank, responses, interval=args.interval, seed=args.seed)
     with output_directory(args.out, "score", overwrite=args.overwrite) as out:
         path = out.write_text("scores.csv", scores.to_csv())
     print(f"scored {len(scores)} subjects on {bank.n_items} items (dispersion "

@@ -228,6 +228,43 @@ def test_time_horizons_match_linregress_and_intervals():
         an.fit_time_horizons(caps, hz.assign(horizon_minutes=-1.0))
 
 
+def test_paper_split_is_scikit_learns_shuffle_and_its_r2_matches_numpy():
+    # Epoch's notebook held out these 10 of its 23 matched METR rows with
+    # train_test_split(test_size=0.4, random_state=42) (its printed test set)
+    train, test = an.paper_split(23)
+    assert sorted(test.tolist()) == [0, 1, 2, 5, 8, 9, 12, 13, 15, 17]
+    assert len(train) == 13 and set(train) | set(test) == set(range(23))
+    # ShuffleSplit's rule for other sizes: ceil(0.4 n) held out, disjoint and exhaustive
+    for n in (5, 10, 31):
+        tr, te = an.paper_split(n)
+        assert len(te) == int(np.ceil(0.4 * n)) and len(set(tr) | set(te)) == n
+    with pytest.raises(ValueError, match="n >= 2"):
+        an.paper_split(1)
+    with pytest.raises(ValueError, match="test_size"):
+        an.paper_split(10, test_size=1.5)
+
+    rng = np.random.default_rng(11)
+    c = rng.uniform(0.5, 3.0, 23)
+    logh = -2.0 + 2.5 * c + rng.normal(0, 0.5, 23)
+    caps = _caps(np.linspace(2023, 2025, 23), c)
+    # the split follows the row order of the horizon table, not of the capabilities
+    order = rng.permutation(23)
+    hz = pd.DataFrame({"model": caps.index[order], "horizon_minutes": np.exp(logh[order])})
+    fit = an.fit_time_horizons(caps, hz)
+    x, y = c[order], logh[order]
+    ref = stats.linregress(x[train], y[train])
+    pred = ref.intercept + ref.slope * x
+    r2_test = 1 - np.sum((y[test] - pred[test]) ** 2) / np.sum((y[test] - y[test].mean()) ** 2)
+    assert fit.split_r2_train == pytest.approx(ref.rvalue**2, rel=1e-9)
+    assert fit.split_r2_test == pytest.approx(r2_test, rel=1e-9)
+    assert fit.split_slope == pytest.approx(ref.slope, rel=1e-9)
+    assert fit.r2 == pytest.approx(stats.linregress(c, logh).rvalue ** 2, rel=1e-9)
+    assert (fit.data["paper_split"] == "test").sum() == 10
+    summary = fit.summary()
+    assert summary.loc["r2_paper_split_train", "paper_reference"] == 0.85
+    assert np.isnan(summary.loc["r2", "paper_reference"])  # the full sample is not the paper's
+
+
 def test_compare_capabilities_against_scipy():
     rng = np.random.default_rng(8)
     base = pd.Series(rng.normal(size=30), index=[f"m{i}" for i in range(30)])

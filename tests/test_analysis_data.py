@@ -82,6 +82,15 @@ def test_time_horizons_on_metr(fit, epoch_dir):
     hz = an.fit_time_horizons(fit, read_metr_horizons(epoch_dir / "raw"))
     assert hz.r2 >= 0.7
     assert hz.slope > 0
+    # the paper's split holds out the ten models Epoch's notebook printed as its test set, and
+    # its R^2 on the training part is the paper's 0.85
+    held = set(hz.data.index[hz.data["paper_split"] == "test"])
+    assert held == {
+        "claude-opus-4-20250514_16K", "claude-3-7-sonnet-20250219_16K", "gpt-5-2025-08-07_medium",
+        "claude-3-5-sonnet-20241022", "o1-2024-12-17_medium", "DeepSeek-R1-0528",
+        "claude-3-5-sonnet-20240620", "DeepSeek-V3", "gpt-4-0314", "gpt-4-turbo-2024-04-09",
+    }
+    assert hz.split_r2_train == pytest.approx(0.85, abs=0.01)
     assert len(hz.data) + len(hz.unmatched) == 30
     pred = hz.predict([fit.capability_of("gpt-5-2025-08-07_high")])
     assert 30 < pred["horizon_minutes"].iloc[0] < 600  # METR measured ~137 min for GPT-5 medium

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
 from platinum_jax import analysis as an
@@ -53,7 +54,8 @@ def test_paper_protocol_study_end_to_end():
     from platinum_jax.analysis._detection import _generate
 
     cfg = an.PaperWorldConfig(models_per_year=15, benchmarks_per_year=5, max_wait=0.75,
-                              fp_models=30, fp_benchmarks=8, fp_windows=(1.0, 2.0))
+                              fp_models=30, fp_benchmarks=8, fp_windows=(1.0, 2.0),
+                              fp_noise_levels=(0.5,), fp_replicates=3)
     study = an.simulate_detection(cfg, factors=(1.0, 3.0), noise_levels=(0.5,), n_replicates=3,
                                   seed=4, progress=False)
     assert study.protocol == "paper"
@@ -95,3 +97,50 @@ def test_paper_protocol_validates_inputs():
         an.simulate_detection(observation_years=(2027.0,), progress=False)
     with pytest.raises(ValueError, match="protocol must be one of"):
         an.simulate_detection(protocol="hinge")
+
+
+def test_paper_defaults_and_headline_monte_carlo_error():
+    from scipy import stats
+
+    cfg = an.PaperWorldConfig()
+    # the paper searches every release to the end of the world (2024 + 6 years, from 2027)
+    assert cfg.max_wait is None and cfg.search_years == pytest.approx(3.0)
+    assert an.PaperWorldConfig(max_wait=0.5).search_years == 0.5
+    assert an.PaperWorldConfig(max_wait=9.0).search_years == pytest.approx(3.0)
+    assert cfg.fp_noise_levels == (1.0, 2.0, 4.0) and cfg.fp_replicates == 50
+    with pytest.raises(ValueError, match="max_wait"):
+        an.PaperWorldConfig(max_wait=0.0)
+    with pytest.raises(ValueError, match="fp_replicates"):
+        an.PaperWorldConfig(fp_replicates=0)
+
+    rng = np.random.default_rng(3)
+    lat = rng.gamma(2.0, 1.0, 20)
+    runs = pd.DataFrame({"noise": 1.0, "factor": 2.0, "replicate": np.arange(21),
+                         "detected": np.r_[np.ones(20, bool), False],
+                         "latency_months": np.r_[lat, np.nan]})
+    flags = rng.random(300) < 0.4
+    fp = pd.DataFrame({"noise": 1.0, "window_years": 1.0, "replicate": np.arange(300),
+                       "flagged": flags, "converged": True})
+    study = an.DetectionStudy(cfg, 2.0, runs, pd.DataFrame(), protocol="paper",
+                              false_positive_runs=fp)
+    cmp = study.paper_comparison(level=0.95)
+    row = cmp.loc["mean_false_positive_rate"]
+    p = flags.mean()
+    assert row["value"] == pytest.approx(p) and row["n_worlds"] == 300
+    assert row["se"] == pytest.approx(np.sqrt(p * (1 - p) / 300))
+    med = cmp.loc["median_latency_months_2x_at_1x_noise"]
+    assert med["value"] == pytest.approx(np.median(lat)) and med["n_worlds"] == 20
+    # the order statistics x_(j), x_(n+1-j) bracket the median with probability
+    # 1 - 2 P(Bin(n, 1/2) <= j - 1) >= 95%, and j is the largest index that does
+    srt = np.sort(lat)
+    j = int(np.flatnonzero(srt == med["low"])[0]) + 1
+    assert med["high"] == srt[20 - j]
+    assert 1 - 2 * stats.binom.cdf(j - 1, 20, 0.5) >= 0.95
+    assert 1 - 2 * stats.binom.cdf(j, 20, 0.5) < 0.95
+    # five worlds cannot bracket the median at 95% (2 / 2^5 > 5%): no interval is claimed
+    few = an.DetectionStudy(cfg, 2.0, runs.iloc[:5], pd.DataFrame(), protocol="paper",
+                            false_positive_runs=fp).paper_comparison()
+    assert np.isnan(few.loc["median_latency_months_2x_at_1x_noise", "low"])
+    det = cmp.loc["detection_rate_2x_at_1x_noise"]
+    assert det["value"] == pytest.approx(20 / 21)
+    assert det["se"] == pytest.approx(np.sqrt(20 / 21 * (1 / 21) / 21))

@@ -7,12 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import expit, log_expit
-from scipy.stats import norm
+from scipy.stats import norm, t
 
 from platinum_jax.cli import main
 from platinum_jax.data import ResponseTable
 from platinum_jax.efficient import (
     adaptive_test,
+    assisted_scores,
     estimate_scores,
     item_bank,
     select_items,
@@ -227,6 +228,17 @@ def test_subset_and_score_commands(tmp_path):
     assert np.exp(fit.theta.items[:, 1]) == pytest.approx(saved.discrimination.to_numpy())
     lib = estimate_scores(item_bank(fit), ResponseTable.read(path))
     assert scores.ability.to_numpy() == pytest.approx(lib.ability.to_numpy(), abs=1e-9)
+    # with the subset file the model-assisted estimate of the library is written
+    assert main(["subset", str(fit_dir), "--k", "6", "--method", "random",
+                 "--out", str(tmp_path / "r")]) == 0
+    drawn = pd.read_csv(tmp_path / "r" / "subset.csv", index_col=0)
+    frame[frame.item.isin(drawn.index)].to_csv(path, index=False)
+    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--subset",
+                 str(tmp_path / "r" / "subset.csv"), "--out", str(tmp_path / "as")]) == 0
+    written = pd.read_csv(tmp_path / "as" / "scores.csv", index_col=0)
+    lib = assisted_scores(item_bank(fit), ResponseTable.read(path), drawn)
+    assert written.score.to_numpy() == pytest.approx(lib.score.to_numpy(), abs=1e-9)
+    assert written.score_se.to_numpy() == pytest.approx(lib.score_se.to_numpy(), abs=1e-9)
 
 
 def test_scale_widens_the_score_interval_about_the_same_mean(world):
@@ -280,3 +292,92 @@ def test_item_measurability(world):
     assert m.platinum["i00"] and not m.platinum["i01"] and m.platinum.isna().sum() == 58
     with pytest.raises(ValueError, match="does not have"):
         item_measurability(bank, pd.Series([True], index=["zz"]))
+
+
+def test_assisted_score_matches_numpy(world):
+    """The difference estimate and its stratified, finite-population-corrected variance,
+    recomputed with NumPy from the grid posterior of the drawn items."""
+    _, truth, _, bank, frame = world
+    grid = np.asarray(bank.grid)
+    b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
+    p_all = expit(a[None] * (grid[:, None] - b[None]))  # (G, N)
+    people = ["s004", "s005", "s006"]
+    for method in ("random", "stratified"):
+        sel = select_items(bank, 16, method, seed=2, strata=4)
+        sub = frame[frame.item.isin(sel.index) & frame.subject.isin(people)]
+        est = assisted_scores(bank, ResponseTable.from_frame(sub), sel, interval=0.8)
+        pos = np.array([int(i[1:]) for i in sel.index])
+        groups = sel.group.to_numpy()
+        for name in people:
+            y = sub[sub.subject == name].set_index("item").response.reindex(sel.index).to_numpy()
+            post = _numpy_posterior(grid, a[pos], b[pos], y)
+            mu = post @ p_all
+            e = y - mu[pos]
+            if method == "random":  # one stratum: (1 - k/N) s^2 / k
+                var = (1 - 16 / N_ITEMS) * e.var(ddof=1) / 16
+                value = mu.mean() + e.mean()
+            else:  # strata of N_h items with n_h drawn: sum (N_h/N)^2 (1 - n_h/N_h) s_h^2 / n_h
+                value, var = mu.mean(), 0.0
+                for h in np.unique(groups):
+                    eh = e[groups == h]
+                    n_h, big = len(eh), sel.weight[groups == h].sum() * N_ITEMS
+                    value += sel.weight[groups == h].sum() * eh.mean()
+                    var += (big / N_ITEMS) ** 2 * (1 - n_h / big) * eh.var(ddof=1) / n_h
+            row = est.loc[name]
+            assert row.score == pytest.approx(value, abs=1e-9)
+            assert row.score_se == pytest.approx(np.sqrt(var), rel=1e-9)
+            assert row.score_hi - row.score == pytest.approx(t.ppf(0.9, 15) * np.sqrt(var),
+                                                             rel=1e-9)
+            assert row.ability == pytest.approx(post @ grid, abs=1e-9)
+    # the whole benchmark drawn: no sampling error is left
+    every = select_items(bank, N_ITEMS, "random")
+    full = assisted_scores(bank, ResponseTable.from_frame(frame[frame.subject.isin(people)]),
+                           every)
+    mean = frame[frame.subject.isin(people)].groupby("subject").response.mean()
+    assert full.score.to_numpy() == pytest.approx(mean.reindex(full.index).to_numpy(), abs=1e-12)
+    assert full.score_se.to_numpy() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_assisted_score_is_unbiased_where_the_item_model_is_not(world):
+    """New subjects whose item profile departs from the bank's (a per-subject bonus on the
+    even items): over random subsets the residual correction removes the item model's bias and
+    the 90% interval covers the known truth, their mean over all items, about 90% of the time."""
+    _, truth, _, bank, _ = world
+    rng = np.random.default_rng(5)
+    b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
+    n_new = 120
+    theta = rng.normal(size=n_new)
+    bonus = rng.normal(0.0, 1.5, n_new)
+    logit = a[None] * (theta[:, None] - b[None]) + bonus[:, None] * (np.arange(N_ITEMS) % 2 == 0)
+    y = (rng.random((n_new, N_ITEMS)) < expit(logit)).astype(float)
+    names = [f"new{j:03d}" for j in range(n_new)]
+    frame = pd.DataFrame({"subject": np.repeat(names, N_ITEMS),
+                          "item": np.tile([f"i{i:02d}" for i in range(N_ITEMS)], n_new),
+                          "response": y.ravel()})
+    accuracy = pd.Series(y.mean(1), index=names)
+    err_a, err_i, cover = [], [], []
+    for rep in range(20):
+        sel = select_items(bank, 20, "random", seed=rep)
+        sub = ResponseTable.from_frame(frame[frame.item.isin(sel.index)])
+        ast = assisted_scores(bank, sub, sel).reindex(names)
+        irt = estimate_scores(bank, sub, draws=10).reindex(names)
+        err_a.append(ast.score - accuracy)
+        err_i.append(irt.score - accuracy)
+        cover.append((ast.score_lo <= accuracy) & (accuracy <= ast.score_hi))
+    bias_a = np.mean(np.abs(np.mean(err_a, axis=0)))
+    bias_i = np.mean(np.abs(np.mean(err_i, axis=0)))
+    assert bias_a < 0.5 * bias_i
+    # 2,400 intervals (120 subjects x 20 subsets, correlated within a subject)
+    assert 0.85 <= np.mean(cover) <= 0.95
+
+
+def test_assisted_score_names_bad_input(world):
+    _, _, _, bank, frame = world
+    sel = select_items(bank, 10, "random", seed=1)
+    part = frame[frame.item.isin(sel.index[:-1]) & (frame.subject == "s001")]
+    with pytest.raises(ValueError, match="no response to subset item"):
+        assisted_scores(bank, ResponseTable.from_frame(part), sel)
+    with pytest.raises(ValueError, match="weight"):
+        assisted_scores(bank, ResponseTable.from_frame(part), sel.drop(columns="weight"))
+    with pytest.raises(ValueError, match="interval"):
+        assisted_scores(bank, ResponseTable.from_frame(part), sel, interval=1.0)

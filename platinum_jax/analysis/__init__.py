@@ -62,6 +62,7 @@ _EXPORTS = {
     "PAPER_HORIZON_REFERENCE": "_horizons",
     "HorizonFit": "_horizons",
     "fit_time_horizons": "_horizons",
+    "paper_split": "_horizons",
     "RobustnessResult": "_robustness",
     "anchor_robustness": "_robustness",
     "compare_capabilities": "_robustness",

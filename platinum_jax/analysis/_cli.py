@@ -21,10 +21,14 @@ analyses on the capability scale, writing CSVs and PNGs to --out:
   acceleration  one-breakpoint piecewise-linear fit of the frontier (slope ratio >= --threshold
                 flags an acceleration); --simulate adds the synthetic-world detection study,
                 by default with the paper's protocol (a check at every model release after the
-                acceleration, running-maximum frontier, two segment fits with R^2 >= 0.6;
-                false positives on worlds without acceleration); --protocol monthly_hinge
-                runs the earlier monthly-hinge variant
-  horizons      log METR 50% time horizon against capability (needs --raw-dir)
+                acceleration to the end of the world, running-maximum frontier, two segment
+                fits with R^2 >= 0.6; false positives on 750 worlds without acceleration, noise
+                1x, 2x and 4x, stated with their binomial standard error); --protocol
+                monthly_hinge runs the earlier monthly-hinge variant
+  horizons      log METR 50% time horizon against capability (needs --raw-dir); R^2 on the
+                full sample and on both parts of the paper's split (Epoch's code fits the
+                line to a random 60% of the matched models, seed 42, and the paper's 0.85
+                is the R^2 on that 60%)
   robustness    refits with other anchors (--anchors) and with each benchmark left out
 
 Side inputs are looked up next to DATA when not given: --compute defaults to
@@ -86,11 +90,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="acceleration: acceleration factors (1 = none)")
     p.add_argument("--protocol", choices=("paper", "monthly_hinge"), default="paper",
                    help="acceleration: detection-study protocol (default: the paper's)")
-    p.add_argument("--max-wait", type=float, default=1.0,
+    p.add_argument("--max-wait", type=float, default=None,
                    help="acceleration, paper protocol: years after the acceleration searched "
-                        "release by release (default 1; the paper searches 3)")
+                        "release by release (default: to the end of the simulated world, 3 "
+                        "years, as the paper; a shorter search is faster and changes only "
+                        "the worlds not detected within it)")
+    p.add_argument("--fp-replicates", type=int, default=None,
+                   help="acceleration, paper protocol: worlds without acceleration per noise "
+                        "level (1x, 2x, 4x) and observation window (default 50, the paper's "
+                        "sweep: 750 worlds)")
     p.add_argument("--quick", action="store_true",
-                   help="acceleration: 3 replicates, noise 1 and 4, factors 1 and 2")
+                   help="acceleration: 3 replicates, noise 1 and 4, factors 1 and 2 (false "
+                        "positives: 3 worlds per cell at noise 1 and 4)")
     p.add_argument("--anchors", nargs="+", default=["MMLU", "HellaSwag"],
                    help="robustness: alternative anchor benchmarks")
     p.add_argument("--leave-out", nargs="*", default=None,
@@ -186,9 +197,11 @@ def _run(args: argparse.Namespace, outputs) -> int:
         out.write("forecast.csv", fc.to_csv)
         print(trend.summary(args.level).to_string())
         last = fc.iloc[-1]
-        print(f"forecast {fc.index[-1].date()}: {last['capability']:.2f} "
+        day = fc.index[-1]
+        print(f"forecast for {day.day} {day:%B %Y} ({day.date()}): {last['capability']:.2f} "
               f"(CI {last['ci_low']:.2f}-{last['ci_high']:.2f}, PI {last['pi_low']:.2f}-"
-              f"{last['pi_high']:.2f}); paper: {an.PAPER_TREND_REFERENCE['forecast_capability']}")
+              f"{last['pi_high']:.2f}); paper: {an.PAPER_TREND_REFERENCE['forecast_capability']} "
+              "for October 2028 (no day given)")
         fig, ax = plt.subplots(figsize=(9, 5))
         an.plot_trend(trend, fc, ax=ax)
         _save(fig, out, "trend.png")
@@ -225,7 +238,10 @@ def _run(args: argparse.Namespace, outputs) -> int:
                 reps, noise, factors = 3, [1.0, 4.0], [1.0, 2.0]
             config = None
             if args.protocol == "paper":
-                config = an.PaperWorldConfig(max_wait=args.max_wait)
+                fp = {} if args.fp_replicates is None else {"fp_replicates": args.fp_replicates}
+                if args.quick:
+                    fp = {"fp_replicates": 3, "fp_noise_levels": (1.0, 4.0)}
+                config = an.PaperWorldConfig(max_wait=args.max_wait, **fp)
             study = an.simulate_detection(
                 config, protocol=args.protocol, factors=factors, noise_levels=noise,
                 n_replicates=reps, threshold=args.threshold, seed=args.seed,
@@ -238,7 +254,17 @@ def _run(args: argparse.Namespace, outputs) -> int:
             out.write("detection_summary.csv", study.summary.to_csv, index=False)
             out.write("detection_vs_paper.csv", study.paper_comparison().to_csv)
             print(study.summary.to_string())
-            print(study.paper_comparison().to_string())
+            cmp = study.paper_comparison()
+            print(cmp.to_string())
+            lat, fpr = (cmp.loc["median_latency_months_2x_at_1x_noise"],
+                        cmp.loc["mean_false_positive_rate"])
+            span = (f"95% interval {lat['low']:.2f}-{lat['high']:.2f}" if pd.notna(lat["low"])
+                    else "too few worlds for a 95% interval")
+            print(f"detection of a 2x acceleration at 1x noise: median {lat['value']:.2f} months "
+                  f"over {int(lat['n_worlds'])} detected worlds ({span}; paper 2-3 months); "
+                  "false positives "
+                  f"{100 * fpr['value']:.1f}% +- {100 * fpr['se']:.1f}% (binomial SE) over "
+                  f"{int(fpr['n_worlds'])} worlds without acceleration (paper: about 38%)")
             fig, axes = plt.subplots(1, 2, figsize=(11, 4))
             an.plot_detection_study(study, axes=axes)
             _save(fig, out, "detection.png")
@@ -251,6 +277,12 @@ def _run(args: argparse.Namespace, outputs) -> int:
         grid = hz.predict(pd.Series(range(0, 9)) * 0.5, level=args.level)
         out.write("horizon_mapping.csv", grid.to_csv)
         print(hz.summary(args.level).to_string())
+        n_train = int((hz.data["paper_split"] == "train").sum())
+        print(f"time-horizon R^2: {hz.r2:.3f} on the full sample ({len(hz.data)} models); "
+              f"{hz.split_r2_train:.3f} on the training part ({n_train} models) and "
+              f"{hz.split_r2_test:.3f} on the held-out part of the paper's split (a shuffle of "
+              f"the METR rows with test share 0.4 and seed 42, as in Epoch's code); paper: "
+              f"{an.PAPER_HORIZON_REFERENCE['r2']} on its training part")
         if len(hz.unmatched):
             print(f"{len(hz.unmatched)} METR model(s) have no capability in DATA: "
                   f"{', '.join(hz.unmatched['model'])}")

@@ -19,8 +19,8 @@ pair is evaluated with probability ``eval_fraction``, and only when its noiseles
 ``clip(sigmoid(alpha_b (C_m - D_b)) + N(0, (score_noise * noise)^2), 0, 1 - saturation)``.
 ``noise`` is the multiplier the study varies.
 
-Detection (:func:`first_detection`). At every release of a model after ``t_a`` (up to
-``max_wait`` years after it; the paper runs to the end of the world) only the scores of the
+Detection (:func:`first_detection`). At every release of a model after ``t_a`` (to the end of
+the world, as the paper does; ``max_wait`` years after ``t_a`` when set) only the scores of the
 models released so far are used: the stitching model is refitted (no anchor: the L2 penalty,
 summed over the models with scores and divided by their number plus 2B as in the paper's
 simulation, fixes the scale; warm-started from the previous release), the
@@ -35,7 +35,10 @@ threshold`` and ``R^2 >= min_r2``. Latency is that release date minus ``t_a``.
 False positives (:func:`false_positive_flags`). Worlds with no acceleration, ``fp_models``
 models and ``fp_benchmarks`` benchmarks over ``[t_a - fp_lead, t_a + window]`` for each
 observation ``window`` in ``fp_windows``; the model is fitted once to all scores and the same
-scan from ``t_a`` is run. The false-positive rate is the fraction of these worlds flagged.
+scan from ``t_a`` is run. The false-positive rate is the fraction of these worlds flagged. The
+paper's sweep (Epoch's simulation code) runs ``fp_replicates = 50`` worlds per noise level in
+``fp_noise_levels = (1, 2, 4)`` and window, 750 worlds, and averages the 15 cells (equal sizes,
+so the pooled fraction); its binomial standard error ``sqrt(p (1 - p) / 750)`` is about 0.018.
 
 Shapes are static (scores outside the current data get weight 0), so replicates run under
 ``vmap`` and the release-by-release search is one ``lax.while_loop`` that stops once every world
@@ -57,9 +60,11 @@ __all__ = ["PaperWorldConfig", "first_detection", "false_positive_flags", "scan_
 class PaperWorldConfig:
     """Constants of the paper's detection study (defaults: Epoch's simulation code).
 
-    Dates are decimal years; ``max_wait`` bounds the release-by-release search after the
-    acceleration (years; the paper searches to the end of the world, 3 years, which costs more
-    and changes only worlds not detected within a year).
+    Dates are decimal years. ``max_wait`` bounds the release-by-release search after the
+    acceleration (years); ``None`` (the default, the paper's protocol) searches every release to
+    the end of the world, ``start + years - acceleration_start`` = 3 years. ``fp_noise_levels``
+    and ``fp_replicates`` are the paper's false-positive sweep (noise 1x, 2x, 4x; 50 worlds per
+    noise level and observation window).
     """
 
     start: float = 2024.0
@@ -81,7 +86,9 @@ class PaperWorldConfig:
     min_r2: float = 0.6
     n_breakpoints: int = 50
     min_points_after: int = 3
-    max_wait: float = 1.0
+    max_wait: float | None = None
+    fp_noise_levels: tuple[float, ...] = (1.0, 2.0, 4.0)
+    fp_replicates: int = 50
     fp_models: int = 100
     fp_benchmarks: int = 20
     fp_lead: float = 3.0
@@ -102,10 +109,24 @@ class PaperWorldConfig:
             raise ValueError(f"saturation must be in [0, 0.5), got {self.saturation}")
         if not 0 < self.slope_low <= self.slope_high:
             raise ValueError("need 0 < slope_low <= slope_high")
-        if self.max_wait <= 0 or not self.fp_windows or min(self.fp_windows) <= 0:
-            raise ValueError("max_wait and every fp_windows entry must be positive years")
+        if (self.max_wait is not None and not self.max_wait > 0) or not self.fp_windows or min(
+                self.fp_windows) <= 0:
+            raise ValueError("max_wait (None: to the end of the world) and every fp_windows "
+                             "entry must be positive years")
+        noise = np.asarray(self.fp_noise_levels, dtype=np.float64)
+        if noise.size == 0 or not (np.isfinite(noise) & (noise >= 0)).all():
+            raise ValueError(f"fp_noise_levels must be non-empty, finite and >= 0, got "
+                             f"{self.fp_noise_levels}")
+        if self.fp_replicates < 1:
+            raise ValueError(f"fp_replicates must be >= 1, got {self.fp_replicates}")
         if self.n_breakpoints < 2 or self.min_points_after < 2:
             raise ValueError("n_breakpoints and min_points_after must be at least 2")
+
+    @property
+    def search_years(self) -> float:
+        """Years after the acceleration that the release-by-release search covers."""
+        end = self.start + self.years - self.acceleration_start
+        return end if self.max_wait is None else min(float(self.max_wait), end)
 
     @property
     def n_models(self) -> int:
@@ -228,7 +249,7 @@ def first_detection(key, cfg: PaperWorldConfig, factor, noise, threshold, capaci
     """Release-by-release detection in one accelerated world (pure; vmap over ``key``).
 
     Returns ``(detected, detection_year, breakpoint, ratio, r2, n_checkpoints, converged)``;
-    ``detection_year`` is NaN when nothing is found within ``max_wait`` years of ``t_a``.
+    ``detection_year`` is NaN when nothing is found within ``cfg.search_years`` of ``t_a``.
     """
     from platinum_jax.stitching import fit_theta
 
@@ -238,7 +259,7 @@ def first_detection(key, cfg: PaperWorldConfig, factor, noise, threshold, capaci
     mi, bi, y, w_obs = _compact(scores, observed, capacity)
     layout = _layout(m, b)
     t_a = jnp.asarray(cfg.acceleration_start, t.dtype)
-    horizon = t_a + cfg.max_wait
+    horizon = t_a + cfg.search_years
     k0 = jnp.searchsorted(t, t_a, side="right")
     nan = jnp.asarray(jnp.nan, t.dtype)
 

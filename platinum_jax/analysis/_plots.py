@@ -173,7 +173,8 @@ def plot_detection_study(study: Any, axes: Any = None, paper: bool = True):
 def plot_horizons(fit: Any, ax: Any = None, paper: bool = True):
     """log time horizon against capability with the confidence and prediction bands.
 
-    With ``paper=True`` the legend gives the paper's R² beside ours.
+    The legend gives the full-sample R²; with ``paper=True`` also the R² on the training part
+    of the paper's split beside the paper's figure.
     """
     from ._horizons import PAPER_HORIZON_REFERENCE as ref
 
@@ -182,7 +183,9 @@ def plot_horizons(fit: Any, ax: Any = None, paper: bool = True):
     ax.scatter(d["capability"], d["horizon_minutes"], s=25, color="C0", label="METR models")
     grid = np.linspace(d["capability"].min() - 0.2, d["capability"].max() + 0.5, 100)
     pr = fit.predict(grid)
-    label = f"fit (R² = {fit.r2:.2f}" + (f"; paper {ref['r2']:.2f})" if paper else ")")
+    label = f"fit (R² = {fit.r2:.2f} full sample" + (
+        f"; {fit.split_r2_train:.2f} on the paper's training split, paper {ref['r2']:.2f})"
+        if paper else ")")
     ax.plot(grid, pr["horizon_minutes"], color="C1", label=label)
     ax.fill_between(grid, pr["ci_low"], pr["ci_high"], color="C1", alpha=0.3, label="95% confidence")
     ax.fill_between(grid, pr["pi_low"], pr["pi_high"], color="C1", alpha=0.12, label="95% prediction")

@@ -13,6 +13,10 @@ intervals.
   response patterns), stratified random or random;
 * :func:`estimate_scores`: ability (exact grid posterior) and full-benchmark score (observed
   responses plus the predicted rest, with the finite-item term) with intervals;
+* :func:`assisted_scores`: the model-assisted (difference) estimate from a random subset: the
+  item model's prediction corrected by the design-weighted mean residual of the drawn items,
+  with a design-based interval (finite-population corrected) that holds even when the item
+  model is wrong about a new subject;
 * :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
   stated rate on training subjects held out from the item fit;
 * :func:`adaptive_test`: computerized adaptive testing, vmapped over test-takers;
@@ -20,9 +24,11 @@ intervals.
   parameters, saturation), beside its platinum status when given.
 
 Item parameters are taken as known (fixed at the fit); with few fitted subjects their error
-adds to every estimate and is not in the intervals.
+adds to every estimate and is not in the intervals of :func:`estimate_scores`. The
+design-based interval of :func:`assisted_scores` does not rely on the item model being right.
 """
 
+from ._assisted import assisted_scores
 from ._bank import ItemBank, item_bank, pearson_dispersion
 from ._calibrate import cross_fitted_banks, interval_scale
 from ._cat import CRITERIA, AdaptiveResult, adaptive_test
@@ -36,6 +42,7 @@ __all__ = [
     "AdaptiveResult",
     "ItemBank",
     "adaptive_test",
+    "assisted_scores",
     "cross_fitted_banks",
     "dense_responses",
     "estimate_scores",
