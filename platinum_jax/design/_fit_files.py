@@ -46,6 +46,7 @@ def draws_bytes(fit) -> bytes:
         "likelihood": model.likelihood.name,
         "likelihood_options": _simple_fields(model.likelihood),
         "has_draws": fit.draws is not None,
+        "identification": fit.problem.identification.description,
     }
     arrays = {
         "meta": np.asarray(json.dumps(meta)),
@@ -56,6 +57,11 @@ def draws_bytes(fit) -> bytes:
         "theta_items": np.asarray(fit.theta.items),
         "theta_globals": np.asarray(fit.theta.globals),
     }
+    pr = fit.problem
+    for key, free, init in (("subjects", pr.free_S, pr.init_S), ("items", pr.free_I, pr.init_I),
+                            ("globals", pr.free_G, pr.init_G)):
+        arrays[f"free_{key}"] = np.asarray(free, bool)
+        arrays[f"fixed_{key}"] = np.asarray(init, np.float64)
     if t.trials is not None:
         arrays["trials"] = np.asarray(t.trials, np.float64)
     if t.groups is not None:
@@ -69,11 +75,24 @@ def draws_bytes(fit) -> bytes:
     return buf.getvalue()
 
 
+def _fixed(block, free, values) -> dict:
+    """The fixed entries of one flat block, as the model's identification states them."""
+    from platinum_jax.models import Fixed
+
+    out = {}
+    for name, (a, b, shape) in block.slices().items():
+        mask = ~free[..., a:b]
+        if mask.any():
+            lead = mask.shape[:-1]
+            out[name] = Fixed(mask.reshape(*lead, *shape), values[..., a:b].reshape(*lead, *shape))
+    return out
+
+
 def read_fit(directory: str | Path):
     """Rebuild a :class:`platinum_jax.inference.Fit` from a ``platinum-jax fit`` directory.
 
-    Needs the ``draws.npz`` that ``platinum-jax fit --save-draws`` writes.  The scale
-    identification is not re-derived (it matters for fitting, not for using the fitted values).
+    Needs the ``draws.npz`` that ``platinum-jax fit --save-draws`` writes; the fixed entries
+    of the scale identification are read back from it as they were.
     """
     import jax.numpy as jnp
     import pandas as pd
@@ -109,8 +128,14 @@ def read_fit(directory: str | Path):
     if "group" in z:
         frame["group"] = z["group"]
     table = ResponseTable.from_frame(frame, name=str(path))
-    problem = Problem(model, table, identification=Identification(
-        description="read back from draws.npz"))
+    bare = Problem(model, table, identification=Identification())
+    ident = Identification(
+        subject=_fixed(bare.subject, z["free_subjects"], z["fixed_subjects"]),
+        item=_fixed(bare.item, z["free_items"], z["fixed_items"]),
+        glob=_fixed(bare.glob, z["free_globals"], z["fixed_globals"]),
+        description=meta["identification"],
+    )
+    problem = Problem(model, table, identification=ident)
     theta = Theta(*(jnp.asarray(z[f"theta_{k}"]) for k in ("subjects", "items", "globals")))
     draws = None
     if meta["has_draws"]:

@@ -373,7 +373,7 @@ def welfare_from_regression(fit, target: Mapping[str, float] | pd.Series, *,
         raise ValueError(f"ridge must be > 0, got {ridge}")
     s_all = np.arange(table.n_subjects)
     si, ii = np.meshgrid(s_all, np.arange(table.n_items), indexing="ij")
-    X = fit.predict(si.ravel(), ii.ravel()).reshape(table.n_subjects, table.n_items)
+    X = np.array(fit.predict(si.ravel(), ii.ravel())).reshape(table.n_subjects, table.n_items)
     X[table.subject_index, table.item_index] = table.response
     rows = [table.subjects.get_loc(s) for s in y.index]
     X = X[rows] - X[rows].mean(axis=0)
