@@ -160,10 +160,15 @@ def primitives_from_fit(
     sd = np.sqrt(excess_draw)
     F = sd[:, :, None] * F_unit[None]
     d = sampling + excess_draw * unique[None]
-    if np.any(d <= 0):
-        bad = list(table.items[(d <= 0).any(axis=0)][:5])
-        raise ValueError(f"items {bad} have no measurement noise left (the model fits them "
-                         "exactly and the likelihood implies no sampling noise); drop them")
+    # An item every subject fails (or passes) has p(1 - p) and residuals of about 0: no noise,
+    # and no loading either, so its weight is 0/0.  Relative to the typical item's noise:
+    silent = (d <= 1e-10 * np.median(d)).any(axis=0)
+    if np.any(silent):
+        bad = list(table.items[silent][:5])
+        raise ValueError(f"{int(silent.sum())} item(s), e.g. {bad}, have no measurement noise "
+                         "left: the model fits them exactly (typically items that every subject "
+                         "fails or every subject passes, which carry no information); drop them "
+                         "from the data before fitting")
     if w is None:
         w = np.full(m, 1.0 / m)
         w_note = "uniform over items (no target given)"
