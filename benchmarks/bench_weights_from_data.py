@@ -106,6 +106,10 @@ def timing_case(D: int, m: int, baseline_draws: int, K: int = 2, k: int = 2) -> 
     A = np.abs(rng.normal(size=(D, m, K))) * 0.2
     C = np.eye(K)
     d = rng.uniform(0.002, 0.02, (D, m))
+    # A few precise, strongly loading items, so that some items are platinum and the flag
+    # comparison is not between two empty sets.
+    A[:, :5] *= 3.0
+    d[:, :5] = 2e-5
     F = 0.03 * rng.normal(size=(D, m, k))
     w = np.broadcast_to(rng.uniform(0, 1, m), (D, m)).copy()
     cur = np.full(m, 1.0 / m)
