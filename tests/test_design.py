@@ -264,3 +264,23 @@ def test_regression_weights_recover_a_linear_target(world_fit):
     y = 2.0 * X[:, 1] - X[:, 4]
     w = welfare_from_regression(fit, pd.Series(y, index=t.subjects), ridge=1e-8)
     np.testing.assert_allclose(w, np.eye(8)[1] * 2 - np.eye(8)[4], atol=1e-4)
+
+
+def test_fit_command_saves_draws_that_read_back(tmp_path):
+    from platinum_jax.cli import main
+
+    rng = np.random.default_rng(9)
+    ability = rng.normal(size=12)
+    difficulty = rng.normal(size=5)
+    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty)))
+    frame = pd.DataFrame([(f"s{i:02d}", f"q{j}", float(rng.random() < p[i, j]))
+                          for i in range(12) for j in range(5)],
+                         columns=["subject", "item", "response"])
+    frame.to_csv(tmp_path / "r.csv", index=False)
+    assert main(["fit", str(tmp_path / "r.csv"), "--model", "1pl", "--method", "laplace",
+                 "--save-draws", "--out", str(tmp_path / "fit")]) == 0
+    back = read_fit(tmp_path / "fit")
+    items = pd.read_csv(tmp_path / "fit" / "items.csv", index_col=0)
+    np.testing.assert_allclose(back.items["difficulty"], items["difficulty"], rtol=1e-12)
+    np.testing.assert_allclose(back.items["difficulty_lo"], items["difficulty_lo"], rtol=1e-12)
+    assert back.method == "laplace" and back.table.n_responses == 60
