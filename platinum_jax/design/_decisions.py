@@ -25,7 +25,6 @@ Use float64 (``jax.config.update("jax_enable_x64", True)``); the package does no
 
 from __future__ import annotations
 
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -108,7 +107,7 @@ def _one_draw(A, L_C, d, F, w, current, r_grid, tau_w, tau_m, tau_e):
     return jax.vmap(at)(r_grid)
 
 
-@partial(jax.jit, static_argnames=())
+@jax.jit
 def decisions_per_draw(
     A: Float[Array, "D m K"],
     C: Float[Array, "K K"],

@@ -66,6 +66,8 @@ class PrimitiveDraws:
         if not np.allclose(C, C.T, rtol=1e-10, atol=1e-12) or np.linalg.eigvalsh(C).min() <= 0:
             raise ValueError("C (the effort cost per ability) must be symmetric positive "
                              "definite")
+        for name, x in (("A", A), ("C", C), ("d", d), ("F", F), ("w", w)):
+            object.__setattr__(self, name, x)  # keep the validated float64 arrays
         if np.any(np.linalg.norm(w, axis=1) == 0):
             raise ValueError("w (the welfare weights) is zero for some draw: state what you "
                              "value (a target, ability weights or a regression target)")
