@@ -21,7 +21,8 @@ Benchmarking and Platinum Benchmarks", and the designer's decisions:
   M  = A C^-1 A^T
   Sigma  noise of item scores: model-implied p(1-p)/trials (binomial and Bernoulli fits) plus
      the residual variance the model leaves, with its correlation across items from a factor
-     analysis of the residuals (--residual-rank; auto picks it by BIC); summary.json says which
+     analysis of the residuals (--residual-rank; auto picks it by BIC), or with --runs the
+     run-to-run covariance of repeated runs; summary.json says which
   w  what you value (one of --target, --target-weights, --ability-weights, --regress)
 
 then v* = (M + r Sigma)^-1 M w per draw, Definition 1's platinum flags (thresholds --tau-w,
@@ -83,6 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     m.add_argument("--residual-rank", default="auto",
                    help="rank of the residual correlation across items: auto (BIC, default), "
                    "or an integer (0: diagonal Sigma)")
+    m.add_argument("--runs", metavar="CSV",
+                   help="repeated runs (columns subject,item,run,response): Sigma becomes their "
+                   "run-to-run covariance (rank by --residual-rank; auto: Marchenko-Pastur)")
     m.add_argument("--current", metavar="CSV",
                    help="columns item,weight: the benchmark's current weights (default uniform)")
     d = p.add_argument_group("decisions")
@@ -237,8 +241,13 @@ def run(args: argparse.Namespace) -> int:
     if fit.draws is None:
         print("platinum-jax weights: the fit has no draws (method map), so intervals are "
               "points; refit with --method laplace, bootstrap, svi or nuts", file=sys.stderr)
+    runs = None
+    if args.runs is not None:
+        import pandas as pd
+
+        runs = pd.read_csv(args.runs)
     prims = primitives_from_fit(fit, cost=cost, operating_point=args.operating_point,
-                                residual_rank=rank, seed=args.seed)
+                                residual_rank=rank, runs=runs, seed=args.seed)
     w, w_note = _welfare(args, fit, prims.A)
     prims = type(prims)(prims.A, prims.C, prims.d, prims.F,
                         np.broadcast_to(w, prims.d.shape), prims.items, prims.abilities,

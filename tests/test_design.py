@@ -254,6 +254,22 @@ def test_draws_file_round_trip_and_weights_command(world_fit, tmp_path, capsys):
     assert "--save-draws" in capsys.readouterr().err
 
 
+def test_runs_replace_the_residual_noise(world_fit):
+    world, fit = world_fit
+    rng = np.random.default_rng(12)
+    subjects = list(fit.table.subjects[:20])
+    sd = np.linspace(0.02, 0.09, 8)
+    rows = [(s, item, run, rng.normal(0.5, sd[j]))
+            for s in subjects for j, item in enumerate(world.items) for run in range(3)]
+    runs = pd.DataFrame(rows, columns=["subject", "item", "run", "response"])
+    prims = primitives_from_fit(fit, runs=runs, residual_rank=0, seed=4)
+    assert prims.notes["noise"].startswith("run-to-run variance of repeated runs")
+    dev = runs["response"] - runs.groupby(["subject", "item"])["response"].transform("mean")
+    var = (dev**2).groupby(runs["item"]).sum().to_numpy() / (20 * 2)
+    factor = 40 / np.random.default_rng(4).chisquare(np.full(8, 40.0), size=(300, 8))
+    np.testing.assert_allclose(prims.d, var * factor, rtol=1e-10)
+
+
 def test_regression_weights_recover_a_linear_target(world_fit):
     world, fit = world_fit
     t = fit.table
@@ -284,3 +300,37 @@ def test_fit_command_saves_draws_that_read_back(tmp_path):
     np.testing.assert_allclose(back.items["difficulty"], items["difficulty"], rtol=1e-12)
     np.testing.assert_allclose(back.items["difficulty_lo"], items["difficulty_lo"], rtol=1e-12)
     assert back.method == "laplace" and back.table.n_responses == 60
+
+
+def test_noise_from_runs_recovers_a_known_covariance():
+    from platinum_jax.design import noise_from_runs
+
+    rng = np.random.default_rng(11)
+    m, S, R = 10, 120, 4
+    sd = rng.uniform(0.05, 0.2, m)
+    f = 0.08 * rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.0, m)
+    Sigma = np.diag(sd**2) + np.outer(f, f)
+    L = np.linalg.cholesky(Sigma)
+    level = rng.normal(size=(S, 1, m))  # each subject's own expected scores
+    y = level + np.einsum("ij,srj->sri", L, rng.normal(size=(S, R, m)))
+    s, r, i = np.meshgrid(np.arange(S), np.arange(R), np.arange(m), indexing="ij")
+    runs = pd.DataFrame({"subject": s.ravel(), "item": [f"q{j}" for j in i.ravel()],
+                         "run": r.ravel(), "response": y.ravel()})
+    items = [f"q{j}" for j in range(m)]
+    d, F, dof, note = noise_from_runs(runs, items)
+    assert F.shape == (m, 1) and "rank-1" in note
+    np.testing.assert_array_equal(dof, np.full(m, S * (R - 1)))
+    estimate = np.diag(d) + F @ F.T
+    # Against the unstructured pooled sample covariance of the same deviations (NumPy).
+    dev = y - y.mean(axis=1, keepdims=True)
+    pooled = np.einsum("sri,srj->ij", dev, dev) / (S * (R - 1))
+    np.testing.assert_allclose(np.diag(estimate), np.diag(pooled), rtol=1e-10)
+    error = np.linalg.norm(estimate - Sigma) / np.linalg.norm(Sigma)
+    assert error < 0.15
+    assert error < 1.2 * np.linalg.norm(pooled - Sigma) / np.linalg.norm(Sigma)
+    assert abs(np.corrcoef(F[:, 0], f)[0, 1]) > 0.95
+    # Pure noise: no correlated part above the Marchenko-Pastur edge.
+    white = runs.assign(response=rng.normal(size=len(runs)))
+    assert noise_from_runs(white, items)[1].shape == (m, 0)
+    with pytest.raises(ValueError, match="no subject with two or more runs"):
+        noise_from_runs(runs[runs["item"] != "q3"], items)

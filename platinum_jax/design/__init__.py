@@ -18,12 +18,14 @@ from ._from_fit import (
     welfare_from_regression,
 )
 from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions
+from ._runs import noise_from_runs
 
 __all__ = [
     "DecisionDraws",
     "PrimitiveDraws",
     "WeightsPosterior",
     "decisions_per_draw",
+    "noise_from_runs",
     "noise_solve",
     "posterior_decisions",
     "primitives_from_fit",

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ._posterior import PrimitiveDraws
+from ._runs import noise_from_runs
 
 __all__ = ["primitives_from_fit", "welfare_from_items", "welfare_from_abilities",
            "welfare_from_regression"]
@@ -92,6 +93,7 @@ def primitives_from_fit(
     cost: Sequence[float] | np.ndarray | None = None,
     operating_point: str = "average",
     residual_rank: int | str = "auto",
+    runs: pd.DataFrame | None = None,
     seed: int = 0,
 ) -> PrimitiveDraws:
     """Draws of ``A``, ``C``, ``Σ`` (and ``w`` if given) from a fitted measurement model.
@@ -107,6 +109,10 @@ def primitives_from_fit(
         operating_point: ``"average"`` or a subject's name (see the module docstring).
         residual_rank: columns of the correlated residual factor ``F``; ``"auto"`` (default)
             chooses 0 to 3 by BIC, ``0`` asks for a diagonal ``Σ``.
+        runs: repeated runs (columns ``subject, item, run, response``): when given, ``Σ`` is
+            their run-to-run covariance (:func:`noise_from_runs`, rank chosen as
+            ``residual_rank``), which measures the noise of one evaluation directly, instead
+            of the model-implied and residual terms.
         seed: for the draws of each item's residual variance from its posterior, a scaled
             inverse chi-square on the item's residual degrees of freedom.
 
@@ -151,15 +157,22 @@ def primitives_from_fit(
     # noise.  The residual variance's own uncertainty enters through its posterior below.
     point = tuple(jnp.asarray(x)[None] for x in fit.theta)
     _, _, excess, resid = (np.asarray(x)[0] for x in fn(*point))
-    # Posterior of each item's residual variance: scaled inverse chi-square on n_i responses.
     rng = np.random.default_rng(seed)
-    factor = dof / rng.chisquare(dof, size=(D, m))
-    excess_draw = np.maximum(excess, 0.0)[None] * factor
-    F_unit, unique, chosen = _residual_factor(resid, table, residual_rank)
-    # Σ_res = s (diag(unique) + F_unit F_unitᵀ) s with s the item's residual sd per draw.
-    sd = np.sqrt(excess_draw)
-    F = sd[:, :, None] * F_unit[None]
-    d = sampling + excess_draw * unique[None]
+    unique = None
+    if runs is not None:
+        d_runs, F_runs, dof_runs, runs_note = noise_from_runs(runs, table.items,
+                                                             rank=residual_rank)
+        scale = dof_runs / rng.chisquare(dof_runs, size=(D, m))  # posterior of each variance
+        d = d_runs[None] * scale
+        F = np.sqrt(scale)[:, :, None] * F_runs[None]
+        chosen = F_runs.shape[1]
+    else:
+        # Posterior of each item's residual variance: scaled inverse chi-square on its dof.
+        excess_draw = np.maximum(excess, 0.0)[None] * dof / rng.chisquare(dof, size=(D, m))
+        F_unit, unique, chosen = _residual_factor(resid, table, residual_rank)
+        # Σ_res = s (diag(unique) + F_unit F_unitᵀ) s with s the item's residual sd per draw.
+        F = np.sqrt(excess_draw)[:, :, None] * F_unit[None]
+        d = sampling + excess_draw * unique[None]
     # An item every subject fails (or passes) has p(1 - p) and residuals of about 0: no noise,
     # and no loading either, so its weight is 0/0.  Relative to the typical item's noise:
     silent = (d <= 1e-10 * np.median(d)).any(axis=0)
@@ -175,7 +188,7 @@ def primitives_from_fit(
     else:
         w_note = "given"
     w = np.broadcast_to(np.asarray(w, np.float64), (D, m)).copy()
-    floored = int(np.sum(unique <= _UNIQUE_FLOOR + 1e-12)) if chosen else 0
+    floored = int(np.sum(unique <= _UNIQUE_FLOOR + 1e-12)) if chosen and unique is not None else 0
     notes = {
         "loadings": "A_ik = d mu_i / d theta_k of the model's mean at "
                     + ("the average over subjects" if op_index is None
@@ -187,7 +200,8 @@ def primitives_from_fit(
            else "; diagonal because residual_rank=0 was asked" if residual_rank == 0
            else "; diagonal because BIC found no correlated residual across items"),
         "residual_rank": chosen,
-        "noise_sampling_part": "model-implied p(1-p)/trials" if counts
+        "noise_sampling_part": "measured by the repeated runs" if runs is not None
+        else "model-implied p(1-p)/trials" if counts
         else f"none (likelihood {fit.model.likelihood.name}: residual variance only)",
         "noise_unique_share_floored": floored,
         "residual_variance_posterior": "scaled inverse chi-square on each item's residual "
@@ -196,6 +210,10 @@ def primitives_from_fit(
         "fit_method": fit.method,
         "welfare_weights": w_note,
     }
+    if runs is not None:
+        notes["noise"] = runs_note
+        notes["residual_variance_posterior"] = ("scaled inverse chi-square on each item's "
+                                                "run-to-run degrees of freedom")
     return PrimitiveDraws(jac, C, d, F, w, tuple(map(str, table.items)), ability_names, notes)
 
 
