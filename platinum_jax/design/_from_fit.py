@@ -19,9 +19,10 @@ these once the **abilities are read as the activities**: a lab that raises its m
 * **Noise Σ** (m, m) = ``diag(d) + FFᵀ``: the model-implied sampling variance
   ``p(1 − p)/trials`` at the operating point (Bernoulli and binomial likelihoods; other families
   have none), plus the residual variance the model leaves unexplained, whose correlation across
-  items is estimated from the residuals of the subjects (a rank-``k`` factor ``F``, shrunk
-  towards zero where items share few subjects).  ``residual_rank=0`` asks for no correlated
-  part, and the notes then say that ``Σ`` is diagonal.
+  items is estimated from the residuals of the subjects (a rank-``k`` factor ``F`` from a factor
+  analysis over the observed entries, ``k`` by BIC).  ``residual_rank=0`` asks for no
+  correlated part, and the notes then say that ``Σ`` is diagonal.  Given repeated runs of the
+  same subjects, ``Σ`` is instead their run-to-run covariance (:func:`noise_from_runs`).
 """
 
 from __future__ import annotations
