@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from platinum_jax._cli_common import add_anchor_arguments, anchor_from_args
 
@@ -42,7 +43,8 @@ Likelihood (--likelihood): the model's default (rosetta: least squares, i.e. Gau
 noise 1 for map, free noise for svi/nuts; IRT: bernoulli, or binomial when DATA has trials).
 
 Outputs in --out: subjects.csv, items.csv, globals.csv and fit.json (model, method,
-objective, convergence and sampler diagnostics). Each file is written whole or not at all.
+objective, convergence and sampler diagnostics), and with --save-draws draws.npz (what
+`platinum-jax weights` reads). Each file is written whole or not at all.
 """
 
 EPILOG = """\
@@ -77,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--duplicates", choices=("error", "mean", "max", "min", "first", "last"),
                    default="error", help="repeated (subject, item) pairs: fail (default) or reduce")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--save-draws", action="store_true",
+                   help="also write draws.npz (model, responses, point estimate and draws), "
+                   "what `platinum-jax weights` reads")
     m = p.add_argument_group("point fits")
     m.add_argument("--restarts", type=int, default=0, help="extra jittered starts (default 0)")
     m.add_argument("--replicates", type=int, default=200,
@@ -156,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
     with output_directory(args.out, "fit", overwrite=args.overwrite) as out:
         result = fit(model, table, method=args.method, **options)
         written = [out.write_text(name, text) for name, text in result.files().items()]
+        if args.save_draws:
+            from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes
+
+            written.append(out.write(DRAWS_FILE, Path.write_bytes, draws_bytes(result)))
     s = result.summary()
     print(f"model {args.model} ({s['model']['likelihood']}), method {args.method}: "
           f"objective {s['objective']:.6g}, converged {s['converged']}")

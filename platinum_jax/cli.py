@@ -30,6 +30,8 @@ _COMMANDS = (
      "choose K items for evaluating new models"),
     ("score", "platinum_jax._cli_efficient",
      "abilities and full-benchmark scores of new subjects from a few items, with intervals"),
+    ("weights", "platinum_jax._cli_weights",
+     "optimal weights and platinum items with posterior intervals, from a fit"),
     ("certify", "platinum_jax._cli_certify",
      "score items with an LLM judge and certify platinum items"),
     ("analyze", "platinum_jax.analysis._cli",

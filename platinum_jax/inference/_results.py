@@ -169,17 +169,29 @@ class Fit:
             "fit.json": json.dumps(self.summary(), indent=2) + "\n",
         }
 
-    def write(self, out: str | Path) -> list[Path]:
+    def write(self, out: str | Path, *, draws: bool = False) -> list[Path]:
         """Write :meth:`files` into the directory ``out`` (each file to a temporary name, then
-        renamed, so none is ever half-written)."""
+        renamed, so none is ever half-written).
+
+        ``draws=True`` adds ``draws.npz`` (the model, the responses, the raw point estimate and
+        draws), which :func:`platinum_jax.design.read_fit` and ``platinum-jax weights`` read.
+        """
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        return [_atomic(out / name, text) for name, text in self.files().items()]
+        written = [_atomic(out / name, text) for name, text in self.files().items()]
+        if draws:
+            from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes
+
+            written.append(_atomic(out / DRAWS_FILE, draws_bytes(self)))
+        return written
 
 
-def _atomic(path: Path, text: str) -> Path:
+def _atomic(path: Path, content: str | bytes) -> Path:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    if isinstance(content, bytes):
+        tmp.write_bytes(content)
+    else:
+        tmp.write_text(content)
     tmp.replace(path)
     return path
 

@@ -1,0 +1,407 @@
+"""From a fitted measurement model to draws of the principal-agent primitives (A, C, Σ).
+
+Haupt et al.'s model has task performance ``y = A a + ε``, ``ε ~ N(0, Σ)``, effort ``a`` on
+``K`` activities at cost ½aᵀCa.  A measurement model fitted to evaluation data supplies each of
+these once the **abilities are read as the activities**: a lab that raises its model's ability
+``θ_k`` by one unit is an effort of one unit on activity ``k``.
+
+* **Loadings A** (m, K).  An item's expected score ``μ_i(θ) = f(...)`` is non-linear in ability,
+  so it is linearised: ``A_ik = ∂μ_i/∂θ_k`` at an operating point.  For the Rosetta model this is
+  ``f'(α_b(C − D_b)) α_b`` (the slope α_b times the link's derivative, K = 1); for the 1PL-4PL
+  the discrimination ``a_i`` times the derivative of the (guessing-bounded) logistic; for the
+  multidimensional 2PL the loading vector ``a_i`` times ``σ'(a_i·θ − d_i)``.  The derivative is
+  taken by automatic differentiation of the model's own mean function, so every model of the
+  protocol is served.  Operating point ``"average"`` (default): the average over the evaluated
+  subjects of the derivative (the average marginal effect of ability on the item's score);
+  or a subject's name: the derivative at that subject's ability (the lab improving that model).
+* **Cost C** (K, K): identity in the fitted ability scale unless given.  For a multidimensional
+  model with ``C = I`` the weights do not depend on how the abilities are rotated.
+* **Noise Σ** (m, m) = ``diag(d) + FFᵀ``: the model-implied sampling variance
+  ``p(1 − p)/trials`` at the operating point (Bernoulli and binomial likelihoods; other families
+  have none), plus the residual variance the model leaves unexplained, whose correlation across
+  items is estimated from the residuals of the subjects (a rank-``k`` factor ``F`` from a factor
+  analysis over the observed entries, ``k`` by BIC).  ``residual_rank=0`` asks for no
+  correlated part, and the notes then say that ``Σ`` is diagonal.  Given repeated runs of the
+  same subjects, ``Σ`` is instead their run-to-run covariance (:func:`noise_from_runs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from ._posterior import PrimitiveDraws
+from ._runs import noise_from_runs
+
+__all__ = ["primitives_from_fit", "welfare_from_items", "welfare_from_abilities",
+           "welfare_from_regression"]
+
+_COUNT_FAMILIES = ("bernoulli", "binomial")
+_UNIQUE_FLOOR = 0.05  # smallest share of an item's residual variance left to its own noise
+
+
+def _raw_draws(fit):
+    if fit.draws is None:
+        t = fit.theta
+        return (np.asarray(t.subjects)[None], np.asarray(t.items)[None],
+                np.asarray(t.globals)[None])
+    return tuple(np.asarray(x) for x in fit.draws)
+
+
+def _per_draw_fn(problem, data, op_index, trials_item, counts, dof):
+    n_items = problem.table.n_items
+
+    def grad_mean(s_row, i_row, g):
+        return jax.grad(lambda s: problem.mean(s, i_row, g))(s_row)
+
+    def one(args):
+        S, I, G = args  # noqa: E741
+        if op_index is None:
+            jac = jax.vmap(lambda i_row: jax.vmap(lambda s_row: grad_mean(s_row, i_row, G))(S)
+                           .mean(0))(I)
+            mu = jax.vmap(lambda i_row: jax.vmap(lambda s_row: problem.mean(s_row, i_row, G))(S))(I)
+            sampling = jnp.mean(mu * (1 - mu), axis=1) / trials_item
+        else:
+            s_row = S[op_index]
+            jac = jax.vmap(lambda i_row: grad_mean(s_row, i_row, G))(I)
+            mu = jax.vmap(lambda i_row: problem.mean(s_row, i_row, G))(I)
+            sampling = mu * (1 - mu) / trials_item
+        pred = jax.vmap(lambda s, i: problem.mean(s, i, G))(S[data.subject_index],
+                                                            I[data.item_index])
+        resid = data.response - pred
+        # Residual variance per item on its residual degrees of freedom (dof: responses minus
+        # the leverage of the fitted parameters), less the sampling noise it already holds.
+        excess = jax.ops.segment_sum(resid**2, data.item_index, n_items) / dof
+        if counts:
+            n = jax.ops.segment_sum(jnp.ones_like(resid), data.item_index, n_items)
+            excess = excess - jax.ops.segment_sum(pred * (1 - pred) / data.trials,
+                                                  data.item_index, n_items) / n
+        else:
+            sampling = jnp.zeros_like(sampling)
+        return jac, sampling, excess, resid
+
+    return jax.jit(lambda S, I, G: jax.lax.map(one, (S, I, G)))  # noqa: E741
+
+
+def primitives_from_fit(
+    fit,
+    w: np.ndarray | None = None,
+    *,
+    cost: Sequence[float] | np.ndarray | None = None,
+    operating_point: str = "average",
+    residual_rank: int | str = "auto",
+    runs: pd.DataFrame | None = None,
+    seed: int = 0,
+) -> PrimitiveDraws:
+    """Draws of ``A``, ``C``, ``Σ`` (and ``w`` if given) from a fitted measurement model.
+
+    Args:
+        fit: a :class:`platinum_jax.inference.Fit`; its ``draws`` (Laplace draws, bootstrap
+            replicates or posterior draws) give one set of primitives each; a plain MAP fit
+            gives one.
+        w: welfare weights, (m,) or (draws, m) (see :func:`welfare_from_items`,
+            :func:`welfare_from_abilities`, :func:`welfare_from_regression`); default uniform.
+        cost: ``C`` as a (K, K) matrix or the K diagonal costs per ability (default identity in
+            the fitted ability scale).
+        operating_point: ``"average"`` or a subject's name (see the module docstring).
+        residual_rank: columns of the correlated residual factor ``F``; ``"auto"`` (default)
+            chooses 0 to 3 by BIC, ``0`` asks for a diagonal ``Σ``.
+        runs: repeated runs (columns ``subject, item, run, response``): when given, ``Σ`` is
+            their run-to-run covariance (:func:`noise_from_runs`, rank chosen as
+            ``residual_rank``), which measures the noise of one evaluation directly, instead
+            of the model-implied and residual terms.
+        seed: for the draws of each item's residual variance from its posterior, a scaled
+            inverse chi-square on the item's residual degrees of freedom.
+
+    Runs in float64 when ``jax_enable_x64`` is on (recommended; the package does not force it).
+    """
+    problem, table = fit.problem, fit.table
+    S, I, G = _raw_draws(fit)  # noqa: E741
+    D = S.shape[0]
+    m = table.n_items
+    ability_names = tuple(label for _, label in problem.subject.columns())
+    K = len(ability_names)
+    if K == 0:
+        raise ValueError(f"model {fit.model.name!r} has no subject parameters to act as "
+                         "abilities")
+    C = _cost_matrix(cost, ability_names)
+    op_index = None
+    if operating_point != "average":
+        if operating_point not in table.subjects:
+            raise ValueError(f"operating_point must be 'average' or a subject of the fit; "
+                             f"{operating_point!r} is not one (e.g. {list(table.subjects[:3])})")
+        op_index = int(table.subjects.get_loc(operating_point))
+    counts = fit.model.likelihood.name in _COUNT_FAMILIES
+    trials = np.ones(table.n_responses) if table.trials is None else table.trials
+    trials_item = pd.Series(trials).groupby(table.item_index).median().reindex(range(m)).to_numpy()
+    n_resp = np.bincount(table.item_index, minlength=m)
+    if np.any(n_resp < 2):
+        few = list(table.items[n_resp < 2][:5])
+        raise ValueError(f"items {few} have fewer than 2 responses: their residual noise cannot "
+                         "be estimated; drop them from the data before fitting")
+    dof = _residual_dof(problem)
+    if np.any(dof < 1):
+        few = list(table.items[dof < 1][:5])
+        raise ValueError(f"items {few} have too few responses for their residual noise to be "
+                         "estimated (fewer responses than fitted parameters touch them); drop "
+                         "them from the data before fitting")
+    data = problem.data()
+    fn = _per_draw_fn(problem, data, op_index, jnp.asarray(trials_item), counts,
+                      jnp.asarray(dof))
+    jac, sampling, _, _ = (np.asarray(x) for x in fn(jnp.asarray(S), jnp.asarray(I),
+                                                     jnp.asarray(G)))
+    # Residuals at the point estimate: a draw's residuals would add its parameter error to the
+    # noise.  The residual variance's own uncertainty enters through its posterior below.
+    point = tuple(jnp.asarray(x)[None] for x in fit.theta)
+    _, _, excess, resid = (np.asarray(x)[0] for x in fn(*point))
+    rng = np.random.default_rng(seed)
+    unique = None
+    if runs is not None:
+        d_runs, F_runs, dof_runs, runs_note = noise_from_runs(runs, table.items,
+                                                             rank=residual_rank)
+        scale = dof_runs / rng.chisquare(dof_runs, size=(D, m))  # posterior of each variance
+        d = d_runs[None] * scale
+        F = np.sqrt(scale)[:, :, None] * F_runs[None]
+        chosen = F_runs.shape[1]
+    else:
+        # Posterior of each item's residual variance: scaled inverse chi-square on its dof.
+        excess_draw = np.maximum(excess, 0.0)[None] * dof / rng.chisquare(dof, size=(D, m))
+        F_unit, unique, chosen = _residual_factor(resid, table, residual_rank)
+        # Σ_res = s (diag(unique) + F_unit F_unitᵀ) s with s the item's residual sd per draw.
+        F = np.sqrt(excess_draw)[:, :, None] * F_unit[None]
+        d = sampling + excess_draw * unique[None]
+    # An item every subject fails (or passes) has p(1 - p) and residuals of about 0: no noise,
+    # and no loading either, so its weight is 0/0.  Relative to the typical item's noise:
+    silent = (d <= 1e-10 * np.median(d)).any(axis=0)
+    if np.any(silent):
+        bad = list(table.items[silent][:5])
+        raise ValueError(f"{int(silent.sum())} item(s), e.g. {bad}, have no measurement noise "
+                         "left: the model fits them exactly (typically items that every subject "
+                         "fails or every subject passes, which carry no information); drop them "
+                         "from the data before fitting")
+    if w is None:
+        w = np.full(m, 1.0 / m)
+        w_note = "uniform over items (no target given)"
+    else:
+        w_note = "given"
+    w = np.broadcast_to(np.asarray(w, np.float64), (D, m)).copy()
+    floored = int(np.sum(unique <= _UNIQUE_FLOOR + 1e-12)) if chosen and unique is not None else 0
+    notes = {
+        "loadings": "A_ik = d mu_i / d theta_k of the model's mean at "
+                    + ("the average over subjects" if op_index is None
+                       else f"subject {operating_point!r}"),
+        "cost": "identity in the fitted ability scale" if cost is None else "given",
+        "noise": ("diag(sampling p(1-p)/trials at the operating point + unique residual "
+                  "variance)" if counts else "diag(unique residual variance)")
+        + (f" + rank-{chosen} residual correlation across items" if chosen
+           else "; diagonal because residual_rank=0 was asked" if residual_rank == 0
+           else "; diagonal because BIC found no correlated residual across items"),
+        "residual_rank": chosen,
+        "noise_sampling_part": "measured by the repeated runs" if runs is not None
+        else "model-implied p(1-p)/trials" if counts
+        else f"none (likelihood {fit.model.likelihood.name}: residual variance only)",
+        "noise_unique_share_floored": floored,
+        "residual_variance_posterior": "scaled inverse chi-square on each item's residual "
+                                       "degrees of freedom (responses minus leverage)",
+        "draws": D,
+        "fit_method": fit.method,
+        "welfare_weights": w_note,
+    }
+    if runs is not None:
+        notes["noise"] = runs_note
+        notes["residual_variance_posterior"] = ("scaled inverse chi-square on each item's "
+                                                "run-to-run degrees of freedom")
+    return PrimitiveDraws(jac, C, d, F, w, tuple(map(str, table.items)), ability_names, notes)
+
+
+def _residual_dof(problem) -> np.ndarray:
+    """Residual degrees of freedom per item: its responses minus their approximate leverage.
+
+    In the subject-item design a response's leverage is about ``p_s/n_s + p_i/n_i``: the free
+    parameters of its subject spread over that subject's ``n_s`` responses, and likewise for the
+    item; summed over an item's responses that is ``p_i + Σ_s p_s/n_s``.
+    """
+    t = problem.table
+    n_s = np.bincount(t.subject_index, minlength=t.n_subjects)
+    n_i = np.bincount(t.item_index, minlength=t.n_items)
+    p_s = problem.free_S.sum(axis=1) / np.maximum(n_s, 1)
+    lev = np.bincount(t.item_index, p_s[t.subject_index], minlength=t.n_items)
+    return n_i - problem.free_I.sum(axis=1) - lev
+
+
+def _cost_matrix(cost, names):
+    K = len(names)
+    if cost is None:
+        return np.eye(K)
+    c = np.asarray(cost, dtype=np.float64)
+    if c.shape == (K,):
+        if not np.all(np.isfinite(c)) or np.any(c <= 0):
+            raise ValueError(f"cost per ability must be finite and > 0, got {c.tolist()}")
+        return np.diag(c)
+    if c.shape != (K, K):
+        raise ValueError(f"cost must be {K} numbers (one per ability {list(names)}) or a "
+                         f"{K} x {K} matrix, got shape {c.shape}")
+    return c
+
+
+def _factor_em(z, s_idx, i_idx, S, m, rank, iterations):
+    """EM for ``z_sb = g_sᵀf_b + e_sb`` on the observed entries; returns ``f, ψ, log-lik``."""
+    n = np.bincount(i_idx, minlength=m)
+    eye = np.eye(rank)
+    if rank == 0:
+        psi = np.bincount(i_idx, z**2, minlength=m) / n
+        return np.zeros((m, 0)), psi, -0.5 * np.sum(np.log(2 * np.pi * psi[i_idx]) +
+                                                    z**2 / psi[i_idx])
+    # Start from the leading right singular vectors of the zero-filled matrix.
+    X = np.zeros((S, m))
+    X[s_idx, i_idx] = z
+    _, sv, vt = np.linalg.svd(X / np.sqrt(np.maximum(n, 1)), full_matrices=False)
+    f = vt[:rank].T * sv[:rank] * 0.5
+    psi = np.ones(m)
+
+    def e_step(f, psi):
+        ff = np.einsum("bk,bl->bkl", f, f) / psi[:, None, None]
+        prec = eye + np.zeros((S, rank, rank))
+        np.add.at(prec, s_idx, ff[i_idx])
+        rhs = np.zeros((S, rank))
+        np.add.at(rhs, s_idx, f[i_idx] * (z / psi[i_idx])[:, None])
+        cov = np.linalg.solve(prec, np.broadcast_to(eye, prec.shape))  # rank x rank each
+        return prec, rhs, cov, np.einsum("skl,sl->sk", cov, rhs)
+
+    for _ in range(iterations):
+        _, _, cov, mean = e_step(f, psi)
+        second = cov + np.einsum("sk,sl->skl", mean, mean)
+        Egg = np.zeros((m, rank, rank))
+        np.add.at(Egg, i_idx, second[s_idx])
+        Egz = np.zeros((m, rank))
+        np.add.at(Egz, i_idx, mean[s_idx] * z[:, None])
+        f = np.linalg.solve(Egg + 1e-9 * eye, Egz[..., None])[..., 0]
+        psi = np.bincount(i_idx, z**2, minlength=m) / n - np.einsum("bk,bk->b", f, Egz) / n
+        psi = np.maximum(psi, 1e-6)
+    # Marginal log-likelihood of each subject's observed residuals, N(0, ΨO + FO FOᵀ), by the
+    # determinant lemma and Woodbury: prec = I + FOᵀΨO⁻¹FO, rhs = FOᵀΨO⁻¹zO.
+    prec, rhs, _, mean = e_step(f, psi)
+    logdet = np.linalg.slogdet(prec)[1].sum()
+    quad = np.sum(z**2 / psi[i_idx]) - np.einsum("sk,sk->", rhs, mean)
+    loglik = -0.5 * (np.sum(np.log(2 * np.pi * psi[i_idx])) + logdet + quad)
+    return f, psi, loglik
+
+
+def _residual_factor(resid, table, rank, iterations: int = 200, max_auto: int = 3):
+    """Correlation factor (m, k), unique shares (m,) and the rank k of the items' residuals.
+
+    A factor analysis of the residuals standardised per item, ``z_sb = g_sᵀf_b + e_sb`` with
+    ``g_s ~ N(0, I)`` and ``e_sb ~ N(0, ψ_b)``, fitted by EM over the observed entries only (the
+    missing ones are missing, not zero).  ``rank="auto"`` picks ``k`` in ``0..max_auto`` by BIC
+    (``m k − k(k−1)/2`` loadings, log of the number of responses per parameter).  Returned as
+    shares of each item's residual variance: ``F_b = f_b / √(‖f_b‖² + ψ_b)`` and
+    ``unique_b = ψ_b / (‖f_b‖² + ψ_b)``.
+    """
+    m, S = table.n_items, table.n_subjects
+    s_idx, i_idx = table.subject_index, table.item_index
+    n = np.bincount(i_idx, minlength=m)
+    scale = np.sqrt(np.bincount(i_idx, resid**2, minlength=m) / n)
+    z = resid / np.where(scale > 0, scale, 1.0)[i_idx]
+    if rank == "auto":
+        ranks = range(0, min(max_auto, S - 1, m - 1) + 1)
+    else:
+        if not isinstance(rank, (int, np.integer)) or rank < 0:
+            raise ValueError(f"residual_rank must be 'auto' or an integer >= 0, got {rank!r}")
+        if rank and rank >= min(S, m):
+            raise ValueError(f"residual_rank={rank} must be below both the number of subjects "
+                             f"({S}) and of items ({m})")
+        ranks = [rank]
+    best = None
+    for k in ranks:
+        f, psi, loglik = _factor_em(z, s_idx, i_idx, S, m, k, iterations)
+        bic = -2 * loglik + (m * k - k * (k - 1) / 2) * np.log(len(z))
+        if best is None or bic < best[0]:
+            best = (bic, k, f, psi)
+    _, k, f, psi = best
+    if k == 0:
+        return np.zeros((m, 0)), np.ones(m), 0
+    total = (f**2).sum(axis=1) + psi
+    unique = np.maximum(psi / total, _UNIQUE_FLOOR)
+    F = f / np.sqrt(total)[:, None] * np.sqrt((1.0 - unique) / np.maximum(1.0 - psi / total,
+                                                                         1e-12))[:, None]
+    return F, unique, k
+
+
+def welfare_from_items(items: Sequence[str], target: Sequence[str] | Mapping[str, float]):
+    """``w`` valuing performance on a target set of items (or benchmarks).
+
+    A list gives the equal-weight average of those items (``w_i = 1/|T|`` on the set, 0 off
+    it); a mapping gives explicit weights.  In Haupt et al.'s terms society's value of the
+    lab's output is ``wᵀy``: what is valued is the score on the target, and ``v*`` may still put
+    weight on other items that measure the same abilities more precisely.
+    """
+    items = [str(i) for i in items]
+    pos = {name: k for k, name in enumerate(items)}
+    pairs = (list(target.items()) if isinstance(target, Mapping)
+             else [(t, 1.0 / len(target)) for t in target] if len(target) else [])
+    if not pairs:
+        raise ValueError("the target names no item: give at least one item or benchmark")
+    w = np.zeros(len(items))
+    for name, value in pairs:
+        if str(name) not in pos:
+            import difflib
+
+            close = difflib.get_close_matches(str(name), items, n=3)
+            raise ValueError(f"target item {name!r} is not in the fit"
+                             + (f"; did you mean {close}?" if close else ""))
+        if not np.isfinite(value):
+            raise ValueError(f"target weight of {name!r} must be finite, got {value}")
+        w[pos[str(name)]] = float(value)
+    return w
+
+
+def welfare_from_abilities(A: np.ndarray, beta: Sequence[float]) -> np.ndarray:
+    """``w`` valuing the abilities themselves by ``β`` (K,), per draw of ``A`` (D, m, K).
+
+    Welfare enters the model only through ``Aᵀw`` (the value of one unit of each activity), so
+    any ``w`` with ``Aᵀw = β`` gives the same ``v*`` and welfare; the minimum-norm one,
+    ``w = A(AᵀA)⁻¹β``, is returned (D, m).  ``β`` is in the fitted orientation of the abilities.
+    """
+    A = np.asarray(A, np.float64)
+    beta = np.asarray(beta, np.float64)
+    if beta.shape != (A.shape[-1],) or not np.all(np.isfinite(beta)):
+        raise ValueError(f"ability weights must be {A.shape[-1]} finite numbers (one per "
+                         f"ability), got {beta.tolist()}")
+    gram = np.einsum("dmk,dml->dkl", A, A)
+    coef = np.linalg.solve(gram, np.broadcast_to(beta, (A.shape[0], A.shape[2]))[..., None])
+    return np.einsum("dmk,dk->dm", A, coef[..., 0])
+
+
+def welfare_from_regression(fit, target: Mapping[str, float] | pd.Series, *,
+                            ridge: float = 0.1) -> np.ndarray:
+    """``w`` from a ridge regression of an external target (e.g. real-world usage) on item scores.
+
+    The target is one number per subject; the regressors are the subjects' item scores
+    (observed where available, the fit's predictions elsewhere), centred.  ``w`` solves
+    ``min ‖y − Xw‖² + λ‖w‖²`` with ``λ = ridge · tr(XᵀX)/m`` (relative ridge, default 0.1).
+    In Haupt et al.'s terms it is the direction in score space that society's value ``wᵀy``
+    follows across the evaluated models.
+    """
+    table = fit.table
+    y = pd.Series(target, dtype=float)
+    unknown = [s for s in y.index if s not in table.subjects]
+    if unknown:
+        raise ValueError(f"regression target names subjects not in the fit: {unknown[:5]}")
+    if len(y) < 3 or not np.all(np.isfinite(y.to_numpy())):
+        raise ValueError("the regression target needs finite values for at least 3 subjects")
+    if not ridge > 0:
+        raise ValueError(f"ridge must be > 0, got {ridge}")
+    s_all = np.arange(table.n_subjects)
+    si, ii = np.meshgrid(s_all, np.arange(table.n_items), indexing="ij")
+    X = np.array(fit.predict(si.ravel(), ii.ravel())).reshape(table.n_subjects, table.n_items)
+    X[table.subject_index, table.item_index] = table.response
+    rows = [table.subjects.get_loc(s) for s in y.index]
+    X = X[rows] - X[rows].mean(axis=0)
+    yc = y.to_numpy() - y.mean()
+    lam = ridge * np.trace(X.T @ X) / table.n_items
+    # Dual form (subjects are usually fewer than items): w = Xᵀ(XXᵀ + λI)⁻¹y.
+    return X.T @ np.linalg.solve(X @ X.T + lam * np.eye(len(yc)), yc)

@@ -1,0 +1,336 @@
+"""Optimal weights and platinum items from evaluation data (platinum_jax.design).
+
+Every expected number comes from a dense NumPy/SciPy computation written here, a closed form, or
+the synthetic truth the test generated.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import minimize_scalar
+
+from platinum_jax import platinum_items
+from platinum_jax.agency import commutator_norm
+from platinum_jax.design import (
+    PrimitiveDraws,
+    decisions_per_draw,
+    noise_solve,
+    posterior_decisions,
+    primitives_from_fit,
+    read_fit,
+    welfare_from_abilities,
+    welfare_from_items,
+    welfare_from_regression,
+)
+from platinum_jax.design._from_fit import _residual_factor
+from platinum_jax.design._synthetic import weights_world
+
+jax.config.update("jax_enable_x64", True)
+
+
+def _random_problem(seed, D=3, m=12, K=3, k=2):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(D, m, K))
+    L = rng.normal(size=(K, K))
+    C = L @ L.T + K * np.eye(K)
+    d = rng.uniform(0.2, 1.0, (D, m))
+    F = 0.6 * rng.normal(size=(D, m, k))
+    w = rng.normal(size=(D, m)) + 1.0
+    return A, C, d, F, w
+
+
+def test_woodbury_noise_solve_matches_dense():
+    rng = np.random.default_rng(0)
+    d = rng.uniform(0.1, 2.0, 30)
+    F = rng.normal(size=(30, 4))
+    X = rng.normal(size=(30, 3))
+    dense = np.linalg.solve(np.diag(d) + F @ F.T, X)
+    np.testing.assert_allclose(noise_solve(d, F, X), dense, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_decisions_match_dense_numpy_when_m_and_sigma_do_not_commute(seed):
+    A, C, d, F, w = _random_problem(seed)
+    rng = np.random.default_rng(seed + 10)
+    current = rng.uniform(0.0, 1.0, A.shape[1])
+    r_grid = np.array([0.3, 1.0, 3.0])
+    tau = (0.2, 0.3, 0.5)
+    out = decisions_per_draw(A, C, d, F, w, current, r_grid, *tau)
+    m = A.shape[1]
+    n_flags = 0
+    for t in range(A.shape[0]):
+        M = A[t] @ np.linalg.solve(C, A[t].T)
+        S = np.diag(d[t]) + F[t] @ F[t].T
+        assert float(commutator_norm(M, S)) > 0.05  # a genuinely non-commuting pair
+
+        def W(v, r, M=M, S=S, t=t):
+            return w[t] @ M @ v - 0.5 * v @ M @ v - 0.5 * r * v @ S @ v
+
+        for j, r in enumerate(r_grid):
+            v = np.linalg.solve(M + r * S, M @ w[t])
+            np.testing.assert_allclose(out.weights[t, j], v, rtol=1e-9, atol=1e-11)
+            np.testing.assert_allclose(out.welfare_optimal[t, j], W(v, r), rtol=1e-9)
+            for u, got in ((np.full(m, 1.0 / m), out.welfare_uniform[t, j]),
+                           (current, out.welfare_current[t, j])):
+                best = minimize_scalar(lambda c, u=u, r=r: -W(c * u, r), bracket=(-10, 10),
+                                       tol=1e-12)
+                np.testing.assert_allclose(got, -best.fun, rtol=1e-7)
+            dense = platinum_items(M, S, w[t], r, *tau, method="generalized")
+            np.testing.assert_array_equal(np.asarray(out.platinum[t, j], bool),
+                                          np.asarray(dense.flags))
+            n_flags += int(np.sum(dense.flags))
+    assert n_flags > 0  # the comparison covered platinum items, not only empty flag sets
+
+
+def test_posterior_summaries_are_the_draws_summaries():
+    A, C, d, F, w = _random_problem(5, D=40, m=9, K=2, k=1)
+    prims = PrimitiveDraws(A, C, d, F, w, tuple(f"i{j}" for j in range(9)), ("a", "b"))
+    post = posterior_decisions(prims, 2.0, r_factors=(0.5, 2.0), interval=0.8)
+    v = np.stack([np.linalg.solve(A[t] @ np.linalg.solve(C, A[t].T) * 1 + 2.0 *
+                                  (np.diag(d[t]) + F[t] @ F[t].T),
+                                  A[t] @ np.linalg.solve(C, A[t].T) @ w[t]) for t in range(40)])
+    np.testing.assert_allclose(post.items["mean"], v.mean(0), rtol=1e-9)
+    np.testing.assert_allclose(post.items["lo"], np.quantile(v, 0.1, axis=0), rtol=1e-9)
+    np.testing.assert_allclose(post.items["hi"], np.quantile(v, 0.9, axis=0), rtol=1e-9)
+    assert list(post.sensitivity.index) == [1.0, 2.0, 4.0]
+    assert post.p_platinum_by_r.shape == (9, 3)
+    assert ((post.items["p_platinum"] >= 0) & (post.items["p_platinum"] <= 1)).all()
+    json.dumps(post.summary)  # plain Python throughout
+
+
+def test_bad_primitives_and_settings_are_refused_with_names():
+    A, C, d, F, w = _random_problem(6, D=2, m=5, K=2, k=1)
+    names, abilities = tuple("abcde"), ("x", "y")
+    bad_d = d.copy()
+    bad_d[0, 2] = 0.0
+    with pytest.raises(ValueError, match=r"noise diagonal d.*\['c'\]"):
+        PrimitiveDraws(A, C, bad_d, F, w, names, abilities)
+    with pytest.raises(ValueError, match="C .*positive definite"):
+        PrimitiveDraws(A, -np.eye(2), d, F, w, names, abilities)
+    prims = PrimitiveDraws(A, C, d, F, w, names, abilities)
+    with pytest.raises(ValueError, match="r .*> 0"):
+        posterior_decisions(prims, 0.0)
+    with pytest.raises(ValueError, match="tau_w"):
+        posterior_decisions(prims, 1.0, tau_w=1.5)
+    with pytest.raises(ValueError, match="missing"):
+        posterior_decisions(prims, 1.0, current={"a": 1.0})
+
+
+def test_welfare_directions():
+    rng = np.random.default_rng(7)
+    A = rng.normal(size=(4, 10, 2))
+    beta = np.array([1.0, -0.5])
+    w = welfare_from_abilities(A, beta)
+    np.testing.assert_allclose(np.einsum("dmk,dm->dk", A, w), np.tile(beta, (4, 1)), atol=1e-12)
+    # minimum norm: orthogonal to the null space of Aᵀ
+    for t in range(4):
+        null = np.linalg.svd(A[t].T)[2][2:]
+        np.testing.assert_allclose(null @ w[t], 0.0, atol=1e-12)
+    items = ["p", "q", "r"]
+    np.testing.assert_allclose(welfare_from_items(items, ["q", "r"]), [0, 0.5, 0.5])
+    np.testing.assert_allclose(welfare_from_items(items, {"p": 2.0}), [2, 0, 0])
+    with pytest.raises(ValueError, match="did you mean"):
+        welfare_from_items(items, ["pp"])
+
+
+def test_residual_factor_finds_a_planted_factor_and_none_in_pure_noise():
+    rng = np.random.default_rng(8)
+    S, m = 300, 12
+    f = rng.uniform(0.5, 0.9, m) * rng.choice([-1, 1], m)
+    g = rng.normal(size=S)
+    mask = rng.random((S, m)) < 0.6
+    s_idx, i_idx = np.nonzero(mask)
+
+    class Table:
+        n_items, n_subjects = m, S
+        subject_index, item_index = s_idx, i_idx
+
+    planted = (np.outer(g, f) + rng.normal(size=(S, m)) * np.sqrt(1 - f**2))[s_idx, i_idx]
+    F, unique, k = _residual_factor(planted, Table, "auto")
+    assert k == 1
+    corr = abs(np.corrcoef(F[:, 0], f)[0, 1])
+    assert corr > 0.95
+    np.testing.assert_allclose(unique, 1 - f**2, atol=0.12)
+    noise = rng.normal(size=(S, m))[s_idx, i_idx]
+    assert _residual_factor(noise, Table, "auto")[2] == 0
+
+
+# ---------------------------------------------------------------------- from a fit
+
+
+@pytest.fixture(scope="module")
+def world_fit():
+    from platinum_jax.data import ResponseTable
+    from platinum_jax.inference import fit
+    from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
+
+    world = weights_world(60, 8, 0.6, shared=0.0, seed=3)
+    table = ResponseTable.from_frame(world.scores)
+    model = Rosetta(anchor=BenchmarkAnchor("b000"), likelihood=Gaussian())
+    return world, fit(model, table, method="laplace", draws=300, seed=1)
+
+
+def test_loadings_and_noise_from_a_rosetta_fit_match_numpy(world_fit):
+    world, fit = world_fit
+    prims = primitives_from_fit(fit, residual_rank=0, seed=2)
+    subj, items = fit.subjects, fit.items
+    # Point estimate: A_b = mean_s sigmoid'(alpha_b (C_s - D_b)) alpha_b.
+    z = items["slope"].to_numpy() * (subj["capability"].to_numpy()[:, None]
+                                     - items["difficulty"].to_numpy())
+    p = 1 / (1 + np.exp(-z))
+    A_point = (p * (1 - p) * items["slope"].to_numpy()).mean(axis=0)
+    point = primitives_from_fit(type(fit)(fit.problem, "map", fit.theta), residual_rank=0)
+    np.testing.assert_allclose(point.A[0, :, 0], A_point, rtol=1e-10)
+    # Residual variance on the residual degrees of freedom, per item.
+    t = fit.table
+    pred = fit.predict()
+    res2 = np.bincount(t.item_index, (t.response - pred) ** 2)
+    n_s = np.bincount(t.subject_index)
+    lev = np.bincount(t.item_index, 1.0 / n_s[t.subject_index])
+    free_items = np.where(np.arange(t.n_items) == 0, 0, 2)  # the anchor's D and alpha are fixed
+    dof = np.bincount(t.item_index) - free_items - lev
+    np.testing.assert_allclose(point.d.shape, (1, 8))
+    # Each draw scales it by dof / chi2(dof) (its posterior), drawn from the given seed.
+    factor = dof / np.random.default_rng(2).chisquare(dof, size=prims.d.shape)
+    np.testing.assert_allclose(prims.d / factor, np.tile(res2 / dof, (300, 1)), rtol=1e-10)
+    assert prims.A.shape == (300, 8, 1) and prims.F.shape == (300, 8, 0)
+    assert "diagonal because residual_rank=0" in prims.notes["noise"]
+
+
+def test_small_world_recovers_the_true_optimal_weights(world_fit):
+    from platinum_jax import optimal_weights, welfare
+
+    world, fit = world_fit
+    w = welfare_from_items(world.items, world.items[:3])
+    post = posterior_decisions(primitives_from_fit(fit, w), 1.0)
+    M = world.A @ world.A.T
+    v_true = np.asarray(optimal_weights(M, world.Sigma, w, 1.0))
+    v_hat = post.items["mean"].to_numpy()
+    W_true = float(welfare(v_true, M, world.Sigma, w, 1.0))
+    loss = (W_true - float(welfare(v_hat, M, world.Sigma, w, 1.0))) / W_true
+    assert 0 <= loss < 0.05
+    assert np.corrcoef(v_true, v_hat)[0, 1] > 0.8
+
+
+def test_draws_file_round_trip_and_weights_command(world_fit, tmp_path, capsys):
+    from platinum_jax.cli import main
+
+    world, fit = world_fit
+    fit.write(tmp_path / "fit", draws=True)
+    back = read_fit(tmp_path / "fit")
+    np.testing.assert_array_equal(np.asarray(back.draws.items), np.asarray(fit.draws.items))
+    a = primitives_from_fit(fit, residual_rank=0)
+    b = primitives_from_fit(back, residual_rank=0)
+    np.testing.assert_allclose(a.A, b.A, rtol=1e-12)
+    np.testing.assert_allclose(a.d, b.d, rtol=1e-12)
+
+    pd.DataFrame({"item": world.items, "weight": np.arange(8.0)}).to_csv(
+        tmp_path / "current.csv", index=False)
+    code = main(["weights", str(tmp_path / "fit"), "--target", "b001,b002", "--out",
+                 str(tmp_path / "w"), "--current", str(tmp_path / "current.csv"),
+                 "--residual-rank", "0"])
+    assert code == 0
+    table = pd.read_csv(tmp_path / "w" / "weights.csv", index_col="item")
+    assert list(table.index) == world.items
+    assert {"mean", "lo", "hi", "p_platinum", "p_platinum_r=4"} <= set(table.columns)
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert summary["current_weights"] == "given"
+    assert summary["primitives"]["welfare_weights"] == "target: b001,b002"
+    assert (tmp_path / "w" / "weights.png").stat().st_size > 0
+
+    assert main(["weights", str(tmp_path / "fit"), "--target", "b0001", "--out",
+                 str(tmp_path / "x")]) == 2
+    assert "did you mean" in capsys.readouterr().err
+    assert main(["weights", str(tmp_path / "fit"), "--out", str(tmp_path / "x")]) == 2
+    assert "exactly one of --target" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["weights", str(tmp_path / "empty"), "--target", "b001", "--out",
+                 str(tmp_path / "x")]) == 2
+    assert "--save-draws" in capsys.readouterr().err
+
+
+def test_runs_replace_the_residual_noise(world_fit):
+    world, fit = world_fit
+    rng = np.random.default_rng(12)
+    subjects = list(fit.table.subjects[:20])
+    sd = np.linspace(0.02, 0.09, 8)
+    rows = [(s, item, run, rng.normal(0.5, sd[j]))
+            for s in subjects for j, item in enumerate(world.items) for run in range(3)]
+    runs = pd.DataFrame(rows, columns=["subject", "item", "run", "response"])
+    prims = primitives_from_fit(fit, runs=runs, residual_rank=0, seed=4)
+    assert prims.notes["noise"].startswith("run-to-run variance of repeated runs")
+    dev = runs["response"] - runs.groupby(["subject", "item"])["response"].transform("mean")
+    var = (dev**2).groupby(runs["item"]).sum().to_numpy() / (20 * 2)
+    factor = 40 / np.random.default_rng(4).chisquare(np.full(8, 40.0), size=(300, 8))
+    np.testing.assert_allclose(prims.d, var * factor, rtol=1e-10)
+
+
+def test_regression_weights_recover_a_linear_target(world_fit):
+    world, fit = world_fit
+    t = fit.table
+    # A target that is exactly linear in two items' scores, on the fully observed grid.
+    si, ii = np.meshgrid(np.arange(t.n_subjects), np.arange(t.n_items), indexing="ij")
+    X = np.array(fit.predict(si.ravel(), ii.ravel())).reshape(t.n_subjects, t.n_items)
+    X[t.subject_index, t.item_index] = t.response
+    y = 2.0 * X[:, 1] - X[:, 4]
+    w = welfare_from_regression(fit, pd.Series(y, index=t.subjects), ridge=1e-8)
+    np.testing.assert_allclose(w, np.eye(8)[1] * 2 - np.eye(8)[4], atol=1e-4)
+
+
+def test_fit_command_saves_draws_that_read_back(tmp_path):
+    from platinum_jax.cli import main
+
+    rng = np.random.default_rng(9)
+    ability = rng.normal(size=12)
+    difficulty = rng.normal(size=5)
+    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty)))
+    frame = pd.DataFrame([(f"s{i:02d}", f"q{j}", float(rng.random() < p[i, j]))
+                          for i in range(12) for j in range(5)],
+                         columns=["subject", "item", "response"])
+    frame.to_csv(tmp_path / "r.csv", index=False)
+    assert main(["fit", str(tmp_path / "r.csv"), "--model", "1pl", "--method", "laplace",
+                 "--save-draws", "--out", str(tmp_path / "fit")]) == 0
+    back = read_fit(tmp_path / "fit")
+    items = pd.read_csv(tmp_path / "fit" / "items.csv", index_col=0)
+    np.testing.assert_allclose(back.items["difficulty"], items["difficulty"], rtol=1e-12)
+    np.testing.assert_allclose(back.items["difficulty_lo"], items["difficulty_lo"], rtol=1e-12)
+    assert back.method == "laplace" and back.table.n_responses == 60
+
+
+def test_noise_from_runs_recovers_a_known_covariance():
+    from platinum_jax.design import noise_from_runs
+
+    rng = np.random.default_rng(11)
+    m, S, R = 10, 120, 4
+    sd = rng.uniform(0.05, 0.2, m)
+    f = 0.08 * rng.choice([-1.0, 1.0], m) * rng.uniform(0.5, 1.0, m)
+    Sigma = np.diag(sd**2) + np.outer(f, f)
+    L = np.linalg.cholesky(Sigma)
+    level = rng.normal(size=(S, 1, m))  # each subject's own expected scores
+    y = level + np.einsum("ij,srj->sri", L, rng.normal(size=(S, R, m)))
+    s, r, i = np.meshgrid(np.arange(S), np.arange(R), np.arange(m), indexing="ij")
+    runs = pd.DataFrame({"subject": s.ravel(), "item": [f"q{j}" for j in i.ravel()],
+                         "run": r.ravel(), "response": y.ravel()})
+    items = [f"q{j}" for j in range(m)]
+    d, F, dof, note = noise_from_runs(runs, items)
+    assert F.shape == (m, 1) and "rank-1" in note
+    np.testing.assert_array_equal(dof, np.full(m, S * (R - 1)))
+    estimate = np.diag(d) + F @ F.T
+    # Against the unstructured pooled sample covariance of the same deviations (NumPy).
+    dev = y - y.mean(axis=1, keepdims=True)
+    pooled = np.einsum("sri,srj->ij", dev, dev) / (S * (R - 1))
+    np.testing.assert_allclose(np.diag(estimate), np.diag(pooled), rtol=1e-10)
+    error = np.linalg.norm(estimate - Sigma) / np.linalg.norm(Sigma)
+    assert error < 0.15
+    assert error < 1.2 * np.linalg.norm(pooled - Sigma) / np.linalg.norm(Sigma)
+    assert abs(np.corrcoef(F[:, 0], f)[0, 1]) > 0.95
+    # Pure noise: no correlated part above the Marchenko-Pastur edge.
+    white = runs.assign(response=rng.normal(size=len(runs)))
+    assert noise_from_runs(white, items)[1].shape == (m, 0)
+    with pytest.raises(ValueError, match="no subject with two or more runs"):
+        noise_from_runs(runs[runs["item"] != "q3"], items)
