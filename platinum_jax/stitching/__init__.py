@@ -19,14 +19,8 @@ from ._epoch import (
     read_metr_horizons,
     read_model_compute,
 )
-from ._fit import (
-    LMResult,
-    StitchingFit,
-    fit_stitching,
-    fit_theta,
-    gauss_newton_system,
-    solve_stitching,
-)
+from ._fit import StitchingFit, fit_stitching
+from ._lm import LMResult, fit_theta, gauss_newton_system, solve_stitching
 from ._model import (
     BenchmarkAnchor,
     ModelAnchor,

@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._fit import fit_stitching, solve_stitching
+from ._fit import fit_stitching
+from ._lm import solve_stitching
 from ._model import Anchor, BenchmarkAnchor, ParameterLayout, predict_scores
 from ._table import ScoreTable
 

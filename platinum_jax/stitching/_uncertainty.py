@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from jaxtyping import Array, Float
 
-from ._fit import StitchingFit, solve_stitching
+from ._fit import StitchingFit
+from ._lm import solve_stitching
 from ._model import stitching_cost
 
 __all__ = [
