@@ -74,15 +74,17 @@ def main() -> None:
         warm_cache = work / "warm-cache"
         out_ours, out_scipy = work / "ours", work / "scipy"
         # Fill the warm cache once (not timed).
-        _timed([*ours, "stitch", str(DATA), "--out", str(out_ours)], _env(warm_cache))
+        run = [*ours, "stitch", str(DATA), "--out", str(out_ours), "--overwrite"]
+        _timed(run, _env(warm_cache))
         times: dict[str, list[float]] = {"help": [], "cold": [], "warm": [], "scipy": []}
+        loads = [os.getloadavg()[0]]
         for k in range(args.repeats):
             times["help"].append(_timed([*ours, "--help"], _env("off")))
             cold_cache = work / f"cold-cache-{k}"
-            run = [*ours, "stitch", str(DATA), "--out", str(out_ours)]
             times["cold"].append(_timed(run, _env(cold_cache)))
             times["warm"].append(_timed(run, _env(warm_cache)))
             times["scipy"].append(_timed([*scipy_cmd, str(out_scipy)], _env("off")))
+            loads.append(os.getloadavg()[0])
         caps_ours = pd.read_csv(out_ours / "capabilities.csv", index_col="model")["capability"]
         caps_scipy = pd.read_csv(out_scipy / "capabilities.csv", index_col="model")["capability"]
         diff = float(np.max(np.abs(caps_ours - caps_scipy.reindex(caps_ours.index))))
@@ -90,7 +92,8 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = {k: float(np.median(v)) for k, v in times.items()}
-    print(f"{os.cpu_count()} CPU(s), {args.repeats} runs per case, medians:")
+    print(f"{os.cpu_count()} CPU(s), {args.repeats} runs per case, 1-minute load average "
+          f"{min(loads):.1f}-{max(loads):.1f} (median {np.median(loads):.1f}); medians:")
     for k, v in times.items():
         print(f"  {k:6s} {med[k]:.2f} s  (runs: {', '.join(f'{x:.2f}' for x in v)})")
     print(f"capabilities: max |ours - scipy| = {diff:.3g}, Spearman {spearman:.4f}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._bayes_model import LIKELIHOODS
+from ._bayes_options import LIKELIHOODS
 from ._cli import add_anchor_arguments, add_min_benchmarks_argument, anchor_from_args, load_table
 
 DESCRIPTION = """\

@@ -20,7 +20,15 @@ from platinum_jax.models import Rosetta
 from ._model import Anchor, ParameterLayout, StitchingParams
 from ._table import ScoreTable
 
-__all__ = ["response_table", "rosetta_model", "to_engine_theta", "from_engine_theta"]
+__all__ = [
+    "engine_problem",
+    "from_engine_theta",
+    "layout_batch",
+    "layout_entries",
+    "response_table",
+    "rosetta_model",
+    "to_engine_theta",
+]
 
 
 def response_table(table: ScoreTable) -> ResponseTable:
@@ -64,3 +72,42 @@ def params_of(theta: Theta) -> StitchingParams:
 def from_engine_theta(layout: ParameterLayout, theta: Theta) -> np.ndarray:
     """Engine raw blocks -> stitching vector ``(P,)`` of ``layout``'s free entries."""
     return np.asarray(layout.pack(params_of(theta)))
+
+
+def engine_problem(fit):
+    """The engine's :class:`~platinum_jax.inference.Problem` and raw blocks behind a
+    :class:`StitchingFit` (its own, or rebuilt from its table, anchor, L2 strength and link)."""
+    if fit.engine is not None:
+        return fit.engine.problem, fit.engine.theta
+    from platinum_jax.inference import Problem
+
+    problem = Problem(rosetta_model(fit.anchor, fit.l2, fit.link), response_table(fit.table))
+    return problem, to_engine_theta(fit.layout, fit.theta)
+
+
+def layout_entries(problem, layout: ParameterLayout):
+    """Where the layout's free entries sit in the engine's flat raw vector.
+
+    The engine's flat vector is ``concat(S.ravel(), I.ravel(), G)``. Returns ``(x, g)``:
+    ``x[k]`` the flat position of the layout's ``k``-th free parameter (C, then D, then alpha),
+    ``g`` the positions of the free globals (the L2 centre, profiled out where it is free).
+    """
+    n_s, n_i = problem.table.n_subjects, problem.table.n_items
+    p_i = problem.item.size
+    col = {name: k for k, name in enumerate(problem.item.names)}
+    free_c, free_d, free_a = layout.free_positions()
+    base_i = n_s * problem.subject.size
+    x = np.concatenate([
+        np.asarray(free_c) * problem.subject.size,
+        base_i + np.asarray(free_d) * p_i + col["difficulty"],
+        base_i + np.asarray(free_a) * p_i + col["slope"],
+    ]).astype(np.int64)
+    g = base_i + n_i * p_i + np.flatnonzero(np.asarray(problem.free_G).ravel())
+    return x, g
+
+
+def layout_batch(layout: ParameterLayout, subjects, items) -> np.ndarray:
+    """Batched engine blocks ``S (R, M, 1)``, ``I (R, B, 2)`` -> layout vectors ``(R, P)``."""
+    free_c, free_d, free_a = layout.free_positions()
+    s, i = np.asarray(subjects), np.asarray(items)
+    return np.concatenate([s[:, free_c, 0], i[:, free_d, 0], i[:, free_a, 1]], axis=1)
