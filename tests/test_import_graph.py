@@ -2,7 +2,8 @@
 
 Imports inside functions (the lazy ones that keep the command line fast) run after every module
 has loaded, so they cannot close a cycle at import time; only top-level ``import`` and
-``from ... import`` statements (and those in top-level ``if``/``try`` blocks) count.
+``from ... import`` statements (and those in top-level ``if``/``try`` blocks, except the
+``if TYPE_CHECKING:`` blocks that only type checkers run) count.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def _top_level_imports(tree: ast.Module):
         node = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)  # the body runs only under a type checker
         elif isinstance(node, ast.If | ast.Try):
             for block in (node.body, node.orelse, getattr(node, "finalbody", []),
                           *(h.body for h in getattr(node, "handlers", []))):
