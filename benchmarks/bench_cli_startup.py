@@ -15,7 +15,9 @@ Both sides get ``OPENBLAS_NUM_THREADS=1`` (and one thread for XLA's CPU client):
 2-core machine a multi-threaded BLAS makes the SciPy side look slower than it is.  Times are
 medians over ``--repeats`` runs.  Ends with one JSON line per case: name, ours_s, baseline_s,
 ratio (baseline / ours; > 1 means we are faster), max_abs_diff (largest difference between the
-two sides' capabilities, ours from the run, SciPy's from its output table).
+two sides' capabilities, ours from the run, SciPy's from its output table).  The processor
+seconds (user + system) of each child are printed beside the wall times: on a machine shared
+with other jobs they stretch far less than wall time does.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -49,12 +52,21 @@ def _env(cache: Path | str) -> dict[str, str]:
     return env
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> float:
+CPU: dict[str, list[float]] = {}  # processor seconds (user + system) of each child, by case
+
+
+def _timed(cmd: list[str], env: dict[str, str], case: str | None = None) -> float:
+    """Wall seconds of ``cmd`` as a subprocess; its processor seconds go to ``CPU[case]``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    if case is not None:
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        CPU.setdefault(case, []).append(cpu)
     return elapsed
 
 
@@ -74,15 +86,17 @@ def main() -> None:
         warm_cache = work / "warm-cache"
         out_ours, out_scipy = work / "ours", work / "scipy"
         # Fill the warm cache once (not timed).
-        _timed([*ours, "stitch", str(DATA), "--out", str(out_ours)], _env(warm_cache))
+        run = [*ours, "stitch", str(DATA), "--out", str(out_ours), "--overwrite"]
+        _timed(run, _env(warm_cache))
         times: dict[str, list[float]] = {"help": [], "cold": [], "warm": [], "scipy": []}
+        loads = [os.getloadavg()[0]]
         for k in range(args.repeats):
-            times["help"].append(_timed([*ours, "--help"], _env("off")))
+            times["help"].append(_timed([*ours, "--help"], _env("off"), "help"))
             cold_cache = work / f"cold-cache-{k}"
-            run = [*ours, "stitch", str(DATA), "--out", str(out_ours)]
-            times["cold"].append(_timed(run, _env(cold_cache)))
-            times["warm"].append(_timed(run, _env(warm_cache)))
-            times["scipy"].append(_timed([*scipy_cmd, str(out_scipy)], _env("off")))
+            times["cold"].append(_timed(run, _env(cold_cache), "cold"))
+            times["warm"].append(_timed(run, _env(warm_cache), "warm"))
+            times["scipy"].append(_timed([*scipy_cmd, str(out_scipy)], _env("off"), "scipy"))
+            loads.append(os.getloadavg()[0])
         caps_ours = pd.read_csv(out_ours / "capabilities.csv", index_col="model")["capability"]
         caps_scipy = pd.read_csv(out_scipy / "capabilities.csv", index_col="model")["capability"]
         diff = float(np.max(np.abs(caps_ours - caps_scipy.reindex(caps_ours.index))))
@@ -90,9 +104,14 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = {k: float(np.median(v)) for k, v in times.items()}
-    print(f"{os.cpu_count()} CPU(s), {args.repeats} runs per case, medians:")
+    print(f"{os.cpu_count()} CPU(s), {args.repeats} runs per case, 1-minute load average "
+          f"{min(loads):.1f}-{max(loads):.1f} (median {np.median(loads):.1f}); medians:")
     for k, v in times.items():
-        print(f"  {k:6s} {med[k]:.2f} s  (runs: {', '.join(f'{x:.2f}' for x in v)})")
+        print(f"  {k:6s} {med[k]:.2f} s  (runs: {', '.join(f'{x:.2f}' for x in v)}); processor "
+              f"time {np.median(CPU[k]):.2f} s")
+    # On a loaded machine wall times stretch with everyone's jobs; processor seconds much less.
+    print(f"processor-time ratio, scipy / ours: cold {np.median(CPU['scipy']) / np.median(CPU['cold']):.2f}, "
+          f"warm {np.median(CPU['scipy']) / np.median(CPU['warm']):.2f}")
     print(f"capabilities: max |ours - scipy| = {diff:.3g}, Spearman {spearman:.4f}")
     cases = [
         {"name": "help", "ours_s": med["help"], "baseline_s": None, "ratio": None,

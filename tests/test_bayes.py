@@ -530,7 +530,7 @@ def test_cli_stitch_bayes_reads_epoch_raw(tmp_path, epoch_dir, capsys):
 
 def test_cli_stitch_bayes_anchor_options(tmp_path, synth, capsys):
     from platinum_jax.cli import build_parser, main
-    from platinum_jax.stitching._cli import anchor_from_args
+    from platinum_jax.cli.stitch import anchor_from_args
 
     table, _ = synth
     csv = tmp_path / "scores.csv"

@@ -275,7 +275,7 @@ def test_structured_system_matches_autodiff(newton):
     "anchor", [BenchmarkAnchor("bench_01", 0.5, 1.5), ModelAnchor(("model_001", "model_004"), (0.0, 1.0))]
 )
 def test_structured_step_equals_dense_solve(anchor):
-    from platinum_jax.stitching._fit import _structured_solve, structured_system
+    from platinum_jax.stitching._lm import _structured_solve, structured_system
 
     table, _ = synthetic_score_table(seed=8, n_models=10, n_benchmarks=4, density=0.8)
     layout = ParameterLayout.from_table(table, anchor)

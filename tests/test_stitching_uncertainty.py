@@ -130,9 +130,10 @@ def test_bootstrap_matches_scipy_refits(small):
 
 def test_bootstrap_leaves_out_unconverged_replicates(small):
     table, _, fit = small
-    # Five LM steps are too few for some of these replicates (and enough for others).
+    # Four exact-Hessian LM steps are too few for some of these replicates (and enough for
+    # others; with five, every replicate converges).
     with pytest.warns(RuntimeWarning, match=r"of 8 bootstrap replicates did not converge.*max_steps") as rec:
-        boot = bootstrap(fit, replicates=8, seed=5, chunk=4, block=8, max_steps=5)
+        boot = bootstrap(fit, replicates=8, seed=5, chunk=4, block=8, max_steps=4)
     ok = boot.converged
     n_failed = int((~ok).sum())
     assert 0 < n_failed < 7

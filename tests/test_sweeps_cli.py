@@ -9,8 +9,8 @@ import pytest
 import xarray as xr
 
 from platinum_jax.cli import main
+from platinum_jax.cli.sweep import parse_values
 from platinum_jax.datasets import demo_world
-from platinum_jax.sweeps._cli import parse_values
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

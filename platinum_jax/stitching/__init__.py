@@ -11,43 +11,81 @@ anchor fixing the scale. Turn on float64 first: ``jax.config.update("jax_enable_
     >>> fit.capabilities.sort_values("capability").tail()          # doctest: +SKIP
 """
 
-from ._cv import cross_validate, kfold_assignments
-from ._epoch import (
-    read_benchmark_info,
-    read_distilled_models,
-    read_epoch_raw,
-    read_metr_horizons,
-    read_model_compute,
-)
-from ._fit import (
-    LMResult,
-    StitchingFit,
-    fit_stitching,
-    fit_theta,
-    gauss_newton_system,
-    solve_stitching,
-)
-from ._model import (
-    BenchmarkAnchor,
-    ModelAnchor,
-    ParameterLayout,
-    StitchingParams,
-    predict_scores,
-    stitching_cost,
-    stitching_residuals,
-)
-from ._plots import plot_capabilities, plot_residuals
-from ._synthetic import SyntheticTruth, synthetic_score_table
-from ._table import ScoreTable, UnknownNameError
-from ._uncertainty import (
-    BootstrapResult,
-    bootstrap,
-    bootstrap_weights,
-    by_kind,
-    laplace,
-    objective_hessian,
-    sensitivity,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
+    from ._cv import cross_validate, kfold_assignments
+    from ._epoch import (
+        read_benchmark_info,
+        read_distilled_models,
+        read_epoch_raw,
+        read_metr_horizons,
+        read_model_compute,
+    )
+    from ._fit import StitchingFit, fit_stitching
+    from ._lm import LMResult, fit_theta, gauss_newton_system, solve_stitching
+    from ._model import (
+        BenchmarkAnchor,
+        ModelAnchor,
+        ParameterLayout,
+        StitchingParams,
+        predict_scores,
+        stitching_cost,
+        stitching_residuals,
+    )
+    from ._plots import plot_capabilities, plot_residuals
+    from ._synthetic import SyntheticTruth, synthetic_score_table
+    from ._table import ScoreTable, UnknownNameError
+    from ._uncertainty import (
+        BootstrapResult,
+        bootstrap,
+        bootstrap_weights,
+        by_kind,
+        laplace,
+        objective_hessian,
+        sensitivity,
+    )
+
+# Public name -> the private module that defines it. Nothing is imported until a name is
+# used, so `platinum-jax stitch` (and `import platinum_jax.stitching._table`) load only what
+# they need: the plots pull in matplotlib, the uncertainty code compiles its own programs.
+_EXPORTS = {
+    "BenchmarkAnchor": "_model",
+    "BootstrapResult": "_uncertainty",
+    "LMResult": "_lm",
+    "ModelAnchor": "_model",
+    "ParameterLayout": "_model",
+    "ScoreTable": "_table",
+    "StitchingFit": "_fit",
+    "StitchingParams": "_model",
+    "SyntheticTruth": "_synthetic",
+    "UnknownNameError": "_table",
+    "bootstrap": "_uncertainty",
+    "bootstrap_weights": "_uncertainty",
+    "by_kind": "_uncertainty",
+    "cross_validate": "_cv",
+    "fit_stitching": "_fit",
+    "fit_theta": "_lm",
+    "gauss_newton_system": "_lm",
+    "kfold_assignments": "_cv",
+    "laplace": "_uncertainty",
+    "objective_hessian": "_uncertainty",
+    "plot_capabilities": "_plots",
+    "plot_residuals": "_plots",
+    "predict_scores": "_model",
+    "read_benchmark_info": "_epoch",
+    "read_distilled_models": "_epoch",
+    "read_epoch_raw": "_epoch",
+    "read_metr_horizons": "_epoch",
+    "read_model_compute": "_epoch",
+    "sensitivity": "_uncertainty",
+    "solve_stitching": "_lm",
+    "stitching_cost": "_model",
+    "stitching_residuals": "_model",
+    "synthetic_score_table": "_synthetic",
+}
 
 __all__ = [
     "BenchmarkAnchor",
@@ -87,10 +125,19 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # The Bayesian twin (platinum_jax.stitching.bayes) loads NumPyro: imported on first use, so
-    # the least-squares fit and its command line start without it.
-    if name == "bayes":
-        import importlib
+    # PEP 562: load the defining module on first use. The Bayesian twin
+    # (platinum_jax.stitching.bayes) loads NumPyro, so it is a sub-module loaded the same way.
+    import importlib
 
+    if name == "bayes":
         return importlib.import_module(f"{__name__}.bayes")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -24,6 +24,18 @@ from ._bayes_model import (
     prepare_data,
     stitching_model,
 )
+from ._bayes_plots import plot_capabilities, plot_ppc
+from ._bayes_summary import (  # noqa: F401  (HDI_PROB re-exported)
+    _HDI_HI,
+    _HDI_LO,
+    HDI_PROB,
+    SamplingWarning,
+    _diagnostics,
+    _named_tables,
+    _warn_on_diagnostics,
+    check_diagnostics,
+    posterior_summary,
+)
 from ._model import BenchmarkAnchor, ModelAnchor, ParameterLayout
 from ._table import ScoreTable
 
@@ -41,8 +53,6 @@ __all__ = [
     "plot_ppc",
 ]
 
-HDI_PROB = 0.94  # ArviZ's default; the columns are named hdi_3% and hdi_97%
-_HDI_LO, _HDI_HI = "hdi_3%", "hdi_97%"
 _DIMS = {
     "capability_z": ["free_capability"],
     "intercept": ["free_difficulty"],
@@ -56,10 +66,6 @@ _DIMS = {
     "noise_variance": ["benchmark"],
     "y": ["score"],
 }
-
-
-class SamplingWarning(UserWarning):
-    """The sampler's diagnostics (divergences, R-hat, ESS) say the posterior is not trustworthy."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -462,228 +468,6 @@ def _to_inference_data(table, layout, data: BayesData, likelihood, posterior, st
     return idata
 
 
-def posterior_summary(
-    idata, *, var_names: Sequence[str] | None = None, with_diagnostics: bool = True
-) -> pd.DataFrame:
-    """Tidy summary of ``idata.posterior``: one row per scalar entry of each variable.
-
-    Columns ``variable, name, mean, sd, hdi_3%, hdi_97%, r_hat, ess_bulk, ess_tail``; ``name``
-    is the model or benchmark label ('' for scalars).  Constant entries (anchors) get NaN
-    diagnostics; so does everything when ``with_diagnostics`` is false (e.g. SVI draws).
-    """
-    import arviz as az
-
-    post = idata.posterior
-    names = (
-        list(var_names)
-        if var_names is not None
-        # Standardised coordinates (*_z) and log sigma repeat what their named twins show.
-        else [v for v in post.data_vars if not v.endswith("_z") and v != "noise_log_sigma"]
-    )
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", (FutureWarning, RuntimeWarning))
-        hdi = az.hdi(post[names], hdi_prob=HDI_PROB)
-        several_chains = post.sizes["chain"] > 1  # R-hat compares chains: none for one
-        if with_diagnostics:
-            rhat = az.rhat(post[names]) if several_chains else None
-            ess_b = az.ess(post[names], method="bulk")
-            ess_t = az.ess(post[names], method="tail")
-    for var in names:
-        x = post[var]
-        sample_dims = ("chain", "draw")
-        mean = x.mean(sample_dims).values.reshape(-1)
-        sd = (
-            x.std(sample_dims, ddof=1).values.reshape(-1)
-            if x.sizes["chain"] * x.sizes["draw"] > 1
-            else np.zeros_like(mean)
-        )
-        lo = hdi[var].sel(hdi="lower").values.reshape(-1)
-        hi = hdi[var].sel(hdi="higher").values.reshape(-1)
-        other = [d for d in x.dims if d not in sample_dims]
-        labels = [str(v) for v in x[other[0]].values] if other else [""]
-        if with_diagnostics:
-            rh = (
-                rhat[var].values.reshape(-1).astype(float)
-                if rhat is not None
-                else np.full(mean.shape, np.nan)
-            )
-            eb = ess_b[var].values.reshape(-1).astype(float)
-            et = ess_t[var].values.reshape(-1).astype(float)
-        else:
-            rh = eb = et = np.full(mean.shape, np.nan)
-        fixed = sd == 0
-        rh, eb, et = (np.where(fixed, np.nan, a) for a in (rh, eb, et))
-        rows.append(
-            pd.DataFrame(
-                {
-                    "variable": var,
-                    "name": labels,
-                    "mean": mean,
-                    "sd": sd,
-                    _HDI_LO: lo,
-                    _HDI_HI: hi,
-                    "r_hat": rh,
-                    "ess_bulk": eb,
-                    "ess_tail": et,
-                }
-            )
-        )
-    return pd.concat(rows, ignore_index=True)
-
-
-_STAT_COLS = ["mean", "sd", _HDI_LO, _HDI_HI, "r_hat", "ess_bulk", "ess_tail"]
-
-
-def _named_tables(table: ScoreTable, summary: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    def block(var, index_name):
-        part = summary.loc[summary["variable"] == var].set_index("name")[_STAT_COLS]
-        part.index.name = index_name
-        return part
-
-    capabilities = block("capability", "model").copy()
-    capabilities["release_date"] = (
-        table.model_release_dates().reindex(capabilities.index).to_numpy()
-    )
-    diff = block("difficulty", "benchmark").add_prefix("difficulty_")
-    slope = block("slope", "benchmark").add_prefix("slope_")
-    noise = block("noise_variance", "benchmark")["mean"]
-    benchmarks = diff.join(slope)
-    benchmarks["noise_sd_mean"] = np.sqrt(noise)
-    benchmarks["release_date"] = (
-        table.benchmark_release_dates().reindex(benchmarks.index).to_numpy()
-    )
-    return capabilities, benchmarks
-
-
-def _checked_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    """Rows the diagnostics cover: every sampled quantity that varies over the draws.
-
-    That is the free capabilities, difficulties and slopes and every hyper-parameter
-    (``capability_mu``, ``capability_tau``, the noise scales and their ``noise_log_mu`` and
-    ``noise_log_tau``, or ``log_precision``) and the derived noise variances; anchored entries
-    are constants and left out.
-    """
-    return summary.loc[summary["sd"] > 0]
-
-
-def _diagnostics(idata, summary, method, wall) -> dict[str, object]:
-    checked = _checked_rows(summary)
-    out: dict[str, object] = {"wall_s": float(wall)}
-    if method == "nuts":
-        n_chains = int(idata.posterior.sizes["chain"])
-        out["n_divergent"] = int(idata.sample_stats["diverging"].values.sum())
-        # R-hat compares chains with each other; one chain cannot say whether it converged.
-        out["max_r_hat"] = float(checked["r_hat"].max()) if n_chains > 1 else float("nan")
-        out["min_ess_bulk"] = float(checked["ess_bulk"].min())
-        out["min_ess_tail"] = float(checked["ess_tail"].min())
-        out["n_chains"] = n_chains
-        out["n_draws"] = int(idata.posterior.sizes["draw"])
-        for col in ("r_hat", "ess_bulk", "ess_tail"):
-            values = checked[col]
-            if n_chains > 1 or col != "r_hat":
-                pos = values.idxmax() if col == "r_hat" else values.idxmin()
-                if pd.notna(pos):
-                    out[f"worst_{col}"] = _label(checked.loc[pos])
-    else:
-        out.update(
-            n_divergent=0,
-            max_r_hat=float("nan"),
-            min_ess_bulk=float("nan"),
-            min_ess_tail=float("nan"),
-        )
-    return out
-
-
-def _label(row: pd.Series) -> str:
-    return f"{row['variable']}[{row['name']}]" if row["name"] != "" else str(row["variable"])
-
-
-def check_diagnostics(idata, *, min_ess: float = 400.0, max_r_hat: float = 1.01) -> dict:
-    """Sampler diagnostics of a NUTS posterior, with a :class:`SamplingWarning` for each problem.
-
-    Over every sampled quantity: the free capabilities, difficulties and slopes and all
-    hyper-parameters (scale of the capabilities, noise scales and their hyper-prior); anchored
-    entries are constants.  Reports the number of divergent transitions, the largest
-    rank-normalised split R-hat and the smallest bulk and tail ESS (ArviZ), and which parameter
-    is worst.  R-hat compares chains, so with a single chain it is NaN and a warning says so.
-    Each failing check warns with what to try, given the run's settings where ``idata.attrs``
-    records them.  Returns ``{"n_divergent", "max_r_hat", "min_ess_bulk", "min_ess_tail",
-    "n_chains", "n_draws", "worst_r_hat", "worst_ess_bulk", "worst_ess_tail"}``.
-    """
-    summary = posterior_summary(idata)
-    diag = _diagnostics(idata, summary, "nuts", float("nan"))
-    diag.pop("wall_s")
-    _warn_on_diagnostics(diag, min_ess=min_ess, max_r_hat=max_r_hat, run=dict(idata.attrs))
-    return diag
-
-
-def _divergence_advice(run: Mapping) -> str:
-    """What to try after divergences, given the settings the run used (where known)."""
-    target_accept, warmup = run.get("target_accept"), run.get("warmup")
-    steps = []
-    if target_accept is None:
-        steps.append("raise target_accept (e.g. 0.99)")
-    elif target_accept < 0.99:
-        steps.append(f"raise target_accept to 0.99 (this run used {target_accept:g})")
-    else:
-        steps.append(f"target_accept is already {target_accept:g}, so do not raise it further")
-    if warmup is None:
-        steps.append("lengthen the warmup")
-    else:
-        steps.append(f"lengthen the warmup beyond this run's {int(warmup)} (e.g. {2 * int(warmup)})")
-    steps.append("or tighten the priors of poorly identified benchmarks (e.g. Priors(log_slope_scale=0.5))")
-    return "; ".join(steps)
-
-
-def _warn_on_diagnostics(diag, *, min_ess, max_r_hat, run: Mapping | None = None) -> None:
-    run = {} if run is None else run
-    n_chains, n_draws = diag.get("n_chains"), diag.get("n_draws")
-    if diag["n_divergent"] > 0:
-        warnings.warn(
-            f"NUTS reported {diag['n_divergent']} divergent transition(s): the posterior has "
-            f"regions the step size cannot follow; {_divergence_advice(run)}",
-            SamplingWarning,
-            stacklevel=3,
-        )
-    if n_chains == 1:
-        warnings.warn(
-            "one chain: R-hat compares chains with each other, so convergence cannot be checked "
-            "(max_r_hat is NaN); the ESS below is of this one chain only.  Run chains >= 2 "
-            "(4 is usual) before trusting the intervals",
-            SamplingWarning,
-            stacklevel=3,
-        )
-    elif not diag["max_r_hat"] <= max_r_hat:
-        warnings.warn(
-            f"max R-hat = {diag['max_r_hat']:.3f} > {max_r_hat} (worst: "
-            f"{diag.get('worst_r_hat', '?')}): the chains disagree; run a longer warmup (this "
-            f"run: {run.get('warmup', '?')} steps) and more samples before trusting the intervals",
-            SamplingWarning,
-            stacklevel=3,
-        )
-    for kind in ("bulk", "tail"):
-        ess = diag[f"min_ess_{kind}"]
-        if ess >= min_ess:
-            continue
-        where = diag.get(f"worst_ess_{kind}", "?")
-        if n_chains and n_draws and ess > 0:
-            # ESS grows about linearly with the number of draws at a fixed step size.
-            need = int(np.ceil(n_draws * min_ess / ess / 100.0) * 100)
-            advice = (
-                f"this run drew {n_chains} x {n_draws}; about samples={need} per chain would "
-                f"reach {min_ess:g}, or more chains"
-            )
-        else:
-            advice = "draw more samples (samples=..., chains=...)"
-        warnings.warn(
-            f"min {kind} ESS = {ess:.0f} < {min_ess:g} (worst: {where}): the intervals are noisy; "
-            f"{advice}",
-            SamplingWarning,
-            stacklevel=3,
-        )
-
-
 def compare_likelihoods(
     fits_or_table: ScoreTable | Mapping[str, BayesStitchingFit] | Sequence[BayesStitchingFit],
     likelihoods: Sequence[str] = ("gaussian", "beta"),
@@ -721,83 +505,3 @@ def compare_likelihoods(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         return az.compare({k: f.idata for k, f in fits.items()}, ic=ic)
-
-
-def plot_capabilities(fit: BayesStitchingFit, *, path=None, ax=None, label_top: int = 8):
-    """Posterior capabilities C_m against release date, with 94% HDI bars; returns the figure.
-
-    Models without a release date are left out (their count is in the title).  The
-    ``label_top`` most capable models are labelled.  Writes a PNG when ``path`` is given.
-    """
-    import matplotlib.pyplot as plt
-
-    caps = fit.capabilities
-    dated = caps.dropna(subset=["release_date"]).sort_values("release_date")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(9, 5))
-    else:
-        fig = ax.figure
-    x = pd.to_datetime(dated["release_date"])
-    ax.errorbar(
-        x,
-        dated["mean"],
-        yerr=[dated["mean"] - dated[_HDI_LO], dated[_HDI_HI] - dated["mean"]],
-        fmt="o",
-        ms=3,
-        lw=0.8,
-        alpha=0.7,
-        capsize=0,
-    )
-    for name, row in dated.nlargest(label_top, "mean").iterrows():
-        ax.annotate(
-            name,
-            (pd.Timestamp(row["release_date"]), row["mean"]),
-            fontsize=7,
-            xytext=(3, 3),
-            textcoords="offset points",
-        )
-    missing = len(caps) - len(dated)
-    title = f"Capabilities (posterior mean, 94% HDI), {fit.likelihood} likelihood, anchor {fit.anchor.describe()}"
-    if missing:
-        title += f"\n{missing} model(s) without a release date not shown"
-    ax.set_title(title, fontsize=9)
-    ax.set_xlabel("model release date")
-    ax.set_ylabel("capability C_m")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=120)
-    return fig
-
-
-def plot_ppc(fit: BayesStitchingFit, *, path=None, ax=None):
-    """Posterior predictive check: observed score against the predictive mean and 94% interval.
-
-    Points off the diagonal by more than their interval are scores the model does not
-    reproduce.  Binomial fits are shown on the score scale (k / n).  Returns the figure.
-    """
-    import matplotlib.pyplot as plt
-
-    pp = fit.idata.posterior_predictive["y"].values.reshape(-1, fit.table.n_scores)
-    obs = fit.idata.observed_data["y"].values
-    if fit.likelihood in _COUNT_LIKELIHOODS:
-        n = fit.idata.constant_data["n_items"].values
-        pp, obs = pp / n, obs / n
-    lo, hi = np.quantile(pp, [0.03, 0.97], axis=0)
-    mean = pp.mean(0)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(5.5, 5.5))
-    else:
-        fig = ax.figure
-    outside = (obs < lo) | (obs > hi)
-    ax.errorbar(obs, mean, yerr=[mean - lo, hi - mean], fmt="o", ms=2, lw=0.5, alpha=0.5)
-    ax.plot([0, 1], [0, 1], color="k", lw=0.8)
-    ax.set_xlabel("observed score")
-    ax.set_ylabel("posterior predictive (mean, 94% interval)")
-    ax.set_title(
-        f"{fit.likelihood}: {outside.mean():.1%} of scores outside their 94% interval", fontsize=9
-    )
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=120)
-    return fig

@@ -20,6 +20,7 @@ import numpyro
 import numpyro.distributions as dist
 from jaxtyping import Array, Float, Int
 
+from ._bayes_options import COUNT_LIKELIHOODS, LIKELIHOODS
 from ._model import ParameterLayout, predict_scores
 
 __all__ = [
@@ -32,8 +33,7 @@ __all__ = [
     "stitching_model",
 ]
 
-LIKELIHOODS = ("gaussian", "beta", "binomial", "betabinomial")
-_COUNT_LIKELIHOODS = ("binomial", "betabinomial")
+_COUNT_LIKELIHOODS = COUNT_LIKELIHOODS
 
 # Keeps sigmoid outputs strictly inside (0, 1) where Beta / Binomial log densities are finite.
 _MU_EPS = 1e-9

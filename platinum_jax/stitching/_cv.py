@@ -1,21 +1,21 @@
 """K-fold cross-validation over held-out scores: the sigmoid link against a clipped-linear one.
 
 The paper's Table 9 asks whether the sigmoid's floor and ceiling matter; here each fold's scores
-get weight 0, the model is refitted on the rest (all folds in one vmapped solve) and the held-out
-squared errors are averaged per link.
+get weight 0, the Rosetta model is refitted on the rest by the measurement engine (all folds in
+one vmapped solve) and the held-out squared errors are averaged per link.
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._fit import fit_stitching, solve_stitching
-from ._model import Anchor, BenchmarkAnchor, ParameterLayout, predict_scores
+from ._fit import fit_stitching
+from ._model import Anchor, BenchmarkAnchor, ParameterLayout
 from ._table import ScoreTable
 
 __all__ = ["cross_validate", "kfold_assignments"]
@@ -31,14 +31,20 @@ def kfold_assignments(n_scores: int, k: int, seed: int = 0) -> np.ndarray:
     return folds
 
 
-@functools.partial(jax.jit, static_argnames=("layout", "link"))
-def _fit_folds(theta0, layout, mi, bi, y, train_weights, l2, link):
-    def one(w):
-        res = solve_stitching(theta0, layout, mi, bi, y, w, l2, link=link, max_steps=1000)
-        pred = predict_scores(layout.unpack(res.theta), mi, bi, link)
-        return pred, res.converged
+def _fold_predictions(table: ScoreTable, anchor: Anchor, l2: float, link: str, train):
+    """Refit the Rosetta preset once per row of ``train`` (row weights; 0 holds a score out),
+    all folds in one vmapped engine solve from the paper's start; out-of-fold predictions."""
+    from platinum_jax.inference import Problem, map_solver
 
-    return jax.vmap(one)(train_weights)
+    from ._engine import response_table, rosetta_model
+
+    problem = Problem(rosetta_model(anchor, l2, link), response_table(table))
+    data = problem.data()
+    res = map_solver(problem, batched="data", max_steps=1000)(
+        problem.start(), dataclasses.replace(data, weight=jnp.asarray(train) * data.weight))
+    preds = jax.vmap(lambda th: problem.predict(th, data.subject_index, data.item_index))(
+        res.theta)
+    return np.asarray(preds), np.asarray(res.converged)
 
 
 def cross_validate(
@@ -61,23 +67,13 @@ def cross_validate(
     anchor = BenchmarkAnchor() if anchor is None else anchor
     if len(table.components()) > 1:
         fit_stitching(table, anchor, l2)  # raises the connected-components error
-    layout = ParameterLayout.from_table(table, anchor)
+    ParameterLayout.from_table(table, anchor)  # unknown anchor names raise here
     folds = kfold_assignments(table.n_scores, k, seed)
     train = (folds[None, :] != np.arange(k)[:, None]).astype(np.float64)
     y = table.scores
     rows = []
     for link in links:
-        preds, conv = _fit_folds(
-            layout.initial(),
-            layout,
-            jnp.asarray(table.model_index),
-            jnp.asarray(table.benchmark_index),
-            jnp.asarray(y),
-            jnp.asarray(train),
-            float(l2),
-            link,
-        )
-        preds = np.asarray(preds)
+        preds, conv = _fold_predictions(table, anchor, float(l2), link, train)
         sq_total, n_total = 0.0, 0
         for f in range(k):
             test = folds == f

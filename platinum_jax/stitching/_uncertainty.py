@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from jaxtyping import Array, Float
 
-from ._fit import StitchingFit, solve_stitching
+from ._fit import StitchingFit
 from ._model import stitching_cost
 
 __all__ = [
@@ -271,15 +271,40 @@ def sensitivity(
 
 
 # ---------------------------------------------------------------------- Laplace
-@functools.partial(jax.jit, static_argnames=("layout",))
-def _hessian(theta, layout, mi, bi, y, l2):
-    return jax.hessian(stitching_cost)(theta, layout, mi, bi, y, l2)
-
-
 def objective_hessian(fit: StitchingFit) -> Float[Array, "P P"]:
-    """Exact Hessian of ``0.5 sum r^2`` at the fit (autodiff), shape (P, P)."""
-    mi, bi, y = _arrays(fit)
-    return _hessian(jnp.asarray(fit.theta), fit.layout, mi, bi, y, fit.l2)
+    """Exact Hessian of the fit's objective over its free parameters (C, D, alpha), (P, P).
+
+    The objective is the engine's (:meth:`platinum_jax.inference.Problem.objective` of the
+    Rosetta model); its Hessian comes from autodiff over the engine's raw vector. Where the
+    centre of the L2 penalty is a free global, it is profiled out (Schur complement, by a
+    solve), which is the Hessian of the paper's objective with the penalty centred on its mean.
+    """
+    from ._engine import engine_problem, layout_entries
+
+    problem, theta = engine_problem(fit)
+    x_pos, g_pos = layout_entries(problem, fit.layout)
+    hess = _flat_hessian(problem, theta)
+    h_xx = hess[np.ix_(x_pos, x_pos)]
+    if g_pos.size == 0:
+        return h_xx
+    h_xg = hess[np.ix_(x_pos, g_pos)]
+    h_gg = hess[np.ix_(g_pos, g_pos)]
+    return h_xx - h_xg @ jnp.linalg.solve(h_gg, h_xg.T)
+
+
+def _flat_hessian(problem, theta) -> Float[Array, "Q Q"]:
+    """Hessian of ``problem.objective`` over ``concat(S.ravel(), I.ravel(), G)``."""
+    from platinum_jax.inference import Theta
+
+    s, i, g = (jnp.asarray(t, problem.dtype) for t in theta)
+    a, b = s.size, i.size
+    data = problem.data()
+
+    def objective(x):
+        blocks = Theta(x[:a].reshape(s.shape), x[a:a + b].reshape(i.shape), x[a + b:])
+        return problem.objective(blocks, data)
+
+    return jax.jit(jax.hessian(objective))(jnp.concatenate([s.ravel(), i.ravel(), g]))
 
 
 def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "residual"):
@@ -296,7 +321,7 @@ def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "
     from scipy.stats import norm
 
     hess = objective_hessian(fit)
-    chol = jnp.linalg.cholesky(hess)
+    chol = jnp.linalg.cholesky(hess)  # of the profiled Hessian: the marginal covariance
     if not bool(jnp.all(jnp.isfinite(chol))):
         eig = np.linalg.eigvalsh(np.asarray(hess))
         raise ValueError(
@@ -390,19 +415,25 @@ def bootstrap_weights(seed: int, replicates: int, n_scores: int) -> np.ndarray:
     return np.asarray(jax.vmap(lambda k: _counts(k, n_scores, jnp.float64))(keys))
 
 
-@functools.partial(jax.jit, static_argnames=("layout", "chunk", "max_steps"))
-def _bootstrap_block(keys, theta, layout, mi, bi, y, l2, chunk, max_steps):
-    n = y.shape[0]
+def _bootstrap_solver(problem, theta, chunk: int, max_steps: int):
+    """Jitted ``keys -> (S, I, objective, converged)`` of the engine's MAP solver, one refit per
+    key on its resampled weights (``lax.map`` over vmapped chunks of ``chunk`` refits)."""
+    import dataclasses
+
+    from platinum_jax.inference import solve_map
+
+    data = problem.data()
+    start = type(theta)(*(jnp.asarray(t, problem.dtype) for t in theta))
+    n = problem.table.n_responses
 
     def one(key):
-        w = _counts(key, n, theta.dtype)
-        res = solve_stitching(
-            theta, layout, mi, bi, y, w, l2, max_steps=max_steps, gtol=1e-8, xtol=1e-8,
-            ftol=1e-10, newton=True,
-        )
-        return res.theta, res.cost, res.converged
+        w = _counts(key, n, problem.dtype) * data.weight
+        res = solve_map(problem, start, dataclasses.replace(data, weight=w),
+                        max_steps=max_steps, gtol=1e-8, xtol=1e-8, ftol=1e-10,
+                        curvature="newton")
+        return res.theta.subjects, res.theta.items, res.objective, res.converged
 
-    return jax.lax.map(one, keys, batch_size=chunk)
+    return jax.jit(lambda keys: jax.lax.map(one, keys, batch_size=chunk))
 
 
 def bootstrap(
@@ -416,11 +447,12 @@ def bootstrap(
     max_steps: int = 200,
     progress: bool = False,
 ) -> BootstrapResult:
-    """Non-parametric bootstrap over scores, every replicate refitted by LM.
+    """Non-parametric bootstrap over scores, every replicate refitted by the engine's LM.
 
     Replicate ``k`` reweights score ``i`` by ``w_i ~ Multinomial(N, 1/N)`` (a resample with
-    replacement; ``w_i = 0`` drops a score) and refits from the MAP estimate (exact-Hessian LM,
-    which converges in fewer steps from there).
+    replacement; ``w_i = 0`` drops a score) and refits from the MAP estimate with
+    :func:`platinum_jax.inference.solve_map` (exact-Hessian LM, which converges in fewer steps
+    from there).
 
     How the refits run: a Python loop over blocks of ``block`` replicates (the last one padded)
     calls one jitted function per block; inside it, ``lax.map`` works through the block ``chunk``
@@ -441,13 +473,15 @@ def bootstrap(
         raise ValueError("chunk and block must be positive")
     block = min(block, replicates)
     chunk = min(chunk, block)
-    mi, bi, y = _arrays(fit)
+    from ._engine import engine_problem, layout_batch
+
+    problem, engine_theta = engine_problem(fit)
+    solve = _bootstrap_solver(problem, engine_theta, chunk, max_steps)
     keys = jax.random.split(jax.random.PRNGKey(seed), replicates)
     n_blocks = -(-replicates // block)
     pad = n_blocks * block - replicates
     if pad:  # pad with repeats so every block has the compiled shape; dropped below
         keys = jnp.concatenate([keys, keys[:pad]])
-    theta = jnp.asarray(fit.theta)
     outs = []
     blocks = range(n_blocks)
     if progress:
@@ -455,10 +489,8 @@ def bootstrap(
 
         blocks = tqdm(blocks, desc=f"bootstrap ({replicates} refits)", unit="block")
     for k in blocks:
-        out = _bootstrap_block(
-            keys[k * block : (k + 1) * block], theta, fit.layout, mi, bi, y, fit.l2, chunk, max_steps
-        )
-        outs.append(jax.tree_util.tree_map(np.asarray, out))
+        out = jax.tree_util.tree_map(np.asarray, solve(keys[k * block : (k + 1) * block]))
+        outs.append((layout_batch(fit.layout, out[0], out[1]), out[2], out[3]))
     thetas = np.concatenate([o[0] for o in outs])[:replicates]
     costs = np.concatenate([o[1] for o in outs])[:replicates]
     conv = np.concatenate([o[2] for o in outs])[:replicates]

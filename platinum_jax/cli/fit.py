@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from platinum_jax._cli_common import add_anchor_arguments, anchor_from_args
+from platinum_jax.cli._common import add_anchor_arguments, anchor_from_args
 
 MODEL_NAMES = ("rosetta", "1pl", "2pl", "3pl", "4pl", "mirt")
 METHOD_NAMES = ("map", "laplace", "bootstrap", "svi", "nuts")

@@ -1,6 +1,7 @@
 """The ``platinum-jax`` command line.
 
-Each sub-command lives in its own module exposing ``register(subparsers)``; that function adds
+Every command lives in this package, one module each (``stitch``, ``stitch_bayes``, ``fit``,
+``analyze``, ...), exposing ``register(subparsers)``; that function adds
 an ``argparse`` parser and sets ``func`` to a callable taking the parsed namespace and returning
 an exit code.  Heavy imports (JAX, NumPyro) happen inside those callables so ``--help`` is quick.
 """
@@ -18,29 +19,29 @@ from platinum_jax._extras import MissingExtraError
 # Only the module of the command being run is imported, so ``platinum-jax --help`` and a
 # command's start-up do not pay for the others' imports (JAX, NumPyro, ArviZ: seconds).
 _COMMANDS = (
-    ("demo", "platinum_jax._cli_demo",
+    ("demo", "platinum_jax.cli.demo",
      "optimal weights and platinum items on the synthetic default world"),
-    ("fit", "platinum_jax._cli_fit",
+    ("fit", "platinum_jax.cli.fit",
      "fit any measurement model (Rosetta, 1PL-4PL, multidimensional) by MAP, Laplace, "
      "bootstrap, SVI or NUTS"),
-    ("import", "platinum_jax._cli_import",
+    ("import", "platinum_jax.cli.import_logs",
      "read evaluation logs (lm-eval, Inspect, HELM, Every Eval Ever, tidy, Epoch) into a "
      "response table"),
-    ("subset", "platinum_jax._cli_efficient",
+    ("subset", "platinum_jax.cli.efficient",
      "choose K items for evaluating new models"),
-    ("score", "platinum_jax._cli_efficient",
+    ("score", "platinum_jax.cli.efficient",
      "abilities and full-benchmark scores of new subjects from a few items, with intervals"),
-    ("weights", "platinum_jax._cli_weights",
+    ("weights", "platinum_jax.cli.weights",
      "optimal weights and platinum items with posterior intervals, from a fit"),
-    ("certify", "platinum_jax._cli_certify",
+    ("certify", "platinum_jax.cli.certify",
      "score items with an LLM judge and certify platinum items"),
-    ("analyze", "platinum_jax.analysis._cli",
+    ("analyze", "platinum_jax.cli.analyze",
      "trends, forecasts, algorithmic progress, accelerations, time horizons, robustness"),
-    ("sweep", "platinum_jax.sweeps._cli",
+    ("sweep", "platinum_jax.cli.sweep",
      "sensitivity sweeps of v*, welfare and platinum flags over r, kappa, delta"),
-    ("stitch-bayes", "platinum_jax.stitching._bayes_cli",
+    ("stitch-bayes", "platinum_jax.cli.stitch_bayes",
      "Bayesian stitching: posterior capabilities, difficulties, slopes and weights"),
-    ("stitch", "platinum_jax.stitching._cli",
+    ("stitch", "platinum_jax.cli.stitch",
      "stitch benchmarks: capabilities, difficulties and slopes on one scale"),
 )
 _COMMAND_MODULES = tuple(dict.fromkeys(module for _, module, _ in _COMMANDS))

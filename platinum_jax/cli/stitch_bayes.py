@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from ._bayes_model import LIKELIHOODS
-from ._cli import add_anchor_arguments, add_min_benchmarks_argument, anchor_from_args, load_table
+from platinum_jax.stitching._bayes_options import LIKELIHOODS
+
+from .stitch import add_anchor_arguments, add_min_benchmarks_argument, anchor_from_args, load_table
 
 DESCRIPTION = """\
 Fit the stitching model score = sigmoid(alpha_b (C_m - D_b)) by Bayesian inference (NumPyro
@@ -194,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
 
     jax.config.update("jax_enable_x64", True)
     if args.method == "nuts":
-        from ._bayes_fit import use_cpu_devices_for_chains
+        from platinum_jax.stitching._bayes_fit import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # chains in parallel; before JAX runs anything
     # the same reading of a CSV or an Epoch directory as `platinum-jax stitch`
@@ -209,7 +210,7 @@ def run_bayes(args: argparse.Namespace, table) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from ._bayes_weights import load_weights_config
+    from platinum_jax.stitching._bayes_weights import load_weights_config
 
     # The weights config is checked (keys, values, benchmark names) before the long fit.
     weights_cfg = (
@@ -229,8 +230,8 @@ def run_bayes(args: argparse.Namespace, table) -> int:
 def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
     import warnings
 
-    from ._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
-    from ._bayes_weights import posterior_optimal_weights
+    from platinum_jax.stitching._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
+    from platinum_jax.stitching._bayes_weights import posterior_optimal_weights
   # both commands take the anchor options of `stitch`
     how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
     print(f"{table!r}: {how} with the {args.likelihood} likelihood, anchor {anchor.describe()}")

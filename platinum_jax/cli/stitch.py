@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from platinum_jax._cli_common import add_anchor_arguments, anchor_from_args
+from platinum_jax.cli._common import add_anchor_arguments, anchor_from_args
 
 DESCRIPTION = """\
 Put models and benchmarks on one scale: score(m, b) = sigmoid(alpha_b (C_m - D_b)), with a
@@ -111,7 +111,7 @@ def _add_bayes_hook(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bayes", action="store_true",
                    help="run the Bayesian fit (NumPyro) instead of the least-squares fit")
     try:
-        from ._bayes_cli import add_bayes_arguments
+        from .stitch_bayes import add_bayes_arguments
     except ImportError:  # the Bayesian options are optional; keep a seed for the bootstrap
         p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
         return
@@ -181,8 +181,8 @@ def load_table(args: argparse.Namespace):
 def _load_table(args: argparse.Namespace):
     import warnings
 
-    from ._epoch import EpochDataWarning
-    from ._table import ScoreTable
+    from platinum_jax.stitching._epoch import EpochDataWarning
+    from platinum_jax.stitching._table import ScoreTable
 
     path = Path(args.data)
     min_benchmarks = getattr(args, "min_benchmarks", 4)
@@ -217,7 +217,7 @@ def _load_table(args: argparse.Namespace):
 
 
 def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
-    from ._uncertainty import bootstrap, by_kind, laplace, sensitivity
+    from platinum_jax.stitching._uncertainty import bootstrap, by_kind, laplace, sensitivity
 
     unc = None
     if args.uncertainty == "laplace":
@@ -268,7 +268,7 @@ def _write_plots(fit, unc, out: Path, suffix: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ._plots import plot_capabilities, plot_residuals
+    from platinum_jax.stitching._plots import plot_capabilities, plot_residuals
 
     ax = plot_capabilities(fit, unc)
     ax.figure.tight_layout()
@@ -285,12 +285,12 @@ def run(args: argparse.Namespace) -> int:
 
     jax.config.update("jax_enable_x64", True)  # fits and Hessians in double precision
     if getattr(args, "bayes", False) and args.method == "nuts":
-        from ._bayes_fit import use_cpu_devices_for_chains
+        from platinum_jax.stitching._bayes_fit import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # before JAX runs anything
     table = load_table(args)
     if getattr(args, "bayes", False):
-        from ._bayes_cli import run_bayes
+        from .stitch_bayes import run_bayes
 
         return int(run_bayes(args, table) or 0)
     if args.l2 < 0:
@@ -298,8 +298,7 @@ def run(args: argparse.Namespace) -> int:
     if args.replicates < 2:
         raise ValueError(f"--replicates must be at least 2 (got {args.replicates})")
     from platinum_jax._outputs import output_directory
-
-    from ._fit import fit_stitching
+    from platinum_jax.stitching._fit import fit_stitching
 
     anchor = anchor_from_args(args)
     # Names are checked before the output directory is touched, so a typo changes nothing there.

@@ -1,0 +1,113 @@
+"""The stitching presets as the Rosetta model on the measurement engine.
+
+A :class:`ScoreTable` is the engine's :class:`~platinum_jax.data.ResponseTable` with models as
+subjects and benchmarks as items (same order, same rows), and the stitching parameter vector
+``theta = concat(C_free, D_free, alpha_free)`` of a :class:`ParameterLayout` is the engine's
+raw blocks ``S = C[:, None]``, ``I = [D, alpha]`` and the globals (the centre ``t`` of the
+L2 penalty, a point-fit device that the data never see). Nothing here fits anything: fitting
+is :func:`platinum_jax.inference.fit_map` and friends, for this model as for any other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from platinum_jax.data import ResponseTable
+from platinum_jax.inference import Theta
+from platinum_jax.models import Rosetta
+
+from ._model import Anchor, ParameterLayout, StitchingParams
+from ._table import ScoreTable
+
+__all__ = [
+    "engine_problem",
+    "from_engine_theta",
+    "layout_batch",
+    "layout_entries",
+    "response_table",
+    "rosetta_model",
+    "to_engine_theta",
+]
+
+
+def response_table(table: ScoreTable) -> ResponseTable:
+    """``table`` as a response table: subjects = models, items = benchmarks, rows unchanged.
+
+    Both tables keep their names sorted, so positions (and row weights) carry over as they are.
+    """
+    return ResponseTable(
+        subjects=pd.Index(list(table.models), name="subject"),
+        items=pd.Index(list(table.benchmarks), name="item"),
+        subject_index=np.asarray(table.model_index, dtype=np.int32),
+        item_index=np.asarray(table.benchmark_index, dtype=np.int32),
+        response=np.asarray(table.scores, dtype=np.float64),
+        source="the score table",
+    )
+
+
+def rosetta_model(anchor: Anchor, l2: float, link: str) -> Rosetta:
+    """The paper's preset: least squares (Gaussian, noise 1), L2 strength ``l2``, ``anchor``."""
+    return Rosetta(link=link, l2=float(l2), anchor=anchor)
+
+
+def to_engine_theta(layout: ParameterLayout, theta) -> Theta:
+    """Stitching vector ``(P,)`` -> engine raw blocks (penalty centre ``t`` at its optimum).
+
+    The paper's penalty centres C and D on their mean when a benchmark fixes the scale; the
+    engine keeps that centre as a free global, whose best value given C and D is that mean.
+    """
+    p = layout.unpack(np.asarray(theta, dtype=np.float64))
+    c, d, a = (np.asarray(x, dtype=np.float64) for x in (p.capability, p.difficulty, p.slope))
+    shift = np.mean(np.concatenate([c, d])) if layout.center_penalty else 0.0
+    return Theta(c[:, None], np.stack([d, a], axis=1), np.asarray([shift]))
+
+
+def params_of(theta: Theta) -> StitchingParams:
+    """Engine raw blocks -> :class:`StitchingParams` (C_m, D_b, alpha_b)."""
+    s, i = np.asarray(theta.subjects), np.asarray(theta.items)
+    return StitchingParams(capability=s[:, 0], difficulty=i[:, 0], slope=i[:, 1])
+
+
+def from_engine_theta(layout: ParameterLayout, theta: Theta) -> np.ndarray:
+    """Engine raw blocks -> stitching vector ``(P,)`` of ``layout``'s free entries."""
+    return np.asarray(layout.pack(params_of(theta)))
+
+
+def engine_problem(fit):
+    """The engine's :class:`~platinum_jax.inference.Problem` and raw blocks behind a
+    :class:`StitchingFit` (its own, or rebuilt from its table, anchor, L2 strength and link)."""
+    if fit.engine is not None:
+        return fit.engine.problem, fit.engine.theta
+    from platinum_jax.inference import Problem
+
+    problem = Problem(rosetta_model(fit.anchor, fit.l2, fit.link), response_table(fit.table))
+    return problem, to_engine_theta(fit.layout, fit.theta)
+
+
+def layout_entries(problem, layout: ParameterLayout):
+    """Where the layout's free entries sit in the engine's flat raw vector.
+
+    The engine's flat vector is ``concat(S.ravel(), I.ravel(), G)``. Returns ``(x, g)``:
+    ``x[k]`` the flat position of the layout's ``k``-th free parameter (C, then D, then alpha),
+    ``g`` the positions of the free globals (the L2 centre, profiled out where it is free).
+    """
+    n_s, n_i = problem.table.n_subjects, problem.table.n_items
+    p_i = problem.item.size
+    col = {name: k for k, name in enumerate(problem.item.names)}
+    free_c, free_d, free_a = layout.free_positions()
+    base_i = n_s * problem.subject.size
+    x = np.concatenate([
+        np.asarray(free_c) * problem.subject.size,
+        base_i + np.asarray(free_d) * p_i + col["difficulty"],
+        base_i + np.asarray(free_a) * p_i + col["slope"],
+    ]).astype(np.int64)
+    g = base_i + n_i * p_i + np.flatnonzero(np.asarray(problem.free_G).ravel())
+    return x, g
+
+
+def layout_batch(layout: ParameterLayout, subjects, items) -> np.ndarray:
+    """Batched engine blocks ``S (R, M, 1)``, ``I (R, B, 2)`` -> layout vectors ``(R, P)``."""
+    free_c, free_d, free_a = layout.free_positions()
+    s, i = np.asarray(subjects), np.asarray(items)
+    return np.concatenate([s[:, free_c, 0], i[:, free_d, 0], i[:, free_a, 1]], axis=1)
