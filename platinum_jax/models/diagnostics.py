@@ -157,8 +157,8 @@ def item_information(fit, grid=None) -> pd.DataFrame:
 
     def at(a):
         mu, d = mean_at(a), dmean(a)
-        if isinstance(lik_model, Categorical):  # sum_k p_k'^2 / p_k
-            return jnp.sum(d**2 / jnp.maximum(mu, tiny), axis=-1)
+        if isinstance(lik_model, Categorical):  # mu = log p: sum_k p_k'^2 / p_k = sum p (log p)'^2
+            return jnp.sum(jnp.exp(mu) * d**2, axis=-1)
         if isinstance(lik_model, Gaussian) or mu.ndim == 1:
             _, var = lik_model.moments(mu, None, lik)
             return d**2 / jnp.maximum(var, tiny)

@@ -37,7 +37,7 @@ class GradedResponse(MeasurementModel):
     """Graded response model with ``categories`` ordered categories (default 3).
 
     Item parameters: ``discrimination`` ``a_i > 0`` (fitted as ``log a_i``) and
-    ``threshold`` ``(K-1,)`` ordered. ``mean`` returns the K category probabilities; the
+    ``threshold`` ``(K-1,)`` ordered. ``mean`` returns the K category log-probabilities; the
     :class:`~platinum_jax.models.likelihoods.Categorical` likelihood reads them, and the
     expected category ``sum_k k P(Y = k)`` is what residuals and predictions report.
     """
@@ -74,11 +74,16 @@ class GradedResponse(MeasurementModel):
         }
 
     def mean(self, subject, item, glob):
-        upper = jax.nn.sigmoid(item["discrimination"] * (subject["ability"] - item["threshold"]))
-        one = jnp.ones((1,), upper.dtype)
-        zero = jnp.zeros((1,), upper.dtype)
-        cumulative = jnp.concatenate([one, upper, zero])  # P(Y >= k), k = 0 .. K
-        return cumulative[:-1] - cumulative[1:]
+        """Log-probabilities of the K categories (stable in the tails, where differences of
+        cumulative curves underflow): with ``x_k = a (theta - b_k)``,
+        ``P(Y = k) = sigmoid(x_k) sigmoid(-x_k+1) (1 - exp(x_k+1 - x_k))``."""
+        x = item["discrimination"] * (subject["ability"] - item["threshold"])  # (K-1,)
+        inf = jnp.full((1,), jnp.inf, x.dtype)
+        lo = jnp.concatenate([inf, x])  # x_k for k = 0..K-1 (x_0 = +inf)
+        hi = jnp.concatenate([x, -inf])  # x_k+1 (x_K = -inf)
+        gap = jnp.concatenate([inf, x[:-1] - x[1:], inf])  # x_k - x_k+1 > 0
+        return (jax.nn.log_sigmoid(lo) + jax.nn.log_sigmoid(-hi)
+                + jnp.log1p(-jnp.exp(-gap)))
 
     def describe(self):
         return {**super().describe(), "categories": self.categories}

@@ -8,7 +8,7 @@ family               responses                   global parameters (raw)
 :class:`Gaussian`    any real number             ``log_noise`` unless ``noise`` given
 :class:`Beta`        fractions strictly in (0,1) ``log_precision`` (phi)
 :class:`BetaBinomial` fractions of ``trials``    ``log_precision`` (phi)
-:class:`Categorical` categories 0..K-1            none (``mu`` is the K probabilities)
+:class:`Categorical` categories 0..K-1            none (``mu``: K log-probabilities)
 ===================  ==========================  =====================================
 
 Every family also gives the mean and variance of a response (:meth:`Likelihood.moments`),
@@ -225,10 +225,10 @@ class BetaBinomial(Likelihood):
 
 
 class Categorical(Likelihood):
-    """``y ~ Categorical(mu)`` for ordered (or unordered) categories ``0 .. K-1``; ``mu`` is
-    the vector of the K category probabilities (e.g. from the graded response model).
-    Responses must be whole numbers in ``0 .. K-1``; the moments are those of the category
-    number (mean ``sum_k k p_k``)."""
+    """``y ~ Categorical(exp(mu))`` for ordered (or unordered) categories ``0 .. K-1``; ``mu``
+    is the vector of the K category log-probabilities (e.g. from the graded response model;
+    logs keep the tails exact). Responses must be whole numbers in ``0 .. K-1``; the moments
+    are those of the category number (mean ``sum_k k p_k``)."""
 
     categories: int = 2
     name: ClassVar[str] = "categorical"
@@ -239,17 +239,16 @@ class Categorical(Likelihood):
 
     def log_prob(self, y, mu, trials, theta):
         k = jnp.asarray(y).astype(jnp.int32)
-        p = jnp.take_along_axis(mu, k[..., None], axis=-1)[..., 0]
-        return jnp.log(jnp.maximum(p, jnp.finfo(jnp.result_type(mu)).tiny))
+        return jnp.take_along_axis(mu, k[..., None], axis=-1)[..., 0]
 
     def sample(self, key, mu, trials, theta):
-        logp = jnp.log(jnp.maximum(mu, jnp.finfo(jnp.result_type(mu)).tiny))
-        return jax.random.categorical(key, logp, axis=-1).astype(jnp.result_type(mu))
+        return jax.random.categorical(key, mu, axis=-1).astype(jnp.result_type(mu))
 
     def moments(self, mu, trials, theta):
+        p = jnp.exp(mu)
         k = jnp.arange(mu.shape[-1], dtype=jnp.result_type(mu))
-        mean = jnp.sum(k * mu, axis=-1)
-        return mean, jnp.sum(k**2 * mu, axis=-1) - mean**2
+        mean = jnp.sum(k * p, axis=-1)
+        return mean, jnp.sum(k**2 * p, axis=-1) - mean**2
 
     def check(self, response, trials, source):
         k = int(self.categories)
