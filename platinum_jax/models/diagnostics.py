@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .likelihoods import Beta, Bernoulli, BetaBinomial, Binomial, Categorical, Gaussian
+from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Categorical, Gaussian
 
 __all__ = ["item_diagnostics", "item_curves", "item_information", "plot_item_curves"]
 
@@ -69,8 +69,8 @@ def item_diagnostics(fit, grid=None) -> pd.DataFrame:
     prob, theta = _problem_theta(fit)
     t = fit.table
     trials = None if t.trials is None else jnp.asarray(t.trials, prob.dtype)
-    mean, var = prob.moments(theta, jnp.asarray(t.subject_index), jnp.asarray(t.item_index),
-                             trials)
+    mean, var = jax.jit(prob.moments)(theta, jnp.asarray(t.subject_index),
+                                      jnp.asarray(t.item_index), trials)
     mean, var = np.asarray(mean), np.asarray(var)
     y = np.asarray(t.response)
     n_i = t.n_items
@@ -139,7 +139,7 @@ def item_curves(fit, grid=None) -> pd.DataFrame:
     mean_at, _ = _curve_fn(prob, theta)
     _, lik = prob.split_globals(theta.globals)
     lik_model = prob.model.likelihood
-    expected = jax.vmap(lambda a: lik_model.moments(mean_at(a), None, lik)[0])(
+    expected = jax.jit(jax.vmap(lambda a: lik_model.moments(mean_at(a), None, lik)[0]))(
         jnp.asarray(g, prob.dtype))
     return pd.DataFrame(np.asarray(expected), index=pd.Index(g, name="ability"),
                         columns=fit.table.items)
@@ -164,7 +164,7 @@ def item_information(fit, grid=None) -> pd.DataFrame:
             return d**2 / jnp.maximum(var, tiny)
         raise ValueError(f"information is not defined for likelihood {lik_model.name!r}")
 
-    info = np.asarray(jax.vmap(at)(jnp.asarray(g, prob.dtype)))
+    info = np.asarray(jax.jit(jax.vmap(at))(jnp.asarray(g, prob.dtype)))
     out = pd.DataFrame(info, index=pd.Index(g, name="ability"), columns=fit.table.items)
     out["test"] = info.sum(axis=1)
     return out
