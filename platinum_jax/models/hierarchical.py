@@ -110,7 +110,7 @@ class HierarchicalTwoPL(MeasurementModel):
     def global_params(self):
         g = (int(self.groups),)
         return {
-            "benchmark_difficulty": Param(shape=g, prior=dist.Normal(0.0, 3.0),
+            "benchmark_difficulty": Param(shape=g, prior=dist.Normal(0.0, 2.0),
                                           doc="benchmark mean difficulty beta_g"),
             "benchmark_log_discrimination": Param(shape=g, prior=dist.Normal(0.0, 1.0),
                                                   doc="benchmark mean log discrimination "

@@ -166,7 +166,11 @@ class Beta(Likelihood):
     def sample(self, key, mu, trials, theta):
         phi = jnp.exp(theta["log_precision"])
         m = _safe(mu)
-        return jax.random.beta(key, m * phi, (1.0 - m) * phi)
+        y = jax.random.beta(key, m * phi, (1.0 - m) * phi)
+        # A draw from a Beta with a tiny shape parameter can round to exactly 0 or 1 in
+        # floating point; simulated worlds keep it at the nearest representable interior value.
+        tiny = jnp.finfo(jnp.result_type(y)).tiny
+        return jnp.clip(y, tiny, 1.0 - jnp.finfo(jnp.result_type(y)).epsneg)
 
     def moments(self, mu, trials, theta):
         return mu, mu * (1.0 - mu) / (1.0 + jnp.exp(theta["log_precision"]))
