@@ -74,7 +74,7 @@ def gauss_newton_system(problem: Problem, theta: Theta, data: Data,
     n_s, n_i = S.shape[0], I.shape[0]
     n_lik = problem.glob.size - sum(p.size for _, p in problem.glob.decl[: problem.n_model_globals])
 
-    # the mean may be a vector (category probabilities): z = (mu flattened, likelihood globals)
+    # the mean may be a vector (category log-probabilities): z = (mu flattened, likelihood globals)
     mu_shape = jax.eval_shape(problem.mean, S[0], I[0], G).shape
     n_mu = max(1, int(np.prod(mu_shape)))
 

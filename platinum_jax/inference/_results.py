@@ -123,7 +123,7 @@ class Fit:
 
     def predict(self, subject_index=None, item_index=None) -> np.ndarray:
         """Expected responses at the point estimate (default: every row of the data); for a
-        model whose mean is a vector of category probabilities, the expected category."""
+        model whose mean is a vector of category log-probabilities, the expected category."""
         t = self.table
         s = t.subject_index if subject_index is None else np.asarray(subject_index)
         i = t.item_index if item_index is None else np.asarray(item_index)
