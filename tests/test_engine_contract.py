@@ -22,8 +22,11 @@ from platinum_jax.inference import (
 from platinum_jax.models import (
     MODELS,
     BenchmarkAnchor,
+    BetaTwoPL,
     FourPL,
     Gaussian,
+    GradedResponse,
+    HierarchicalTwoPL,
     MultidimensionalTwoPL,
     OnePL,
     Rosetta,
@@ -40,6 +43,14 @@ WORLDS = {
     "3pl": (ThreePL(), "ability", 120, 20, 0.7),
     "4pl": (FourPL(), "ability", 120, 20, 0.7),
     "mirt": (MultidimensionalTwoPL(dims=2), "ability[0]", 150, 20, 0.7),
+    "graded": (GradedResponse(categories=3), "ability", 120, 20, 0.8),
+    "beta": (BetaTwoPL(), "ability", 120, 20, 0.85),
+    # Simulated tables have no group column: the model carries the items' benchmarks (three
+    # benchmarks of four items; the Bayesian check below also draws 12 items). Twelve items
+    # drawn from the hyper-priors measure abilities loosely: the bar is the wiring's, and
+    # tests/test_item_models.py checks the recovery of this model on a designed world.
+    "hierarchical": (HierarchicalTwoPL(groups=3, item_groups=(0,) * 4 + (1,) * 4 + (2,) * 4),
+                     "ability", 120, 12, 0.45),
 }
 
 

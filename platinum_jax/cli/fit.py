@@ -8,7 +8,7 @@ from pathlib import Path
 
 from platinum_jax.cli._common import add_anchor_arguments, anchor_from_args
 
-MODEL_NAMES = ("rosetta", "1pl", "2pl", "3pl", "4pl", "mirt")
+MODEL_NAMES = ("rosetta", "1pl", "2pl", "3pl", "4pl", "mirt", "graded", "beta", "hierarchical")
 METHOD_NAMES = ("map", "laplace", "bootstrap", "svi", "nuts")
 LIKELIHOOD_NAMES = ("bernoulli", "binomial", "gaussian", "beta", "beta_binomial")
 
@@ -29,7 +29,14 @@ Models (--model):
   3pl      adds a lower asymptote c_i (guessing, chance score)
   4pl      adds an upper asymptote d_i
   mirt     P = sigmoid(a_i . theta_s - d_i) with --dims abilities per subject
-  IRT models fix the scale by the ability prior theta ~ N(0, 1).
+  graded   Samejima's graded response model: responses are ordered categories 0..K-1
+           (whole numbers; K = --categories, or the largest category + 1)
+  beta     the 2PL mean with a Beta likelihood, for fractions strictly inside (0, 1)
+  hierarchical
+           2PL whose item difficulties and log discriminations are drawn around their
+           benchmark's (the group column), with learned spreads (non-centred)
+  IRT models fix the scale by the ability prior theta ~ N(0, 1). Continuous scores with the
+  other IRT models: --likelihood gaussian (any real score) or binomial (k of `trials`).
 
 Methods (--method):
   map        penalised MAP (Levenberg-Marquardt over the subject-item structure); --restarts
@@ -43,8 +50,10 @@ Likelihood (--likelihood): the model's default (rosetta: least squares, i.e. Gau
 noise 1 for map, free noise for svi/nuts; IRT: bernoulli, or binomial when DATA has trials).
 
 Outputs in --out: subjects.csv, items.csv, globals.csv and fit.json (model, method,
-objective, convergence and sampler diagnostics), and with --save-draws draws.npz (what
-`platinum-jax weights` reads). Each file is written whole or not at all.
+objective, convergence and sampler diagnostics); with --diagnostics also
+items_diagnostics.csv (infit, outfit, items solved by every subject or by none, information)
+and item_curves.png (item characteristic curves and test information); with --save-draws
+draws.npz (what `platinum-jax weights` reads). Each file is written whole or not at all.
 """
 
 EPILOG = """\
@@ -55,6 +64,8 @@ examples:
       a 2PL on item-level results with 90% Laplace intervals
   platinum-jax fit responses.csv --model 2pl --likelihood binomial --method nuts --out irt
       posterior of a 2PL on pass@1 fractions with a trials column
+  platinum-jax fit responses.csv --model hierarchical --diagnostics --out irt
+      items within their benchmarks, with the item diagnostics and curves
 """
 
 
@@ -99,6 +110,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--l2", type=float, default=0.1, help="L2 strength lambda (default 0.1)")
     add_anchor_arguments(p)
     p.add_argument("--dims", type=int, default=2, help="abilities of the mirt model (default 2)")
+    p.add_argument("--categories", type=int, default=None,
+                   help="ordered categories K of the graded model (default: largest response + 1)")
+    p.add_argument("--diagnostics", action="store_true",
+                   help="also write items_diagnostics.csv and item_curves.png")
     p.set_defaults(func=run)
 
 
@@ -116,19 +131,68 @@ def build_model(args, table):
         lik = "binomial"
     if args.model == "mirt":
         options["dims"] = args.dims
+    if args.model in ("graded", "beta", "hierarchical") and args.likelihood is not None and (
+            args.model != "hierarchical" or args.likelihood not in ("bernoulli", "binomial")):
+        raise ValueError(f"--model {args.model} brings its own likelihood; --likelihood "
+                         f"{args.likelihood} does not apply to it")
+    if args.model == "graded":
+        return make_model("graded", categories=_categories(args, table))
+    if args.model == "beta":
+        return make_model("beta")
+    if args.model == "hierarchical":
+        from platinum_jax.models import HierarchicalTwoPL
+
+        kw = {} if lik is None else {"likelihood": make_model("2pl", likelihood=lik).likelihood}
+        return HierarchicalTwoPL.for_table(table, **kw)
     return make_model(args.model, likelihood=lik, **options)
+
+
+def _categories(args, table) -> int:
+    import numpy as np
+
+    y = table.response
+    if not np.all(y == np.round(y)) or y.min() < 0:
+        raise ValueError(
+            f"{table.source}: --model graded needs ordered categories 0, 1, ..., K-1 (whole "
+            f"numbers) as responses, but they range over [{y.min():g}, {y.max():g}] with "
+            "fractions; derive a category column first (e.g. the number of passing samples, "
+            "or 0 = none, 1 = some, 2 = all), or fit fractions with --likelihood binomial"
+        )
+    if args.categories is not None:
+        return args.categories
+    k = int(y.max()) + 1
+    if k < 2:
+        raise ValueError(f"{table.source}: every response is category 0; nothing to fit")
+    return k
 
 
 def _check(args) -> None:
     for name in ("restarts",):
         if getattr(args, name) < 0:
             raise ValueError(f"--{name} must be >= 0 (got {getattr(args, name)})")
+    if args.categories is not None and args.categories < 2:
+        raise ValueError(f"--categories must be >= 2 (got {args.categories})")
     for name in ("replicates", "chains", "warmup", "samples", "steps"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} must be >= 1 (got {getattr(args, name)})")
     if not 0 < args.target_accept < 1:
         raise ValueError(f"--target-accept must lie strictly between 0 and 1 "
                          f"(got {args.target_accept})")
+
+
+def _write_diagnostics(result, out) -> list:
+    from platinum_jax.models.diagnostics import item_diagnostics, plot_item_curves
+
+    diag = item_diagnostics(result)
+    paths = [out.write("items_diagnostics.csv", diag.to_csv)]
+    print(f"items: {int(diag['solved_by_all'].fillna(False).sum())} solved by every subject, "
+          f"{int(diag['solved_by_none'].fillna(False).sum())} by none; "
+          f"{int((diag['outfit'] > 1.3).sum())} with outfit > 1.3")
+    if "max_information" in diag.columns:  # curves need one ability per subject
+        paths.append(out.write("item_curves.png", lambda p: plot_item_curves(result, p)))
+    else:
+        print("item_curves.png not written: the model has more than one ability per subject")
+    return paths
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,6 +229,8 @@ def run(args: argparse.Namespace) -> int:
             from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes
 
             written.append(out.write(DRAWS_FILE, Path.write_bytes, draws_bytes(result)))
+        if args.diagnostics:
+            written += _write_diagnostics(result, out)
     s = result.summary()
     print(f"model {args.model} ({s['model']['likelihood']}), method {args.method}: "
           f"objective {s['objective']:.6g}, converged {s['converged']}")

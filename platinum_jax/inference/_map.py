@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.linalg import cho_solve
 
 from ._problem import Data, Problem, Theta
@@ -74,15 +75,19 @@ def gauss_newton_system(problem: Problem, theta: Theta, data: Data,
     n_s, n_i = S.shape[0], I.shape[0]
     n_lik = problem.glob.size - sum(p.size for _, p in problem.glob.decl[: problem.n_model_globals])
 
+    # the mean may be a vector (category log-probabilities): z = (mu flattened, likelihood globals)
+    mu_shape = jax.eval_shape(problem.mean, S[0], I[0], G).shape
+    n_mu = max(1, int(np.prod(mu_shape)))
+
     def outputs(s, i, g):
         mu = problem.mean(s, i, g)
-        return jnp.concatenate([jnp.reshape(mu, (1,)), g[g.shape[0] - n_lik:]])
+        return jnp.concatenate([jnp.reshape(mu, (n_mu,)), g[g.shape[0] - n_lik:]])
 
     def loss_z(z, y, n):
         lik = problem.glob.unflatten(jnp.concatenate([jnp.zeros(G.shape[0] - n_lik, z.dtype),
-                                                      z[1:]]))
+                                                      z[n_mu:]]))
         lik = {k: lik[k] for k in problem.glob.names[problem.n_model_globals:]}
-        return problem.model.likelihood.loss(y, z[0], n, lik)
+        return problem.model.likelihood.loss(y, jnp.reshape(z[:n_mu], mu_shape), n, lik)
 
     ps, pi_ = S.shape[1], I.shape[1]
 

@@ -241,8 +241,8 @@ def cross_validate(
     train = jnp.asarray(np.stack([assign != k for k in range(folds)]), problem.dtype)
     res = map_solver(problem, batched="data", **solver_options)(
         problem.start(), dataclasses.replace(data, weight=train * data.weight))
-    pred = np.asarray(jax.vmap(lambda th: problem.predict(th, data.subject_index,
-                                                          data.item_index))(res.theta))
+    pred = np.asarray(jax.vmap(lambda th: problem.expected(th, data.subject_index,
+                                                           data.item_index))(res.theta))
     loglik = np.asarray(jax.vmap(lambda th: problem.pointwise_log_lik(th, data))(res.theta))
     rows, oof = [], np.empty(n)
     y = np.asarray(table.response)

@@ -102,7 +102,7 @@ class Problem:
     """
 
     def __init__(self, model: MeasurementModel, table: ResponseTable, *,
-                 identification=None):
+                 identification=None, validate: bool = True):
         if not isinstance(model, MeasurementModel):
             raise TypeError(f"model must be a MeasurementModel, got {type(model).__name__}")
         if not isinstance(table, ResponseTable):
@@ -110,7 +110,8 @@ class Problem:
                 f"data must be a ResponseTable, got {type(table).__name__}; build one with "
                 "ResponseTable.from_frame or ResponseTable.read"
             )
-        model.likelihood.check(table.response, table.trials, table.source)
+        if validate:  # off only for placeholder tables (simulation) whose responses are dummies
+            model.likelihood.check(table.response, table.trials, table.source)
         self.model = model
         self.table = table
         self.info = DataInfo(table.n_subjects, table.n_items, table.n_responses)
@@ -204,8 +205,20 @@ class Problem:
         return self.model.likelihood.log_prob(y, self.mean(s_row, i_row, g), n, lik_g)
 
     def predict(self, theta: Theta, subject_index, item_index):
+        """The model's mean output per row (what the likelihood reads; a vector per row for
+        models such as the graded one)."""
         S, I, G = theta  # noqa: E741
         return jax.vmap(lambda s, i: self.mean(s, i, G))(S[subject_index], I[item_index])
+
+    def moments(self, theta: Theta, subject_index, item_index, trials=None):
+        """Expected response and its variance per row (the likelihood's moments at ``mu``)."""
+        mu = self.predict(theta, subject_index, item_index)
+        _, lik_g = self.split_globals(theta[2])
+        return self.model.likelihood.moments(mu, trials, lik_g)
+
+    def expected(self, theta: Theta, subject_index, item_index, trials=None):
+        """Expected response per row (equal to the mean output for scalar-mean models)."""
+        return self.moments(theta, subject_index, item_index, trials)[0]
 
     # ------------------------------------------------------------------ penalties
     def _free_dict(self, block: Block, free_row):

@@ -122,11 +122,12 @@ class Fit:
         return out
 
     def predict(self, subject_index=None, item_index=None) -> np.ndarray:
-        """Mean responses at the point estimate (default: every row of the data)."""
+        """Expected responses at the point estimate (default: every row of the data); for a
+        model whose mean is a vector of category log-probabilities, the expected category."""
         t = self.table
         s = t.subject_index if subject_index is None else np.asarray(subject_index)
         i = t.item_index if item_index is None else np.asarray(item_index)
-        return np.asarray(self.problem.predict(self.theta, s, i))
+        return np.asarray(self.problem.expected(self.theta, s, i))
 
     @property
     def residuals(self) -> pd.DataFrame:

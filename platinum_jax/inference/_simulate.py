@@ -43,7 +43,7 @@ def simulate(
     # A placeholder table gives the problem its sizes and identification.
     placeholder = ResponseTable.from_arrays(s_idx, i_idx, np.full(len(s_idx), 0.5),
                                             trials=n_trials)
-    problem = Problem(model, placeholder)
+    problem = Problem(model, placeholder, validate=False)
     key = jax.random.PRNGKey(seed)
     blocks = []
     for block, init, free, lead in ((problem.subject, problem.init_S, problem.free_S, n_subjects),

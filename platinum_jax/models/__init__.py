@@ -6,7 +6,9 @@ function, a likelihood, penalties and priors, an identification) and the models 
 * :class:`Rosetta`: ``score = f(alpha_b (C_m - D_b))``, benchmarks as items (Ho et al. 2025,
   "A Rosetta Stone for AI Benchmarks");
 * :class:`OnePL`, :class:`TwoPL`, :class:`ThreePL`, :class:`FourPL`: item response theory for
-  single questions; :class:`MultidimensionalTwoPL`: K abilities per subject.
+  single questions; :class:`BetaTwoPL`: the 2PL for continuous fractions;
+  :class:`GradedResponse`: ordered categories; :class:`MultidimensionalTwoPL`: K abilities per
+  subject; :class:`HierarchicalTwoPL`: items within benchmarks.
 
 Every model gets every inference method of :mod:`platinum_jax.inference` for free.
 """
@@ -23,8 +25,10 @@ from ._protocol import (
     fix_entries,
 )
 from ._registry import MODELS, make_model
-from .irt import FourPL, OnePL, ThreePL, TwoPL
-from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Gaussian
+from .graded import GradedResponse
+from .hierarchical import HierarchicalTwoPL
+from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
+from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Categorical, Gaussian
 from .mirt import MultidimensionalTwoPL, varimax
 from .rosetta import Rosetta
 
@@ -34,11 +38,15 @@ __all__ = [
     "Bernoulli",
     "Beta",
     "BetaBinomial",
+    "BetaTwoPL",
     "Binomial",
+    "Categorical",
     "DataInfo",
     "Fixed",
     "FourPL",
     "Gaussian",
+    "GradedResponse",
+    "HierarchicalTwoPL",
     "Identification",
     "Likelihood",
     "MODELS",

@@ -136,6 +136,13 @@ class Likelihood(eqx.Module):
     def check(self, response: np.ndarray, trials: np.ndarray | None, source: str) -> None:
         """Raise a clear ``ValueError`` when responses cannot come from this family."""
 
+    def moments(self, mu, trials, theta: dict):
+        """Mean and variance of one response given ``mu`` (residuals, infit/outfit).
+
+        The default covers families whose ``mu`` is the mean of a 0/1-valued response; a
+        family with its own spread overrides it."""
+        return mu, mu * (1.0 - mu)
+
 
 class MeasurementModel(eqx.Module):
     """Abstract measurement model; subclass it and implement the four declarations.

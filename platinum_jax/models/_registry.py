@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .irt import FourPL, OnePL, ThreePL, TwoPL
+from .graded import GradedResponse
+from .hierarchical import HierarchicalTwoPL
+from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
 from .likelihoods import LIKELIHOODS
 from .mirt import MultidimensionalTwoPL
 from .rosetta import Rosetta
@@ -16,6 +18,9 @@ MODELS = {
     "3pl": ThreePL,
     "4pl": FourPL,
     "mirt": MultidimensionalTwoPL,
+    "graded": GradedResponse,
+    "beta": BetaTwoPL,
+    "hierarchical": HierarchicalTwoPL,
 }
 
 

@@ -9,6 +9,13 @@ asymptote ``c_i`` (guessing, chance score) and upper asymptote ``d_i`` (slips, l
 The scale is identified by the ability prior ``theta ~ Normal(0, 1)`` (point fits: its negative
 log density is the penalty, so MAP is the posterior mode). Discrimination and asymptotes are
 fitted on unconstrained scales (``log a``, ``logit c``, ``logit d``) and reported naturally.
+
+Continuous scores (partial credit): :class:`BetaTwoPL` (registered as ``beta``) is the 2PL
+mean with a Beta likelihood for fractions strictly inside (0, 1). The Gaussian and the
+Binomial-with-trials variants are any of these models with another likelihood:
+``TwoPL(likelihood=Gaussian())`` or ``TwoPL(likelihood=Binomial())`` (command line:
+``--model 2pl --likelihood gaussian|binomial``; a ``trials`` column selects the binomial by
+default).
 """
 
 from __future__ import annotations
@@ -20,9 +27,9 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 
 from ._protocol import Likelihood, MeasurementModel, Param
-from .likelihoods import Bernoulli
+from .likelihoods import Bernoulli, Beta
 
-__all__ = ["OnePL", "TwoPL", "ThreePL", "FourPL"]
+__all__ = ["OnePL", "TwoPL", "ThreePL", "FourPL", "BetaTwoPL"]
 
 
 def _ability():
@@ -114,3 +121,20 @@ class FourPL(MeasurementModel):
     def mean(self, subject, item, glob):
         p = jax.nn.sigmoid(item["discrimination"] * (subject["ability"] - item["difficulty"]))
         return item["guessing"] + (item["upper"] - item["guessing"]) * p
+
+
+class BetaTwoPL(MeasurementModel):
+    """``y ~ Beta(mu phi, (1 - mu) phi)`` with ``mu = sigmoid(a_i (theta_s - b_i))``: the 2PL
+    for continuous fractions strictly inside (0, 1), with a global precision ``phi``."""
+
+    likelihood: Likelihood = Beta()
+    name: ClassVar[str] = "beta"
+
+    def subject_params(self):
+        return _ability()
+
+    def item_params(self):
+        return {"difficulty": _difficulty(), "discrimination": _discrimination()}
+
+    def mean(self, subject, item, glob):
+        return jax.nn.sigmoid(item["discrimination"] * (subject["ability"] - item["difficulty"]))

@@ -8,7 +8,11 @@ family               responses                   global parameters (raw)
 :class:`Gaussian`    any real number             ``log_noise`` unless ``noise`` given
 :class:`Beta`        fractions strictly in (0,1) ``log_precision`` (phi)
 :class:`BetaBinomial` fractions of ``trials``    ``log_precision`` (phi)
+:class:`Categorical` categories 0..K-1            none (``mu``: K log-probabilities)
 ===================  ==========================  =====================================
+
+Every family also gives the mean and variance of a response (:meth:`Likelihood.moments`),
+which residuals and the infit/outfit statistics of :mod:`platinum_jax.models.diagnostics` read.
 
 Inside logarithms ``mu`` is kept a few machine epsilons away from 0 and 1, so a saturated
 prediction gives a large finite loss rather than ``inf``; data are never altered.
@@ -26,7 +30,8 @@ from jax.scipy.special import betaln, gammaln, xlogy
 
 from ._protocol import Likelihood, Param
 
-__all__ = ["Bernoulli", "Binomial", "Gaussian", "Beta", "BetaBinomial", "LIKELIHOODS"]
+__all__ = ["Bernoulli", "Binomial", "Gaussian", "Beta", "BetaBinomial", "Categorical",
+           "LIKELIHOODS"]
 
 
 def _safe(mu):
@@ -86,6 +91,10 @@ class Binomial(Likelihood):
         n = jnp.ones_like(mu) if trials is None else trials
         return jax.random.binomial(key, n, mu).astype(jnp.result_type(mu)) / n
 
+    def moments(self, mu, trials, theta):
+        n = 1.0 if trials is None else trials
+        return mu, mu * (1.0 - mu) / n
+
     def check(self, response, trials, source):
         _check_unit(response, source)
         if trials is not None:
@@ -129,6 +138,9 @@ class Gaussian(Likelihood):
     def sample(self, key, mu, trials, theta):
         return mu + self._sigma(theta) * jax.random.normal(key, jnp.shape(mu), jnp.result_type(mu))
 
+    def moments(self, mu, trials, theta):
+        return mu, jnp.broadcast_to(jnp.square(self._sigma(theta)), jnp.shape(mu))
+
     def check(self, response, trials, source):
         if self.noise is not None and not (np.isfinite(self.noise) and self.noise > 0):
             raise ValueError(f"Gaussian noise must be a positive number (got {self.noise})")
@@ -154,10 +166,29 @@ class Beta(Likelihood):
     def sample(self, key, mu, trials, theta):
         phi = jnp.exp(theta["log_precision"])
         m = _safe(mu)
-        return jax.random.beta(key, m * phi, (1.0 - m) * phi)
+        y = jax.random.beta(key, m * phi, (1.0 - m) * phi)
+        # A draw from a Beta with a tiny shape parameter can round to exactly 0 or 1 in
+        # floating point; simulated worlds keep it at the nearest representable interior value.
+        tiny = jnp.finfo(jnp.result_type(y)).tiny
+        return jnp.clip(y, tiny, 1.0 - jnp.finfo(jnp.result_type(y)).epsneg)
+
+    def moments(self, mu, trials, theta):
+        return mu, mu * (1.0 - mu) / (1.0 + jnp.exp(theta["log_precision"]))
 
     def check(self, response, trials, source):
-        _check_unit(response, source, closed=False)
+        _check_unit(response, source)
+        edge = (response == 0.0) | (response == 1.0)
+        if edge.any():
+            rows = [int(i) for i in np.flatnonzero(edge)[:8]]
+            more = f" and {int(edge.sum()) - len(rows)} more" if edge.sum() > len(rows) else ""
+            raise ValueError(
+                f"{source}: the beta likelihood needs fractions strictly inside (0, 1), but "
+                f"{int((response == 0.0).sum())} response(s) are exactly 0 and "
+                f"{int((response == 1.0).sum())} exactly 1 (rows {rows}{more}); use the binomial "
+                "or beta_binomial likelihood with a trials column for k-of-n scores, or derive a "
+                "response inside (0, 1) yourself, e.g. (k + 0.5) / (n + 1) for k successes out "
+                "of n (the package never moves your data)"
+            )
 
 
 class BetaBinomial(Likelihood):
@@ -188,8 +219,55 @@ class BetaBinomial(Likelihood):
         p = jax.random.beta(k1, m * phi, (1.0 - m) * phi)
         return jax.random.binomial(k2, n, p).astype(jnp.result_type(mu)) / n
 
+    def moments(self, mu, trials, theta):
+        n = 1.0 if trials is None else trials
+        phi = jnp.exp(theta["log_precision"])
+        return mu, mu * (1.0 - mu) * (phi + n) / (n * (phi + 1.0))
+
     def check(self, response, trials, source):
         Binomial().check(response, trials, source)
+
+
+class Categorical(Likelihood):
+    """``y ~ Categorical(exp(mu))`` for ordered (or unordered) categories ``0 .. K-1``; ``mu``
+    is the vector of the K category log-probabilities (e.g. from the graded response model;
+    logs keep the tails exact). Responses must be whole numbers in ``0 .. K-1``; the moments
+    are those of the category number (mean ``sum_k k p_k``)."""
+
+    categories: int = 2
+    name: ClassVar[str] = "categorical"
+
+    def __check_init__(self):
+        if int(self.categories) < 2:
+            raise ValueError(f"categories must be >= 2 (got {self.categories})")
+
+    def log_prob(self, y, mu, trials, theta):
+        k = jnp.asarray(y).astype(jnp.int32)
+        return jnp.take_along_axis(mu, k[..., None], axis=-1)[..., 0]
+
+    def sample(self, key, mu, trials, theta):
+        return jax.random.categorical(key, mu, axis=-1).astype(jnp.result_type(mu))
+
+    def moments(self, mu, trials, theta):
+        p = jnp.exp(mu)
+        k = jnp.arange(mu.shape[-1], dtype=jnp.result_type(mu))
+        mean = jnp.sum(k * p, axis=-1)
+        return mean, jnp.sum(k**2 * p, axis=-1) - mean**2
+
+    def check(self, response, trials, source):
+        k = int(self.categories)
+        bad = (response != np.round(response)) | (response < 0) | (response > k - 1)
+        if bad.any():
+            rows = [int(i) for i in np.flatnonzero(bad)[:8]]
+            raise ValueError(
+                f"{source}: {int(bad.sum())} response(s) are not a category 0..{k - 1} (rows "
+                f"{rows}, e.g. {response[rows[0]]:g}); ordered categories are whole numbers "
+                f"from 0 (lowest) to {k - 1} (highest): derive them from scores first (for "
+                "k-of-n pass counts, the count k itself, or 0 = none, 1 = some, 2 = all)"
+            )
+        if trials is not None:
+            raise ValueError(f"{source}: a trials column has no meaning for ordered categories; "
+                             "drop it, or fit k-of-n fractions with the binomial likelihood")
 
 
 LIKELIHOODS = {
