@@ -37,10 +37,13 @@ def scores_long_csv(epoch_dir: Path) -> Path:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Keep each test file on one xdist worker (its module fixtures are built once) but give
-    every notebook its own group, so the notebooks spread over the workers."""
+    """Keep each test file on one xdist worker (its module fixtures are built once), but give
+    every notebook its own group, and split a file that sets ``XDIST_GROUP_BY_PARAMETER`` by
+    its parametrisation (each case's module fixture is built on the worker that runs it)."""
     for item in items:
         group = item.nodeid.split("::")[0]
         if item.get_closest_marker("notebook") is not None:
             group = item.nodeid
+        elif getattr(item.module, "XDIST_GROUP_BY_PARAMETER", False) and hasattr(item, "callspec"):
+            group = f"{group}[{item.callspec.id}]"
         item.add_marker(pytest.mark.xdist_group(group))
