@@ -137,25 +137,36 @@ class _Counts:
         cells = t.n_subjects * t.n_items
         self.dense = cells <= _DENSE_CELLS if dense is None else dense
         d = problem.dtype
+        self.n_subjects, self.n_items = t.n_subjects, t.n_items
+        # Every cell observed once with one attempt and unit weight: N is all ones, and its
+        # products reduce to sums (half the matrix work of an EM iteration).
+        self.complete = bool(self.dense and t.n_responses == cells and np.all(n == 1.0))
         if self.dense:
             flat = t.subject_index.astype(np.int64) * t.n_items + t.item_index
             K = np.bincount(flat, k, cells).reshape(t.n_subjects, t.n_items)
-            N = np.bincount(flat, n, cells).reshape(t.n_subjects, t.n_items)
-            self.arrays = (jnp.asarray(K, d), jnp.asarray(N, d))
+            if self.complete:
+                self.arrays = (jnp.asarray(K, d),)
+            else:
+                N = np.bincount(flat, n, cells).reshape(t.n_subjects, t.n_items)
+                self.arrays = (jnp.asarray(K, d), jnp.asarray(N, d))
         else:
             self.arrays = (jnp.asarray(t.subject_index), jnp.asarray(t.item_index),
                            jnp.asarray(k, d), jnp.asarray(n, d))
-        self.n_subjects, self.n_items = t.n_subjects, t.n_items
 
     def __hash__(self):  # a static argument: equal when the compiled code is the same
-        return hash((self.dense, self.n_subjects, self.n_items))
+        return hash(self._key())
 
     def __eq__(self, other):
-        return isinstance(other, _Counts) and (self.dense, self.n_subjects, self.n_items) == (
-            other.dense, other.n_subjects, other.n_items)
+        return isinstance(other, _Counts) and self._key() == other._key()
+
+    def _key(self):
+        return self.dense, self.complete, self.n_subjects, self.n_items
 
     def subject_loglik(self, arrays, logit_p, log_q):
         """``l_sq`` ``(n_subjects, Q)`` from ``logit p_iq`` and ``log(1 - p_iq)``."""
+        if self.complete:
+            (K,) = arrays
+            return K @ logit_p + jnp.sum(log_q, axis=0)[None, :]
         if self.dense:
             K, N = arrays
             return K @ logit_p + N @ log_q
@@ -165,6 +176,10 @@ class _Counts:
 
     def expected(self, arrays, post):
         """``r_iq`` and ``n_iq`` ``(n_items, Q)`` from the node posteriors ``(n_subjects, Q)``."""
+        if self.complete:
+            (K,) = arrays
+            return K.T @ post, jnp.broadcast_to(jnp.sum(post, axis=0), (self.n_items,
+                                                                          post.shape[1]))
         if self.dense:
             K, N = arrays
             return K.T @ post, N.T @ post
@@ -282,6 +297,13 @@ class _Same:
         return isinstance(other, _Same) and self.key == other.key
 
 
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _posterior(same, counts, arrays, nodes, log_w, items, g):
+    """Node posteriors of every subject and the marginal log-likelihood (compiled once per
+    shape)."""
+    return _e_step(same.problem, counts, arrays, nodes, log_w, items, g)
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1, 7, 8))
 def _em(same, counts, arrays, nodes, log_w, items0, g0, max_iter, newton_steps, tol):
     problem = same.problem
@@ -316,8 +338,8 @@ def marginal_log_likelihood(problem: Problem, items, globals_, *, nodes: int = 4
     x, w = quadrature(nodes, loc, scale)
     counts = _Counts(problem, dense)
     d = problem.dtype
-    _, ll = jax.jit(_e_step, static_argnums=(0, 1))(
-        problem, counts, counts.arrays, jnp.asarray(x, d), jnp.asarray(np.log(w), d),
+    _, ll = _posterior(
+        _Same(problem), counts, counts.arrays, jnp.asarray(x, d), jnp.asarray(np.log(w), d),
         jnp.asarray(items, d), jnp.asarray(globals_, d))
     return float(ll) + _log_choose(problem)
 
@@ -331,6 +353,7 @@ def fit_marginal(
     tol: float = 1e-4,
     newton_steps: int = 2,
     dense: bool | None = None,
+    eap_nodes: int = 241,
 ) -> Fit:
     """Marginal (Bock-Aitkin EM) fit of a unidimensional binary model; abilities by EAP.
 
@@ -343,6 +366,14 @@ def fit_marginal(
         newton_steps: Fisher-scoring steps per item in each M-step.
         dense: hold the responses as a dense subject x item matrix (default: when it has at
             most 50 million cells) or as rows (segment sums; any sparsity).
+        eap_nodes: points of the even grid over +-6 prior SDs on which the abilities' posterior
+            means and SDs are computed after the EM (spacing 0.05 SD by default, finer than
+            the posterior of a subject with a few hundred items).
+
+    With hundreds of items per subject the posterior of an ability is narrower than the
+    spacing of the Gauss-Hermite nodes near the centre (about 0.3 prior SD at 31 nodes), and
+    the EM's item estimates carry that coarseness: raise ``nodes`` there, or prefer joint MAP,
+    which is accurate when every subject answers many items.
 
     Returns:
         A :class:`Fit` with ``method="marginal"``: item and global estimates; each subject's
@@ -361,6 +392,8 @@ def fit_marginal(
         raise ValueError(f"max_iter must be >= 1 (got {max_iter})")
     if not tol > 0:
         raise ValueError(f"tol must be > 0 (got {tol})")
+    if eap_nodes < 3:
+        raise ValueError(f"eap_nodes must be >= 3 (got {eap_nodes})")
     if newton_steps < 1:
         raise ValueError(f"newton_steps must be >= 1 (got {newton_steps})")
     problem = _problem(model, table)
@@ -370,13 +403,22 @@ def fit_marginal(
     d = problem.dtype
     start = problem.start()
     t0 = time.perf_counter()
-    items, g, it, change, ll, post, pen = _em(
+    items, g, it, change, ll, _, pen = _em(
         _Same(problem), counts, counts.arrays, jnp.asarray(x, d), jnp.asarray(np.log(w), d),
         start.items, start.globals, max_iter, newton_steps, jnp.asarray(tol, d))
+    # Abilities on a fine even grid over +-6 prior SDs: with many items per subject the
+    # posterior is narrower than the spacing of the Gauss-Hermite nodes, and its mean and SD
+    # need a grid finer than it (the rule is exact to many digits once spacing < posterior SD).
+    grid = loc + scale * np.linspace(-6.0, 6.0, eap_nodes)
+    log_prior = -0.5 * ((grid - loc) / scale) ** 2
+    log_prior -= np.log(np.exp(log_prior).sum())
+    post, _ = _posterior(
+        _Same(problem), counts, counts.arrays, jnp.asarray(grid, d), jnp.asarray(log_prior, d),
+        items, g)
     post = np.asarray(post)
     elapsed = time.perf_counter() - t0
-    eap = post @ x
-    sd = np.sqrt(np.maximum(post @ x**2 - eap**2, 0.0))
+    eap = post @ grid
+    sd = np.sqrt(np.maximum(post @ grid**2 - eap**2, 0.0))
     marginal = float(ll) + _log_choose(problem)
     converged = bool(float(change) <= tol)
     name = problem.subject.names[0]
