@@ -230,7 +230,8 @@ def _scoring_step(fun_p, fun_pen, x, free, n, r, nodes_args):
     # A tiny ridge keeps the solve defined for an item whose responses carry no information.
     ridge = 1e-10 * (1.0 + jnp.max(jnp.abs(jnp.diag(info))))
     chol = jnp.linalg.cholesky(info + ridge * jnp.eye(x.shape[0], dtype=x.dtype))
-    return jax.scipy.linalg.cho_solve((chol, True), grad)
+    d = jax.scipy.linalg.cho_solve((chol, True), grad)
+    return jnp.where(jnp.all(jnp.isfinite(d)), d, 0.0)
 
 
 def _m_step(problem: Problem, nodes, r, n, items, g, free_I, free_G, newton_steps: int):
@@ -251,28 +252,63 @@ def _m_step(problem: Problem, nodes, r, n, items, g, free_I, free_G, newton_step
         out, _ = jax.lax.scan(one, i_row, None, length=newton_steps)
         return out
 
-    items = jax.vmap(item_update)(items, free_I, r, n)
-    if problem.free_G.any():
-        def total(gv):
-            per = jax.vmap(lambda i_row, f, r_i, n_i: _item_objective(
-                problem, nodes, r_i, n_i, i_row, f, gv))(items, free_I, r, n)
-            return jnp.sum(per) + problem.global_penalty(gv)
-
-        # Globals: one scoring step on the sum over items, with the same step halving.
-        def fun_pen(gv):
-            pen_i = jax.vmap(lambda i_row, f: problem.item_penalty(i_row, f, gv))(items, free_I)
-            return jnp.sum(pen_i) + problem.global_penalty(gv)
-
-        flat_r, flat_n = r.ravel(), n.ravel()
-        item_rows = jnp.repeat(items, nodes.shape[0], axis=0)
-        node_rows = jnp.tile(nodes, items.shape[0])
-        fun_p = lambda gv, i_row, s: problem.mean(s[None], i_row, gv)  # noqa: E731
-        for _ in range(newton_steps):
-            d = _scoring_step(fun_p, fun_pen, g, free_G, flat_n, flat_r, (item_rows, node_rows))
-            trial = jax.vmap(lambda t, g=g, d=d: total(g - t * d))(steps)
-            best = jnp.argmin(jnp.where(jnp.isfinite(trial), trial, jnp.inf))
-            g = g - steps[best] * d
+    if not problem.free_G.any():
+        return jax.vmap(item_update)(items, free_I, r, n), g
+    # With free globals (a shared slope) items and globals move together: alternating them
+    # zig-zags, since every difficulty is measured in units of the slope.
+    for _ in range(newton_steps):
+        items, g = _joint_step(problem, nodes, r, n, items, g, free_I, free_G, steps)
     return items, g
+
+
+def _joint_step(problem, nodes, r, n, items, g, free_I, free_G, steps):
+    """One Fisher-scoring step on (every item, globals) together: the information is an arrow
+    (block-diagonal over items, dense in the globals), solved by eliminating the items with one
+    small Cholesky each and the globals by their Schur complement; then step halving."""
+    p_i = items.shape[1]
+
+    def per_item(x, f, r_i, n_i):
+        z = jnp.concatenate([x, g])
+        fun_p = lambda z, s: problem.mean(s[None], z[:p_i], z[p_i:])  # noqa: E731
+        p, jac = jax.vmap(lambda s: jax.value_and_grad(fun_p)(z, s))(nodes)
+        eps = 8 * jnp.finfo(p.dtype).eps
+        p = jnp.clip(p, eps, 1.0 - eps)
+        v = p * (1.0 - p)
+        pen = lambda z: problem.item_penalty(z[:p_i], f, z[p_i:])  # noqa: E731
+        grad = -jnp.einsum("q,qa->a", (r_i - n_i * p) / v, jac) + jax.grad(pen)(z)
+        info = jnp.einsum("q,qa,qb->ab", n_i / v, jac, jac) + jax.hessian(pen)(z)
+        return grad, info
+
+    grads, infos = jax.vmap(per_item)(items, free_I, r, n)
+    gI = grads[:, :p_i] * free_I
+    gG = (grads[:, p_i:].sum(0) + jax.grad(problem.global_penalty)(g)) * free_G
+    HII = infos[:, :p_i, :p_i] * free_I[:, :, None] * free_I[:, None, :] + \
+        jax.vmap(jnp.diag)(1.0 - free_I)
+    HIG = infos[:, :p_i, p_i:] * free_I[:, :, None] * free_G[None, None, :]
+    HGG = (infos[:, p_i:, p_i:].sum(0) + jax.hessian(problem.global_penalty)(g)) * \
+        jnp.outer(free_G, free_G) + jnp.diag(1.0 - free_G)
+    ridge = 1e-10 * (1.0 + jnp.max(jnp.abs(jax.vmap(jnp.diag)(HII))))
+    chol = jnp.linalg.cholesky(HII + ridge * jnp.eye(p_i, dtype=items.dtype))
+    solve = jax.vmap(lambda c, b: jax.scipy.linalg.cho_solve((c, True), b))
+    X = solve(chol, HIG)  # (n_items, p_i, p_g)
+    xg = solve(chol, gI[..., None])[..., 0]
+    schur = HGG - jnp.einsum("iap,iaq->pq", HIG, X)
+    rhs = gG - jnp.einsum("iap,ia->p", HIG, xg)
+    chol_g = jnp.linalg.cholesky(schur + ridge * jnp.eye(g.shape[0], dtype=g.dtype))
+    dG = jax.scipy.linalg.cho_solve((chol_g, True), rhs)
+    dI = xg - jnp.einsum("iap,p->ia", X, dG)
+    ok = jnp.all(jnp.isfinite(dI)) & jnp.all(jnp.isfinite(dG))
+    dI, dG = jnp.where(ok, dI, 0.0), jnp.where(ok, dG, 0.0)
+
+    def total(t):
+        it, gv = items - t * dI, g - t * dG
+        per = jax.vmap(lambda i_row, f, r_i, n_i: _item_objective(
+            problem, nodes, r_i, n_i, i_row, f, gv))(it, free_I, r, n)
+        return jnp.sum(per) + problem.global_penalty(gv)
+
+    trial = jax.vmap(total)(steps)
+    best = jnp.argmin(jnp.where(jnp.isfinite(trial), trial, jnp.inf))
+    return items - steps[best] * dI, g - steps[best] * dG
 
 
 def _penalty(problem, items, free_I, g):
