@@ -18,7 +18,9 @@ Aitkin (1981) alternates:
 * M-step: the expected counts ``r_iq = sum_s pi_sq k_si`` and ``n_iq = sum_s pi_sq n_si``
   give each item its own small problem ``min -sum_q [r_iq log p_iq + (n_iq - r_iq) log(1 - p_iq)]
   + penalty_i``, solved by a few vectorised Fisher-scoring steps with step halving (so the
-  objective never rises); the globals (a shared discrimination) take the same step after.
+  objective never rises); when the model has free globals (the 1PL's shared discrimination)
+  items and globals take each step together, the items eliminated and the globals solved by
+  their Schur complement.
 
 The mean function is the model's own, so any unidimensional binary model on the protocol
 (1PL, 2PL, 3PL, 4PL, a user's) is served without naming it. The item penalties (the models'
