@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.integrate import quad
 from scipy.special import expit
@@ -191,3 +192,23 @@ def test_bad_options_are_named():
         fit(TwoPL(), table, method="marginal", nodes=1)
     with pytest.raises(ValueError, match="max_iter"):
         fit(TwoPL(), table, method="marginal", max_iter=0)
+
+
+def test_command_line_marginal(tmp_path):
+    import json
+
+    from platinum_jax.cli import main
+
+    table, theta, b, _ = _world(300, 20, seed=21, missing=0.2)
+    path = tmp_path / "responses.csv"
+    table.to_frame().to_csv(path, index=False)
+    out = tmp_path / "irt"
+    assert main(["fit", str(path), "--model", "2pl", "--method", "marginal", "--out",
+                 str(out)]) == 0
+    subjects = pd.read_csv(out / "subjects.csv", index_col=0)
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    summary = json.loads((out / "fit.json").read_text())
+    assert summary["method"] == "marginal" and summary["converged"]
+    assert (subjects["ability_sd"] > 0).all()
+    assert np.corrcoef(subjects["ability"], theta)[0, 1] > 0.8
+    assert np.corrcoef(items["difficulty"], b)[0, 1] > 0.95
