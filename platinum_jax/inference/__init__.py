@@ -18,6 +18,7 @@ with the abilities integrated out by Gauss-Hermite quadrature, abilities by EAP)
 """
 
 from ._bayes import loo, numpyro_model, nuts, posterior_theta, svi
+from ._first_order import row_mesh, shard_rows, solve_first_order
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
 from ._point import bootstrap, cross_validate, fit_map, laplace, score_subjects
@@ -46,8 +47,11 @@ __all__ = [
     "nuts",
     "posterior_theta",
     "quadrature",
+    "row_mesh",
     "score_subjects",
+    "shard_rows",
     "simulate",
+    "solve_first_order",
     "solve_map",
     "svi",
 ]
