@@ -11,6 +11,7 @@ from platinum_jax.data import ResponseTable
 
 def _same(a: ResponseTable, b: ResponseTable):
     assert list(a.subjects) == list(b.subjects) and list(a.items) == list(b.items)
+    assert a.subjects.dtype == b.subjects.dtype and a.items.dtype == b.items.dtype
     np.testing.assert_array_equal(a.subject_index, b.subject_index)
     np.testing.assert_array_equal(a.item_index, b.item_index)
     np.testing.assert_array_equal(a.response, b.response)

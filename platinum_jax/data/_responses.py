@@ -300,8 +300,9 @@ class ResponseTable:
         s_all = _labels("s", int(s.max()) + 1) if s_names is None else s_names
         i_all = _labels("i", int(i.max()) + 1) if i_names is None else i_names
         table = cls(
-            subjects=pd.Index(np.asarray(s_all, dtype=object)[s_used], name="subject"),
-            items=pd.Index(np.asarray(i_all, dtype=object)[i_used], name="item"),
+            # from a list of str, so the index has the string dtype from_frame's would have
+            subjects=pd.Index([s_all[k] for k in s_used], name="subject"),
+            items=pd.Index([i_all[k] for k in i_used], name="item"),
             subject_index=s_codes,
             item_index=i_codes,
             response=y.copy(),
