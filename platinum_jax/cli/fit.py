@@ -9,7 +9,7 @@ from pathlib import Path
 from platinum_jax.cli._common import add_anchor_arguments, anchor_from_args
 
 MODEL_NAMES = ("rosetta", "1pl", "2pl", "3pl", "4pl", "mirt", "graded", "beta", "hierarchical")
-METHOD_NAMES = ("map", "laplace", "bootstrap", "svi", "nuts")
+METHOD_NAMES = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")
 LIKELIHOOD_NAMES = ("bernoulli", "binomial", "gaussian", "beta", "beta_binomial")
 
 DESCRIPTION = """\
@@ -42,6 +42,8 @@ Methods (--method):
   map        penalised MAP (Levenberg-Marquardt over the subject-item structure); --restarts
   laplace    MAP plus a Gaussian from the exact Hessian: _sd, _lo, _hi columns (90% intervals)
   bootstrap  --replicates refits over resampled responses: _sd and percentile intervals
+  marginal   one-ability binary models: item parameters with the abilities integrated out
+             (Gauss-Hermite EM), abilities by EAP with an ability_sd column
   svi        variational Bayes (NumPyro, AutoNormal guide), --steps
   nuts       NUTS (NumPyro), --chains x --samples draws after --warmup; divergences, R-hat
              and ESS in fit.json
@@ -210,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     table = ResponseTable.read(args.data, duplicates=args.duplicates)
     print(f"read {table}")
     model = build_model(args, table)
-    options = {"seed": args.seed}
+    options = {} if args.method == "marginal" else {"seed": args.seed}
     if args.method in ("map", "laplace", "bootstrap"):
         options["restarts"] = args.restarts
     if args.method == "bootstrap":

@@ -8,14 +8,19 @@
     >>> result = fit(TwoPL(), table, method="laplace")                  # doctest: +SKIP
     >>> result.items.head()                                             # doctest: +SKIP
 
-Methods: ``map`` (penalised MAP by bipartite Levenberg-Marquardt, with restarts), ``laplace``
+Methods: ``map`` (penalised MAP by bipartite Levenberg-Marquardt, with restarts; or by a
+first-order optax solver with ``solver="first_order"``, for data too large for the
+Levenberg-Marquardt system, optionally sharded over devices), ``marginal`` (item parameters
+with the abilities integrated out by Gauss-Hermite quadrature, abilities by EAP), ``laplace``
 (Gaussian at the MAP), ``bootstrap`` (refits over resampled responses), ``svi`` and ``nuts``
 (NumPyro, the model built from the protocol); :func:`cross_validate` (K-fold) and :func:`loo`
 (PSIS-LOO) compare models; :func:`score_subjects` estimates new subjects against fixed items.
 """
 
 from ._bayes import loo, numpyro_model, nuts, posterior_theta, svi
+from ._first_order import row_mesh, shard_rows, solve_first_order
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
+from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
 from ._point import bootstrap, cross_validate, fit_map, laplace, score_subjects
 from ._problem import Data, Problem, Theta
 from ._results import Fit
@@ -32,26 +37,32 @@ __all__ = [
     "cross_validate",
     "fit",
     "fit_map",
+    "fit_marginal",
     "gauss_newton_system",
     "laplace",
     "loo",
+    "marginal_log_likelihood",
     "map_solver",
     "numpyro_model",
     "nuts",
     "posterior_theta",
+    "quadrature",
+    "row_mesh",
     "score_subjects",
+    "shard_rows",
     "simulate",
+    "solve_first_order",
     "solve_map",
     "svi",
 ]
 
-METHODS = ("map", "laplace", "bootstrap", "svi", "nuts")
+METHODS = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")
 
 
 def fit(model, table, method: str = "map", **options) -> Fit:
     """Fit ``model`` to ``table`` by ``method`` (one of :data:`METHODS`); ``options`` go to
-    the method's function (:func:`fit_map`, :func:`laplace`, :func:`bootstrap`, :func:`svi`,
-    :func:`nuts`)."""
+    the method's function (:func:`fit_map`, :func:`laplace`, :func:`bootstrap`,
+    :func:`fit_marginal`, :func:`svi`, :func:`nuts`)."""
     if method == "map":
         return fit_map(model, table, **options)
     if method == "laplace":
@@ -59,6 +70,8 @@ def fit(model, table, method: str = "map", **options) -> Fit:
         return laplace(fit_map(model, table, **options), **lap)
     if method == "bootstrap":
         return bootstrap(model, table, **options)
+    if method == "marginal":
+        return fit_marginal(model, table, **options)
     if method == "svi":
         return svi(model, table, **options)
     if method == "nuts":

@@ -224,10 +224,15 @@ def svi(
     guide: str = "normal",
     seed: int = 0,
     log_lik_limit: float = 5e7,
+    mesh=None,
 ) -> Fit:
     """Variational fit with NumPyro's SVI and an ``AutoNormal`` (``guide="normal"``) or
     ``AutoLowRankMultivariateNormal`` (``"lowrank"``) guide, optimised with optax's Adam from
-    the MAP; ``draws`` samples of the guide give the intervals."""
+    the MAP; ``draws`` samples of the guide give the intervals.
+
+    ``mesh``: a 1-D :class:`jax.sharding.Mesh` (or ``True`` for one over every device) across
+    which the response rows are sharded during the optimisation (padded with zero-weight rows;
+    see :func:`~platinum_jax.inference._first_order.shard_rows`)."""
     import optax
     from numpyro.infer import SVI, Trace_ELBO, init_to_value
     from numpyro.infer.autoguide import AutoLowRankMultivariateNormal, AutoNormal
@@ -243,8 +248,13 @@ def svi(
     npm = numpyro_model(problem)
     g = guides[guide](npm, init_loc_fn=init_to_value(values=init))
     engine = SVI(npm, g, optax.adam(learning_rate), Trace_ELBO())
+    rows = data
+    if mesh is not None:
+        from ._first_order import row_mesh, shard_rows
+
+        rows = shard_rows(data, row_mesh() if mesh is True else mesh)
     t0 = time.perf_counter()
-    result = engine.run(jax.random.PRNGKey(seed), steps, data, progress_bar=False)
+    result = engine.run(jax.random.PRNGKey(seed), steps, rows, progress_bar=False)
     elapsed = time.perf_counter() - t0
     post = g.sample_posterior(jax.random.PRNGKey(seed + 1), result.params, sample_shape=(draws,))
     post = {k: np.asarray(v) for k, v in post.items() if k in init}

@@ -55,27 +55,54 @@ def fit_map(
     restarts: int = 0,
     seed: int = 0,
     theta0: Theta | None = None,
+    solver: str = "lm",
+    mesh=None,
     **solver_options,
 ) -> Fit:
-    """Penalised MAP fit of ``model`` to ``table`` by bipartite Levenberg-Marquardt.
+    """Penalised MAP fit of ``model`` to ``table`` by bipartite Levenberg-Marquardt, or by
+    L-BFGS for data too large for it.
 
     Args:
         restarts: extra starts, jittered around the start as each parameter declares
             (:attr:`Param.jitter`), solved in one vmapped call; the lowest converged objective wins (objectives can have several minima).
         seed: seed of the jitter.
         theta0: a start (raw blocks) instead of the declared one.
-        solver_options: ``max_steps``, ``gtol``, ``ftol``, ``xtol``.
+        solver: ``"lm"`` (default: Levenberg-Marquardt with Schur elimination, a few dozen
+            iterations, each ``O(rows)`` plus a dense solve of the smaller side) or
+            ``"first_order"`` (optax L-BFGS on the same objective: ``O(rows)`` per iteration
+            and no per-row Hessians; for millions of responses; see
+            :func:`~platinum_jax.inference._first_order.solve_first_order`).
+        mesh: with ``solver="first_order"``, a 1-D :class:`jax.sharding.Mesh` (or ``True`` for
+            one over every device) across which the responses are sharded.
+        solver_options: ``max_steps``, ``gtol``, ``ftol``, ``xtol`` (Levenberg-Marquardt);
+            ``max_steps``, ``gtol``, ``ftol``, ``memory`` (first order).
 
     Raises:
         ValueError: responses the likelihood cannot produce, a disconnected subject-item graph.
     """
     if restarts < 0:
         raise ValueError(f"restarts must be >= 0 (got {restarts})")
+    if solver not in ("lm", "first_order"):
+        raise ValueError(f"solver must be 'lm' or 'first_order' (got {solver!r})")
+    if mesh is not None and solver != "first_order":
+        raise ValueError("mesh (sharded responses) needs solver='first_order'")
     problem = _problem(model, table)
     start = problem.start() if theta0 is None else Theta(*(jnp.asarray(t, problem.dtype)
                                                             for t in theta0))
     data = problem.data()
-    if restarts:
+    if solver == "first_order":
+        if restarts:
+            raise ValueError("restarts are for solver='lm'; the first-order path runs one start")
+        from ._first_order import first_order_solver, replicate, row_mesh, shard_rows
+
+        if mesh is not None:
+            mesh = row_mesh() if mesh is True else mesh
+            data, start = shard_rows(data, mesh), replicate(start, mesh)
+        res = first_order_solver(problem, **solver_options)(start, data)
+        extra = {"solver": "first_order"}
+        if mesh is not None:
+            extra["devices"] = int(mesh.size)
+    elif restarts:
         many = map_solver(problem, batched="theta", **solver_options)(
             _jitter(problem, start, restarts, seed), data)
         cost = np.where(np.asarray(many.converged), np.asarray(many.objective), np.inf)

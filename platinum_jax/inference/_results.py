@@ -32,7 +32,8 @@ class Fit:
 
     Attributes:
         problem: the model bound to its data (``problem.model``, ``problem.table``).
-        method: ``"map"``, ``"laplace"``, ``"bootstrap"``, ``"svi"`` or ``"nuts"``.
+        method: ``"map"``, ``"laplace"``, ``"bootstrap"``, ``"marginal"``, ``"svi"`` or
+            ``"nuts"``.
         theta: the point estimate (MAP; posterior mean for SVI/NUTS), raw blocks.
         draws: raw blocks with a leading draw axis (``None`` for a plain MAP fit): Laplace
             draws, bootstrap replicates or posterior draws.
@@ -40,6 +41,8 @@ class Fit:
         diagnostics: convergence facts (iterations, gradient norm, R-hat, ESS, divergences...).
         interval: probability of the reported equal-tailed intervals (default 0.9).
         inference_data: ArviZ ``InferenceData`` for SVI/NUTS fits.
+        subject_columns: extra per-subject columns (e.g. the posterior SD of an EAP ability
+            from a marginal fit), added to :attr:`subjects`.
     """
 
     problem: Problem
@@ -51,6 +54,7 @@ class Fit:
     draws: Theta | None = None
     interval: float = 0.9
     inference_data: object = None
+    subject_columns: dict = field(default_factory=dict)
 
     @property
     def model(self):
@@ -87,7 +91,7 @@ class Fit:
         counts = np.bincount(t.subject_index, minlength=t.n_subjects)
         draws = None if self.draws is None else self.draws.subjects
         return self._frame(self.problem.subject, self.theta.subjects, draws, t.subjects,
-                           {"n_responses": counts})
+                           {**self.subject_columns, "n_responses": counts})
 
     @property
     def items(self) -> pd.DataFrame:

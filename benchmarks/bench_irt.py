@@ -1,0 +1,280 @@
+"""Item response theory fits beside py-irt and girth, on simulated 2PL data with known truth.
+
+For each size (subjects x items) and missing share, binary responses are drawn from a 2PL
+(abilities ~ N(0, 1), difficulties ~ N(0, 1), discriminations ~ LogNormal(0, 0.3^2)), and
+1PL and 2PL models are fitted by:
+
+* ``ours``: ``platinum_jax.inference.fit(..., method="marginal")`` (Gauss-Hermite EM over the
+  abilities, 31 nodes, abilities by EAP), float64;
+* ``girth``: girth 0.8.0's marginal maximum likelihood (``onepl_mml``/``twopl_mml``), abilities
+  by its ``ability_eap``;
+* ``py-irt``: py-irt 0.7.1's defaults (Pyro SVI, 2,000 epochs), run only up to
+  ``--pyirt-max-cells`` cells (its time grows with the responses: minutes at 200 x 100 here).
+
+Each fit runs in its own process (so that peak memory is its own): wall time of the fit
+(``ours`` cold, i.e. with compilation, and warm, a second fit in the same process), peak
+resident memory of the process, and recovery against the truth: correlation and RMSE of the
+abilities, difficulties and discriminations after the linear alignment each tool needs
+(``theta_true ~ A theta_hat + B`` by least squares on the abilities, applied to every
+parameter: ``b -> A b + B``, ``a -> a / A``). A 3PL on 3PL data (guessing 0.2) is reported for
+ours and girth at the first size. Missing cells are passed to girth as its invalid-response
+code and to py-irt as NaN.
+
+The table goes to stdout, then one JSON line per (size, model):
+``{"name", "ours_s", "baseline_s", "ratio", "max_abs_diff"}`` with ``baseline_s`` the faster
+peer, ``ratio = baseline_s / ours_s`` (cold) and ``max_abs_diff`` the largest difference
+between our aligned difficulties and that peer's.
+
+    python benchmarks/bench_irt.py                       # 200 x 100, a few minutes
+    python benchmarks/bench_irt.py --sizes 200x100 1000x500 5000x1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def simulate(n_s, n_i, missing, seed, guessing=0.0):
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=n_s)
+    b = rng.normal(size=n_i)
+    a = np.exp(rng.normal(0.0, 0.3, n_i))
+    p = guessing + (1 - guessing) / (1 + np.exp(-a[None] * (theta[:, None] - b[None])))
+    y = (rng.random((n_s, n_i)) < p).astype(float)
+    mask = rng.random((n_s, n_i)) >= missing
+    # every subject and item keeps a response
+    mask[np.arange(n_s), rng.integers(0, n_i, n_s)] = True
+    mask[rng.integers(0, n_s, n_i), np.arange(n_i)] = True
+    return y, mask, theta, b, a
+
+
+def _peak_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# ---------------------------------------------------------------------- workers
+def run_ours(model, y, mask):
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from platinum_jax.data import ResponseTable
+    from platinum_jax.inference import fit
+    from platinum_jax.models import OnePL, ThreePL, TwoPL
+
+    s, i = np.nonzero(mask)
+    cls = {"1pl": OnePL, "2pl": TwoPL, "3pl": ThreePL}[model]
+    t0 = time.perf_counter()
+    table = ResponseTable.from_arrays(s, i, y[s, i])
+    res = fit(cls(), table, method="marginal")
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = fit(cls(), ResponseTable.from_arrays(s, i, y[s, i]), method="marginal")
+    warm = time.perf_counter() - t0
+    items = res.items
+    a = (items["discrimination"].to_numpy() if "discrimination" in items
+         else np.full(len(items), float(res.globals.loc["discrimination", "value"])))
+    out = {"theta": res.subjects["ability"].to_numpy(), "b": items["difficulty"].to_numpy(),
+           "a": a, "seconds": cold, "warm_seconds": warm, "converged": res.converged,
+           "iterations": res.diagnostics["iterations"]}
+    if model == "3pl":
+        out["c"] = items["guessing"].to_numpy()
+    return out
+
+
+def run_girth(model, y, mask):
+    import girth
+
+    data = np.where(mask, y, girth.INVALID_RESPONSE).T.astype(int)  # items x subjects
+    t0 = time.perf_counter()
+    if model == "1pl":
+        est = girth.onepl_mml(data)
+        a = np.full(data.shape[0], float(est["Discrimination"]))
+    elif model == "2pl":
+        est = girth.twopl_mml(data)
+        a = np.asarray(est["Discrimination"], float)
+    else:
+        est = girth.threepl_mml(data)
+        a = np.asarray(est["Discrimination"], float)
+    b = np.asarray(est["Difficulty"], float)
+    if model == "3pl":
+        theta = girth.ability_3pl_eap(data, b, a, np.asarray(est["Guessing"], float))
+    else:
+        theta = girth.ability_eap(data, b, a)
+    out = {"theta": np.asarray(theta, float), "b": b, "a": a,
+           "seconds": time.perf_counter() - t0}
+    if model == "3pl":
+        out["c"] = np.asarray(est["Guessing"], float)
+    return out
+
+
+def run_pyirt(model, y, mask):
+    import pandas as pd
+    from py_irt.config import IrtConfig
+    from py_irt.dataset import Dataset
+    from py_irt.training import IrtModelTrainer
+
+    n_s, n_i = y.shape
+    wide = pd.DataFrame(np.where(mask, y, np.nan), columns=[f"i{k}" for k in range(n_i)])
+    wide.insert(0, "subject", [f"s{k}" for k in range(n_s)])
+    t0 = time.perf_counter()
+    dataset = Dataset.from_pandas(wide, subject_column="subject",
+                                  item_columns=[f"i{k}" for k in range(n_i)])
+    trainer = IrtModelTrainer(data_path=None, config=IrtConfig(model_type=model, seed=0),
+                              dataset=dataset, verbose=False)
+    trainer.train()
+    params = trainer.best_params
+    seconds = time.perf_counter() - t0
+    s_pos = [int(dataset.ix_to_subject_id[k][1:]) for k in range(n_s)]
+    i_pos = [int(dataset.ix_to_item_id[k][1:]) for k in range(n_i)]
+    theta, b = np.empty(n_s), np.empty(n_i)
+    theta[s_pos] = np.asarray(params["ability"], float)
+    b[i_pos] = np.asarray(params["diff"], float)
+    if "disc" in params:
+        a = np.empty(n_i)
+        a[i_pos] = np.asarray(params["disc"], float)
+    else:
+        a = np.ones(n_i)
+    return {"theta": theta, "b": b, "a": a, "seconds": seconds}
+
+
+def worker(args):
+    guessing = 0.2 if args.model == "3pl" else 0.0
+    y, mask, *_ = simulate(args.n_s, args.n_i, args.missing, args.seed, guessing)
+    fn = {"ours": run_ours, "girth": run_girth, "py-irt": run_pyirt}[args.tool]
+    out = fn(args.model, y, mask)
+    out["peak_mib"] = _peak_mib()
+    np.savez(args.out, **{k: np.asarray(v) for k, v in out.items()})
+
+
+# ---------------------------------------------------------------------- driver
+def align(est, theta, b, a):
+    """Linear map of the estimated scale onto the truth's, by least squares on abilities."""
+    th = est["theta"]
+    ok = np.isfinite(th)
+    A, B = np.polyfit(th[ok], theta[ok], 1) if ok.sum() > 2 else (np.nan, np.nan)
+    return A * th + B, A * est["b"] + B, est["a"] / A
+
+
+def metrics(aligned, theta, b, a, model):
+    out = {}
+    names = ("theta", "b", "a") if model != "1pl" else ("theta", "b")
+    for name, est, true in zip(names, aligned, (theta, b, a), strict=False):
+        finite = bool(np.all(np.isfinite(est)))
+        ok = np.isfinite(est)
+        out[name] = {"finite": finite, "n_nan": int((~ok).sum()),
+                     "corr": float(np.corrcoef(est[ok], true[ok])[0, 1]) if ok.sum() > 2
+                     else float("nan"),
+                     "rmse": float(np.sqrt(np.mean((est[ok] - true[ok]) ** 2)))
+                     if ok.any() else float("nan")}
+    return out
+
+
+def launch(tool, model, n_s, n_i, missing, seed, timeout):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.npz"
+        cmd = [sys.executable, __file__, "--worker", tool, model, str(n_s), str(n_i),
+               str(missing), str(seed), str(out)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                  env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        except subprocess.TimeoutExpired:
+            return {"error": f"over the {timeout} s limit"}
+        if proc.returncode != 0 or not out.exists():
+            return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip()
+                    else f"exit {proc.returncode}"}
+        with np.load(out) as z:
+            return {k: z[k] for k in z.files}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", nargs="+", default=["200x100"],
+                        help="subjects x items, e.g. 200x100 1000x500 5000x1000")
+    parser.add_argument("--missing", nargs="+", type=float, default=[0.0, 0.3])
+    parser.add_argument("--models", nargs="+", default=["1pl", "2pl"])
+    parser.add_argument("--peers", nargs="+", default=["girth", "py-irt"])
+    parser.add_argument("--pyirt-max-cells", type=int, default=20_000,
+                        help="run py-irt only up to this many subject x item cells")
+    parser.add_argument("--no-3pl", action="store_true", help="skip the 3PL recovery rows")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds per fit")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--worker", nargs=7, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        w = argparse.Namespace(tool=args.worker[0], model=args.worker[1],
+                               n_s=int(args.worker[2]), n_i=int(args.worker[3]),
+                               missing=float(args.worker[4]), seed=int(args.worker[5]),
+                               out=args.worker[6])
+        worker(w)
+        return
+    for peer in args.peers:
+        if peer not in ("girth", "py-irt"):
+            parser.error(f"unknown peer {peer!r}; choose girth and/or py-irt")
+    sizes = []
+    for s in args.sizes:
+        try:
+            n_s, n_i = (int(x) for x in s.lower().split("x"))
+        except ValueError:
+            parser.error(f"--sizes takes SUBJECTSxITEMS such as 200x100 (got {s!r})")
+        sizes.append((n_s, n_i))
+    print(f"# machine: {os.cpu_count()} CPU cores; python {sys.version.split()[0]}")
+    header = (f"{'case':<28} {'tool':<7} {'time_s':>8} {'peak_MiB':>9}  "
+              f"{'theta r/rmse':>14} {'b r/rmse':>14} {'a r/rmse':>14}")
+    print(header)
+    json_lines = []
+    runs = [(n_s, n_i, miss, model) for n_s, n_i in sizes for miss in args.missing
+            for model in args.models]
+    if not args.no_3pl:
+        runs.append((sizes[0][0], sizes[0][1], 0.0, "3pl"))
+    for n_s, n_i, miss, model in runs:
+        guessing = 0.2 if model == "3pl" else 0.0
+        _, _, theta, b, a = simulate(n_s, n_i, miss, args.seed, guessing)
+        case = f"{model}_{n_s}x{n_i}_{'complete' if miss == 0 else f'{miss:.0%}missing'}"
+        results = {}
+        for tool in ["ours", *args.peers]:
+            if tool == "py-irt" and (n_s * n_i > args.pyirt_max_cells or model == "3pl"):
+                continue
+            res = launch(tool, model, n_s, n_i, miss, args.seed, args.timeout)
+            if "error" in res:
+                print(f"{case:<28} {tool:<7} failed: {res['error']}")
+                continue
+            aligned = align(res, theta, b, a)
+            m = metrics(aligned, theta, b, a, model)
+            results[tool] = (res, aligned, m)
+            cells = [f"{m[k]['corr']:.3f}/{m[k]['rmse']:.3f}" if k in m else "-"
+                     for k in ("theta", "b", "a")]
+            nan = sum(v["n_nan"] for v in m.values())
+            extra = f"  ({nan} non-finite)" if nan else ""
+            warm = f" warm {float(res['warm_seconds']):.2f}" if "warm_seconds" in res else ""
+            print(f"{case:<28} {tool:<7} {float(res['seconds']):8.2f} "
+                  f"{float(res['peak_mib']):9.0f}  {cells[0]:>14} {cells[1]:>14} "
+                  f"{cells[2]:>14}{extra}{warm}")
+            if model == "3pl" and "c" in res:
+                c = res["c"]
+                print(f"{'':<28} {tool:<7} guessing: mean {np.mean(c):.3f} (truth 0.2), "
+                      f"RMSE {np.sqrt(np.mean((c - 0.2) ** 2)):.3f}")
+        peers = [t for t in results if t != "ours"]
+        if "ours" in results and peers:
+            fastest = min(peers, key=lambda t: float(results[t][0]["seconds"]))
+            ours_s = float(results["ours"][0]["seconds"])
+            base_s = float(results[fastest][0]["seconds"])
+            diff = float(np.nanmax(np.abs(results["ours"][1][1] - results[fastest][1][1])))
+            json_lines.append({"name": f"{case}_vs_{fastest}", "ours_s": ours_s,
+                               "baseline_s": base_s, "ratio": base_s / ours_s,
+                               "max_abs_diff": diff})
+    for row in json_lines:
+        print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""Marginal estimation over abilities (Gauss-Hermite EM, EAP abilities).
+
+Expected numbers come from SciPy quadrature written here, or from a synthetic truth drawn here.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.integrate import quad
+from scipy.special import expit
+from scipy.stats import norm
+
+from platinum_jax.data import ResponseTable
+from platinum_jax.inference import Problem, fit, fit_map, marginal_log_likelihood
+from platinum_jax.models import Gaussian, MultidimensionalTwoPL, OnePL, ThreePL, TwoPL
+
+jax.config.update("jax_enable_x64", True)
+
+
+def _world(n_s, n_i, seed, *, missing=0.0, guessing=None):
+    """2PL (or 3PL with ``guessing``) responses from a truth drawn here; the abilities are
+    standardised so that the sample has the scale the N(0, 1) prior identifies."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=n_s)
+    theta = (theta - theta.mean()) / theta.std()
+    b = rng.normal(size=n_i)
+    a = np.exp(rng.normal(0.0, 0.3, n_i))
+    c = np.zeros(n_i) if guessing is None else np.full(n_i, guessing)
+    s, i = np.divmod(np.arange(n_s * n_i), n_i)
+    keep = rng.random(len(s)) >= missing
+    s, i = s[keep], i[keep]
+    p = c[i] + (1 - c[i]) * expit(a[i] * (theta[s] - b[i]))
+    y = (rng.random(len(s)) < p).astype(float)
+    return ResponseTable.from_arrays(s, i, y), theta, b, a
+
+
+def _quad_loglik(table, prob):
+    """sum_s log int prod_i p^y (1-p)^(1-y) phi(t) dt by adaptive quadrature."""
+    total = 0.0
+    for s in range(table.n_subjects):
+        rows = table.subject_index == s
+        ii, yy = table.item_index[rows], table.response[rows]
+
+        def f(t, ii=ii, yy=yy):
+            p = prob(t, ii)
+            return np.prod(np.where(yy == 1, p, 1 - p)) * norm.pdf(t)
+
+        total += np.log(quad(f, -12, 12, epsabs=0, epsrel=1e-12, limit=200)[0])
+    return total
+
+
+def test_marginal_log_likelihood_matches_scipy_quadrature():
+    table, _, _, _ = _world(25, 7, seed=3, missing=0.3)
+    rng = np.random.default_rng(0)
+    b, log_a = rng.normal(size=7), rng.normal(0, 0.4, 7)
+    items = np.stack([b, log_a], axis=1)
+    ours = marginal_log_likelihood(Problem(TwoPL(), table), items, np.zeros(0), nodes=61)
+    expected = _quad_loglik(table, lambda t, i: expit(np.exp(log_a[i]) * (t - b[i])))
+    assert ours == pytest.approx(expected, rel=1e-9)
+
+
+def test_marginal_log_likelihood_with_guessing_and_a_shared_slope():
+    table, _, _, _ = _world(20, 6, seed=4, guessing=0.2)
+    rng = np.random.default_rng(1)
+    b, log_a, logit_c = rng.normal(size=6), rng.normal(0, 0.4, 6), rng.normal(-1.5, 0.5, 6)
+    items = np.stack([b, log_a, logit_c], axis=1)
+    ours = marginal_log_likelihood(Problem(ThreePL(), table), items, np.zeros(0), nodes=61)
+    c = expit(logit_c)
+    expected = _quad_loglik(table, lambda t, i: c[i] + (1 - c[i]) * expit(np.exp(log_a[i])
+                                                                          * (t - b[i])))
+    assert ours == pytest.approx(expected, rel=1e-9)
+    # 1PL: one discrimination in the globals
+    ours1 = marginal_log_likelihood(Problem(OnePL(), table), b[:, None], np.array([0.3]),
+                                    nodes=61)
+    expected1 = _quad_loglik(table, lambda t, i: expit(np.exp(0.3) * (t - b[i])))
+    assert ours1 == pytest.approx(expected1, rel=1e-9)
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.2])  # complete: the all-ones shortcut
+def test_dense_and_row_e_steps_agree(missing):
+    table, _, _, _ = _world(30, 8, seed=5, missing=missing)
+    items = np.stack([np.linspace(-1, 1, 8), np.linspace(-0.3, 0.3, 8)], axis=1)
+    problem = Problem(TwoPL(), table)
+    dense = marginal_log_likelihood(problem, items, np.zeros(0), dense=True)
+    rows = marginal_log_likelihood(problem, items, np.zeros(0), dense=False)
+    assert dense == pytest.approx(rows, rel=1e-12)
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.3])
+def test_2pl_recovery_and_eap(missing):
+    table, theta, b, a = _world(800, 25, seed=7, missing=missing)
+    res = fit(TwoPL(), table, method="marginal", nodes=31)
+    assert res.converged and res.method == "marginal"
+    items = res.items
+    assert np.corrcoef(items["difficulty"], b)[0, 1] > 0.97
+    assert np.sqrt(np.mean((items["difficulty"] - b) ** 2)) < 0.2
+    assert np.corrcoef(items["discrimination"], a)[0, 1] > 0.8
+    assert np.sqrt(np.mean((np.log(items["discrimination"]) - np.log(a)) ** 2)) < 0.2
+    subj = res.subjects
+    assert np.corrcoef(subj["ability"], theta)[0, 1] > 0.85
+    # EAP and posterior SD at the fitted items, by SciPy quadrature, for a few subjects
+    bh, ah = items["difficulty"].to_numpy(), items["discrimination"].to_numpy()
+    for s in (0, 11, 500):
+        rows = table.subject_index == s
+        ii, yy = table.item_index[rows], table.response[rows]
+
+        def lik(t, ii=ii, yy=yy):
+            p = expit(ah[ii] * (t - bh[ii]))
+            return np.prod(np.where(yy == 1, p, 1 - p)) * norm.pdf(t)
+
+        z = quad(lik, -10, 10, epsrel=1e-12)[0]
+        m1 = quad(lambda t: t * lik(t), -10, 10, epsrel=1e-12)[0] / z
+        m2 = quad(lambda t: t * t * lik(t), -10, 10, epsrel=1e-12)[0] / z
+        assert subj["ability"].iloc[s] == pytest.approx(m1, abs=1e-6)
+        assert subj["ability_sd"].iloc[s] == pytest.approx(np.sqrt(m2 - m1**2), abs=1e-6)
+
+
+def test_eap_sd_of_a_subject_with_many_items():
+    # 250 items: a posterior far narrower than the Gauss-Hermite spacing still gets its SD
+    table, _, _, _ = _world(40, 250, seed=9)
+    res = fit(TwoPL(), table, method="marginal")
+    bh = res.items["difficulty"].to_numpy()
+    ah = res.items["discrimination"].to_numpy()
+    rows = table.subject_index == 3
+    ii, yy = table.item_index[rows], table.response[rows]
+
+    def log_lik(t):
+        p = expit(ah[ii] * (t - bh[ii]))
+        return np.sum(np.where(yy == 1, np.log(p), np.log1p(-p))) + norm.logpdf(t)
+
+    grid = np.linspace(-6, 6, 20001)
+    lp = np.array([log_lik(t) for t in grid])
+    w = np.exp(lp - lp.max())
+    w /= w.sum()
+    m1 = w @ grid
+    sd = np.sqrt(w @ grid**2 - m1**2)
+    assert sd < 0.2
+    assert res.subjects["ability"].iloc[3] == pytest.approx(m1, abs=1e-4)
+    assert res.subjects["ability_sd"].iloc[3] == pytest.approx(sd, rel=1e-3)
+
+
+def test_marginal_beats_joint_map_on_discriminations_with_few_subjects():
+    table, _, _, a = _world(120, 40, seed=11)
+    marg = fit(TwoPL(), table, method="marginal")
+    joint = fit_map(TwoPL(), table)
+
+    def rmse(f):
+        return np.sqrt(np.mean((np.log(f.items["discrimination"]) - np.log(a)) ** 2))
+
+    assert rmse(marg) < rmse(joint)
+    # joint MAP shrinks abilities toward 0 and so inflates the slopes
+    assert np.mean(np.log(joint.items["discrimination"])) > np.mean(np.log(a))
+
+
+def test_1pl_shared_discrimination_recovered():
+    rng = np.random.default_rng(2)
+    n_s, n_i, a = 1500, 15, 1.6
+    theta, b = rng.normal(size=n_s), rng.normal(size=n_i)
+    s, i = np.divmod(np.arange(n_s * n_i), n_i)
+    y = (rng.random(len(s)) < expit(a * (theta[s] - b[i]))).astype(float)
+    res = fit(OnePL(), ResponseTable.from_arrays(s, i, y), method="marginal")
+    assert res.converged
+    assert res.globals.loc["discrimination", "value"] == pytest.approx(a, rel=0.08)
+    assert np.sqrt(np.mean((res.items["difficulty"] - b) ** 2)) < 0.1
+
+
+def test_3pl_fit_is_finite_and_recovers_difficulty_order():
+    table, _, b, _ = _world(1500, 20, seed=13, guessing=0.2)
+    res = fit(ThreePL(), table, method="marginal")
+    items = res.items
+    assert np.all(np.isfinite(items.to_numpy(dtype=float)))
+    assert np.corrcoef(items["difficulty"], b)[0, 1] > 0.9
+    assert 0.05 < items["guessing"].mean() < 0.35
+
+
+@pytest.mark.parametrize("model,match", [
+    (MultidimensionalTwoPL(dims=2), "one scalar ability"),
+    (TwoPL(likelihood=Gaussian(noise=1.0)), "binary and binomial"),
+])
+def test_models_outside_the_method_are_refused(model, match):
+    table, _, _, _ = _world(20, 5, seed=1)
+    with pytest.raises(ValueError, match=match):
+        fit(model, table, method="marginal")
+
+
+def test_bad_options_are_named():
+    table, _, _, _ = _world(20, 5, seed=1)
+    with pytest.raises(ValueError, match="nodes"):
+        fit(TwoPL(), table, method="marginal", nodes=1)
+    with pytest.raises(ValueError, match="max_iter"):
+        fit(TwoPL(), table, method="marginal", max_iter=0)
+
+
+def test_command_line_marginal(tmp_path):
+    import json
+
+    from platinum_jax.cli import main
+
+    table, theta, b, _ = _world(300, 20, seed=21, missing=0.2)
+    path = tmp_path / "responses.csv"
+    table.to_frame().to_csv(path, index=False)
+    out = tmp_path / "irt"
+    assert main(["fit", str(path), "--model", "2pl", "--method", "marginal", "--out",
+                 str(out)]) == 0
+    subjects = pd.read_csv(out / "subjects.csv", index_col=0)
+    items = pd.read_csv(out / "items.csv", index_col=0)
+    summary = json.loads((out / "fit.json").read_text())
+    assert summary["method"] == "marginal" and summary["converged"]
+    assert (subjects["ability_sd"] > 0).all()
+    assert np.corrcoef(subjects["ability"], theta)[0, 1] > 0.8
+    assert np.corrcoef(items["difficulty"], b)[0, 1] > 0.95
