@@ -40,6 +40,11 @@ def _difficulty():
     return Param(prior=dist.Normal(0.0, 3.0), doc="difficulty b_i")
 
 
+def _logistic(subject, item):
+    """``sigmoid(a_i (theta_s - b_i))``: the 2PL curve the 2PL, 3PL and 4PL share."""
+    return jax.nn.sigmoid(item["discrimination"] * (subject["ability"] - item["difficulty"]))
+
+
 def _discrimination():
     return Param(prior=dist.Normal(0.0, 1.0), transform=jnp.exp,
                  doc="discrimination a_i (fitted as log a_i)")
@@ -77,7 +82,7 @@ class TwoPL(MeasurementModel):
         return {"difficulty": _difficulty(), "discrimination": _discrimination()}
 
     def mean(self, subject, item, glob):
-        return jax.nn.sigmoid(item["discrimination"] * (subject["ability"] - item["difficulty"]))
+        return _logistic(subject, item)
 
 
 class ThreePL(MeasurementModel):
@@ -98,7 +103,7 @@ class ThreePL(MeasurementModel):
         }
 
     def mean(self, subject, item, glob):
-        p = jax.nn.sigmoid(item["discrimination"] * (subject["ability"] - item["difficulty"]))
+        p = _logistic(subject, item)
         return item["guessing"] + (1.0 - item["guessing"]) * p
 
 
@@ -119,22 +124,13 @@ class FourPL(MeasurementModel):
         }
 
     def mean(self, subject, item, glob):
-        p = jax.nn.sigmoid(item["discrimination"] * (subject["ability"] - item["difficulty"]))
+        p = _logistic(subject, item)
         return item["guessing"] + (item["upper"] - item["guessing"]) * p
 
 
-class BetaTwoPL(MeasurementModel):
+class BetaTwoPL(TwoPL):
     """``y ~ Beta(mu phi, (1 - mu) phi)`` with ``mu = sigmoid(a_i (theta_s - b_i))``: the 2PL
     for continuous fractions strictly inside (0, 1), with a global precision ``phi``."""
 
     likelihood: Likelihood = Beta()
     name: ClassVar[str] = "beta"
-
-    def subject_params(self):
-        return _ability()
-
-    def item_params(self):
-        return {"difficulty": _difficulty(), "discrimination": _discrimination()}
-
-    def mean(self, subject, item, glob):
-        return jax.nn.sigmoid(item["discrimination"] * (subject["ability"] - item["difficulty"]))

@@ -47,6 +47,33 @@ class LMResult(NamedTuple):
     gradient_norm: Float[Array, ""]
 
 
+def _score_terms(params, model_index, benchmark_index, scores, weights, link, newton):
+    """Per-score pieces of the normal equations in ``(C_m, D_b, alpha_b)``.
+
+    Returns the index arrays, the weighted residuals ``r`` (N,), the weighted Jacobian rows
+    (N, 3) from autodiff and the 3 x 3 blocks ``J_i^T J_i`` (N, 3, 3), to which ``newton`` adds
+    the exact second-order term ``w_i (f_i - y_i) d^2 f_i``.
+    """
+    dtype = params.capability.dtype
+    mi = jnp.asarray(model_index)
+    bi = jnp.asarray(benchmark_index)
+    y = jnp.asarray(scores, dtype=dtype)
+    sw = jnp.sqrt(jnp.asarray(weights, dtype=dtype))
+    f = link_function(link)
+
+    def one(x):  # x = (C_m, D_b, alpha_b)
+        return f(x[2] * (x[0] - x[1]))
+
+    x = jnp.stack([params.capability[mi], params.difficulty[bi], params.slope[bi]], axis=1)
+    pred, grads = jax.vmap(jax.value_and_grad(one))(x)
+    r = sw * (pred - y)
+    rows = grads * sw[:, None]
+    blocks = rows[:, :, None] * rows[:, None, :]
+    if newton:
+        blocks = blocks + (sw * r)[:, None, None] * jax.vmap(jax.hessian(one))(x)
+    return mi, bi, r, rows, blocks
+
+
 def gauss_newton_system(
     theta: Float[Array, " P"],
     layout: ParameterLayout,
@@ -71,23 +98,10 @@ def gauss_newton_system(
     m, b = layout.n_models, layout.n_benchmarks
     params = layout.unpack(theta)
     dtype = params.capability.dtype
-    mi = jnp.asarray(model_index)
-    bi = jnp.asarray(benchmark_index)
-    y = jnp.asarray(scores, dtype=dtype)
-    sw = jnp.sqrt(jnp.asarray(weights, dtype=dtype))
-    f = link_function(link)
-
-    def one(x):  # x = (C_m, D_b, alpha_b)
-        return f(x[2] * (x[0] - x[1]))
-
-    x = jnp.stack([params.capability[mi], params.difficulty[bi], params.slope[bi]], axis=1)
-    pred, grads = jax.vmap(jax.value_and_grad(one))(x)
-    r = sw * (pred - y)
-    rows = grads * sw[:, None]  # (N, 3) weighted Jacobian entries
+    mi, bi, r, rows, blocks = _score_terms(
+        params, model_index, benchmark_index, scores, weights, link, newton
+    )
     cols = jnp.stack([mi, m + bi, m + b + bi], axis=1)  # where they sit among M + 2B params
-    blocks = rows[:, :, None] * rows[:, None, :]
-    if newton:  # exact Hessian: add w_i (f_i - y_i) d^2 f_i, a 3 x 3 block per score
-        blocks = blocks + (sw * r)[:, None, None] * jax.vmap(jax.hessian(one))(x)
     n_all = m + 2 * b
     hess = jnp.zeros((n_all, n_all), dtype=dtype)
     hess = hess.at[cols[:, :, None], cols[:, None, :]].add(blocks)
@@ -126,22 +140,9 @@ def structured_system(theta, layout, model_index, benchmark_index, scores, weigh
     m, b = layout.n_models, layout.n_benchmarks
     params = layout.unpack(theta)
     dtype = params.capability.dtype
-    mi = jnp.asarray(model_index)
-    bi = jnp.asarray(benchmark_index)
-    y = jnp.asarray(scores, dtype=dtype)
-    sw = jnp.sqrt(jnp.asarray(weights, dtype=dtype))
-    f = link_function(link)
-
-    def one(x):  # x = (C_m, D_b, alpha_b)
-        return f(x[2] * (x[0] - x[1]))
-
-    x = jnp.stack([params.capability[mi], params.difficulty[bi], params.slope[bi]], axis=1)
-    pred, grads = jax.vmap(jax.value_and_grad(one))(x)
-    r = sw * (pred - y)
-    rows = grads * sw[:, None]
-    blk = rows[:, :, None] * rows[:, None, :]
-    if newton:
-        blk = blk + (sw * r)[:, None, None] * jax.vmap(jax.hessian(one))(x)
+    mi, bi, r, rows, blk = _score_terms(
+        params, model_index, benchmark_index, scores, weights, link, newton
+    )
     scale = l2 / regularisation_denominator(layout)
     fc, fd, fa = (np.zeros(n, bool) for n in (m, b, b))
     free_c, free_d, free_a = layout.free_positions()
