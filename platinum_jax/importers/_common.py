@@ -99,6 +99,21 @@ def score_value(value: object) -> float | None:
     return None
 
 
+def repeated_item_rows(subject: str, task: str, metric: str, file: Path | str,
+                       values: dict[str, list[float]]) -> list[dict]:
+    """One response row per item from its repeated scores (epochs, samples): the mean, and
+    the number of trials when every score of the run is 0 or 1 (a count of successes)."""
+    binary = all(v in (0.0, 1.0) for vals in values.values() for v in vals)
+    rows = []
+    for item, vals in values.items():
+        row = {"subject": subject, "item": item, "group": task, "response": float(np.mean(vals))}
+        if binary:
+            row["trials"] = len(vals)
+        row.update(file=str(file), task=task, metric=metric)
+        rows.append(row)
+    return rows
+
+
 @dataclass(frozen=True, eq=False)
 class ImportedResponses:
     """Responses read from evaluation logs, with their provenance and the logs' metadata.

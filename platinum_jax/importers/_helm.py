@@ -15,13 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
-
 from platinum_jax.importers._common import (
     ImportedResponses,
     finish,
     format_error,
     load_json,
+    repeated_item_rows,
     require_field,
     score_value,
 )
@@ -143,14 +142,7 @@ def read_helm(
                             "file": str(stats_path), "task": task, "metric": metric,
                             "reason": f"instance {iid} of scenario_state.json has no "
                                       f"{metric!r} statistic"})
-        binary = all(v in (0.0, 1.0) for vals in values.values() for v in vals)
-        for item, vals in values.items():
-            row = {"subject": subject, "item": item, "group": task,
-                   "response": float(np.mean(vals))}
-            if binary:
-                row["trials"] = len(vals)
-            row.update(file=str(stats_path), task=task, metric=metric)
-            rows.append(row)
+        rows.extend(repeated_item_rows(subject, task, metric, stats_path, values))
         meta.append({
             "subject": subject, "task": task, "file": str(run), "metric": metric,
             "run_name": name, "model_deployment": adapter.get("model_deployment"),

@@ -21,6 +21,7 @@ from platinum_jax.importers._common import (
     LogFormatError,
     collect_files,
     finish,
+    repeated_item_rows,
     score_value,
 )
 
@@ -131,14 +132,7 @@ def read_inspect(
                 why = f"{where}: {why}"
             missing.append({"subject": subject, "item": item, "group": task,
                             "file": str(path), "task": task, "metric": chosen, "reason": why})
-        binary = all(v in (0.0, 1.0) for vals in per_item.values() for v in vals)
-        for item, vals in per_item.items():
-            row = {"subject": subject, "item": item, "group": task,
-                   "response": float(np.mean(vals))}
-            if binary:
-                row["trials"] = len(vals)
-            row.update(file=str(path), task=task, metric=chosen)
-            rows.append(row)
+        rows.extend(repeated_item_rows(subject, task, chosen, path, per_item))
     return finish(rows, meta, missing, "inspect", ", ".join(str(p) for p in files))
 
 
