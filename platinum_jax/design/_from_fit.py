@@ -109,7 +109,8 @@ def primitives_from_fit(
             the fitted ability scale).
         operating_point: ``"average"`` or a subject's name (see the module docstring).
         residual_rank: columns of the correlated residual factor ``F``; ``"auto"`` (default)
-            chooses 0 to 3 by BIC, ``0`` asks for a diagonal ``Σ``.
+            chooses 0 to 3 by BIC (each loading charged its own item's sample size), ``0``
+            asks for a diagonal ``Σ``.
         runs: repeated runs (columns ``subject, item, run, response``): when given, ``Σ`` is
             their run-to-run covariance (:func:`noise_from_runs`, rank chosen as
             ``residual_rank``), which measures the noise of one evaluation directly, instead
@@ -335,7 +336,10 @@ def _residual_factor(resid, table, rank, iterations: int = 200, max_auto: int = 
     A factor analysis of the residuals standardised per item, ``z_sb = g_sᵀf_b + e_sb`` with
     ``g_s ~ N(0, I)`` and ``e_sb ~ N(0, ψ_b)``, fitted by EM over the observed entries only (the
     missing ones are missing, not zero).  ``rank="auto"`` picks ``k`` in ``0..max_auto`` by BIC
-    (``m k − k(k−1)/2`` loadings, log of the number of responses per parameter).  Returned as
+    with each loading charged the log of its own item's response count ``n_b`` (``k Σ_b log n_b``
+    less ``k(k−1)/2`` rotations at the mean ``log n_b``): an item's loading is estimated from
+    that item's residuals only, so the usual ``log N`` per parameter over-penalises it, and in
+    synthetic worlds at the Epoch table's size it misses a planted shared shock.  Returned as
     shares of each item's residual variance: ``F_b = f_b / √(‖f_b‖² + ψ_b)`` and
     ``unique_b = ψ_b / (‖f_b‖² + ψ_b)``.
 
@@ -361,7 +365,9 @@ def _residual_factor(resid, table, rank, iterations: int = 200, max_auto: int = 
     best = None
     for k in ranks:
         f, psi, loglik, Egg = _factor_em(z, s_idx, i_idx, S, m, k, iterations, moments=True)
-        bic = -2 * loglik + (m * k - k * (k - 1) / 2) * np.log(len(z))
+        # BIC with each loading's own sample size: f_b is informed by item b's n_b residuals
+        # only, not by all of them (log N would ask a 35-score item for 7 nats a loading).
+        bic = -2 * loglik + k * np.sum(np.log(n)) - k * (k - 1) / 2 * np.mean(np.log(n))
         if best is None or bic < best[0]:
             best = (bic, k, f, psi, Egg)
     _, k, f, psi, Egg = best

@@ -73,7 +73,8 @@ def fit_heteroscedastic(model, table, *, method: str = "laplace", draws: int = 1
     weights = np.ones(table.n_items)
     settled = False
     iterations = 0
-    for iterations in range(1, max_iterations + 1):
+    for step in range(1, max_iterations + 1):
+        iterations = step
         noise = item_noise_variance(current).to_numpy()
         tiny = noise <= 1e-12 * np.max(noise)
         if np.any(tiny):
