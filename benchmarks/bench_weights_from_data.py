@@ -113,7 +113,7 @@ def world_case(kind: str, seed: int, draws: int, r: float = 1.0) -> dict:
         "ratio": baseline_s / ours_s, "max_abs_diff": float(np.abs(post.draws - dense).max()),
         "n_scores": len(world.scores), "draws": draws, "fit_s": fit_s,
         "primitives_s": primitives_s, "fit_converged": bool(result.converged),
-        "noise_iterations": result.diagnostics["noise_per_item"]["iterations"],
+        "noise_refits": result.diagnostics["noise_per_item_refits"],
         **_check(world, post, w, r), "residual_rank": prims.notes["residual_rank"],
         **{f"{k}_single_noise": v for k, v in before.items()},
     }

@@ -24,6 +24,7 @@ from ._from_fit import (
 from ._heteroscedastic import fit_heteroscedastic
 from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions
 from ._runs import noise_from_runs
+from ._stitching import primitives_from_stitching
 
 __all__ = [
     "DecisionDraws",
@@ -36,6 +37,7 @@ __all__ = [
     "noise_solve",
     "posterior_decisions",
     "primitives_from_fit",
+    "primitives_from_stitching",
     "read_fit",
     "welfare_from_abilities",
     "welfare_from_items",

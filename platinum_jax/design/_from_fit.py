@@ -246,7 +246,7 @@ def item_noise_variance(fit) -> pd.Series:
                      name="noise_variance")
 
 
-def _residual_dof(problem) -> np.ndarray:
+def _residual_dof(problem, weight=None) -> np.ndarray:
     """Residual degrees of freedom per item: its responses minus their approximate leverage.
 
     In the subject-item design a response's leverage is about ``p_s ω_sb/Σ_b' ω_sb' + p_i/n_i``:
@@ -254,11 +254,13 @@ def _residual_dof(problem) -> np.ndarray:
     their row weights ``ω`` (``p_s/n_s`` when the table has none), and the item's over its own
     responses; summed over an item's responses that is ``p_i + Σ_s p_s ω_sb/Σ_b' ω_sb'``.  With
     weights ``1/σ_b²`` (:func:`fit_heteroscedastic`) a precise item's response pins its subject's
-    ability more, and so keeps less of its own noise in its residual.
+    ability more, and so keeps less of its own noise in its residual.  ``weight`` replaces the
+    table's row weights.
     """
     t = problem.table
     n_i = np.bincount(t.item_index, minlength=t.n_items)
-    omega = np.ones(t.n_responses) if t.weight is None else np.asarray(t.weight, np.float64)
+    omega = t.weight if weight is None else weight
+    omega = np.ones(t.n_responses) if omega is None else np.asarray(omega, np.float64)
     per_subject = np.bincount(t.subject_index, omega, minlength=t.n_subjects)
     share = omega / np.maximum(per_subject[t.subject_index], np.finfo(float).tiny)
     lev = np.bincount(t.item_index, problem.free_S.sum(axis=1)[t.subject_index] * share,

@@ -12,9 +12,9 @@ wrong likelihood, and it goes wrong in two ways that matter for ``v* = (M + rΣ)
 
 :func:`fit_heteroscedastic` fits ``y_si ~ N(μ_si, σ²c_i)`` instead, with a relative noise
 variance ``c_i`` per item, by feasible weighted least squares: fit, estimate each item's noise
-variance from its residuals (:func:`item_noise_variance`, on degrees of freedom that account for
-the weights), refit with row weights ``ω_si ∝ 1/Σ_ii`` (normalised to mean 1, so that the global
-``σ`` of the Gaussian likelihood is the scale ``σ²`` and the weighted loss is the
+variance from its residuals (as :func:`item_noise_variance` does, on degrees of freedom that
+account for the weights), refit with row weights ``ω_si ∝ 1/Σ_ii`` (normalised to mean 1, so
+that the global noise of the Gaussian likelihood is the scale ``σ`` and the weighted loss is the
 heteroscedastic likelihood), until the weights settle.  The Laplace draws of the last fit then
 have each item's own noise in their curvature.
 """
@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
-from ._from_fit import item_noise_variance
+from ._from_fit import _residual_dof
 
 __all__ = ["fit_heteroscedastic"]
 
 
-def fit_heteroscedastic(model, table, *, method: str = "laplace", draws: int = 1000,
-                        seed: int = 0, max_iterations: int = 10, tol: float = 0.01,
+def fit_heteroscedastic(model, table, *, method: str = "laplace", draws: int = 2000,
+                        seed: int = 0, max_refits: int = 10, tol: float = 0.01,
                         **options):
     """Fit ``model`` with one noise variance per item (weighted least squares, iterated).
 
@@ -41,18 +43,19 @@ def fit_heteroscedastic(model, table, *, method: str = "laplace", draws: int = 1
         table: a :class:`platinum_jax.data.ResponseTable` without row weights (the weights are
             what this function sets).
         method: ``"laplace"`` (default; ``draws`` Laplace draws of the last fit) or ``"map"``.
-        max_iterations: refits at most (each one MAP fit); ``tol``: stop when no item's weight
-            changes by more than this share between two fits.
+        max_refits: weighted refits at most (each one MAP fit); ``tol``: stop when no item's
+            weight would change by more than this share.
         options: passed to :func:`platinum_jax.inference.fit_map` (``restarts``, ...).
 
     Returns:
         a :class:`platinum_jax.inference.Fit` of the weighted table (its rows carry
-        ``ω_si = (1/Σ_ii) / mean(1/Σ)``); ``diagnostics["noise_per_item"]`` holds the iterations,
-        whether the weights settled, and each item's noise variance.
+        ``ω_si = (1/Σ_ii) / mean(1/Σ)``); its ``diagnostics`` add ``noise_per_item_refits``,
+        ``noise_per_item_settled`` (whether the weights settled within ``tol``) and
+        ``noise_variance_per_item`` (in the order of the table's items).
 
     Run in float64 (``jax.config.update("jax_enable_x64", True)``), as for every fit.
     """
-    from platinum_jax.inference import fit_map, laplace
+    from platinum_jax.inference import Theta, fit_map, laplace
 
     lik = model.likelihood
     if lik.name != "gaussian" or getattr(lik, "noise", None) is not None:
@@ -65,36 +68,46 @@ def fit_heteroscedastic(model, table, *, method: str = "laplace", draws: int = 1
                          "them (1 / noise variance of the row's item): drop the weight column")
     if method not in ("laplace", "map"):
         raise ValueError(f"method must be 'laplace' or 'map', got {method!r}")
-    if not (isinstance(max_iterations, int) and max_iterations >= 1):
-        raise ValueError(f"max_iterations must be an integer >= 1, got {max_iterations!r}")
+    if not (isinstance(max_refits, int) and max_refits >= 1):
+        raise ValueError(f"max_refits must be an integer >= 1, got {max_refits!r}")
     if not tol > 0:
         raise ValueError(f"tol must be > 0, got {tol}")
     current = fit_map(model, table, seed=seed, **options)
+    problem = current.problem
+    s_idx, i_idx = jnp.asarray(table.subject_index), jnp.asarray(table.item_index)
+    # One compiled prediction for every refit (the weights change the fit, not the model).
+    predict = jax.jit(lambda S, I, G: problem.predict(Theta(S, I, G), s_idx, i_idx))  # noqa: E741
+
+    def noise_of(fit, omega):
+        """Gaussian residual variance per item on its (weighted) residual dof."""
+        resid = table.response - np.asarray(predict(*fit.theta))
+        dof = _residual_dof(problem, omega)
+        return np.bincount(table.item_index, resid**2, minlength=table.n_items) / dof
+
     weights = np.ones(table.n_items)
-    settled = False
-    iterations = 0
-    for step in range(1, max_iterations + 1):
-        iterations = step
-        noise = item_noise_variance(current).to_numpy()
+    settled, refits = False, 0
+    while True:
+        noise = noise_of(current, weights[table.item_index])
         tiny = noise <= 1e-12 * np.max(noise)
         if np.any(tiny):
             bad = list(table.items[tiny][:5])
             raise ValueError(f"items {bad} have no residual noise left at the fit (the model "
                              "fits their scores exactly), so their weight 1/noise is unbounded; "
                              "drop them from the data")
-        row = 1.0 / noise[table.item_index]
-        new = 1.0 / noise / np.mean(row)  # per item, rows normalised to mean 1
+        new = 1.0 / noise / np.mean(1.0 / noise[table.item_index])  # rows: mean weight 1
         if np.max(np.abs(new / weights - 1.0)) < tol:
             settled = True  # the current fit's weights are the ones its residuals ask for
+            break
+        if refits == max_refits:
             break
         weights = new
         current = fit_map(model, dataclasses.replace(table, weight=weights[table.item_index]),
                           seed=seed, theta0=current.theta, **options)
-    noise = item_noise_variance(current)
-    info = {"iterations": iterations, "settled": settled, "tol": tol,
-            "noise_variance": {k: float(v) for k, v in noise.items()}}
-    current = dataclasses.replace(current, diagnostics={**current.diagnostics,
-                                                        "noise_per_item": info})
+        refits += 1
+    info = {"noise_per_item_refits": refits, "noise_per_item_settled": settled,
+            # in the order of the table's items
+            "noise_variance_per_item": np.round(noise, 12).tolist()}
+    current = dataclasses.replace(current, diagnostics={**current.diagnostics, **info})
     if method == "laplace":
         current = laplace(current, draws=draws, seed=seed)
     return current
