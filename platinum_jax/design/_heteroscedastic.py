@@ -33,7 +33,7 @@ __all__ = ["fit_heteroscedastic"]
 
 
 def fit_heteroscedastic(model, table, *, method: str = "laplace", draws: int = 2000,
-                        seed: int = 0, max_refits: int = 10, tol: float = 0.01,
+                        seed: int = 0, max_refits: int = 30, tol: float = 0.01,
                         **options):
     """Fit ``model`` with one noise variance per item (weighted least squares, iterated).
 
