@@ -200,6 +200,9 @@ def primitives_from_fit(
                                        "degrees of freedom (responses minus leverage)",
         "draws": D,
         "fit_method": fit.method,
+        "fit_row_weights": "none" if table.weight is None
+        else "given (e.g. 1/noise variance of the row's item from fit_heteroscedastic); the "
+             "residual dof follow them",
         "welfare_weights": w_note,
     }
     if runs is not None:
