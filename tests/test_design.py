@@ -386,44 +386,66 @@ def test_heteroscedastic_fit_refuses_what_it_cannot_weigh():
         fit_heteroscedastic(Rosetta(likelihood=Gaussian()), weighted)
 
 
-def test_weights_command_reads_a_stitch_bayes_directory(tmp_path):
-    """The draws of posterior.nc give A and Σ per draw; v* recomputed here in closed form."""
+def _stitching_posterior(rng, chains=2, draws=50, models=30, benchmarks=6):
+    """Posterior draws with the names and dims of the Bayesian stitching model's sites."""
     import arviz as az
 
+    shape = (chains, draws)
+    post = {"capability": rng.normal(0, 1.5, shape + (models,)),
+            "difficulty": rng.normal(0, 1, shape + (benchmarks,)),
+            "slope": np.exp(rng.normal(0, 0.3, shape + (benchmarks,))),
+            "noise_variance": rng.uniform(0.01, 0.06, shape + (benchmarks,)) ** 2}
+    coords = {"model": [f"m{i:02d}" for i in range(models)],
+              "benchmark": [f"b{j:03d}" for j in range(benchmarks)]}
+    dims = {"capability": ["model"], "difficulty": ["benchmark"], "slope": ["benchmark"],
+            "noise_variance": ["benchmark"]}
+    return post, az.from_dict(posterior=post, coords=coords, dims=dims)
+
+
+def test_weights_command_reads_a_stitch_bayes_directory(tmp_path):
+    """Each posterior draw gives A and Σ; v* recomputed here in closed form."""
+    from platinum_jax.cli import main
+
+    post, idata = _stitching_posterior(np.random.default_rng(6))
+    (tmp_path / "bayes").mkdir()
+    idata.to_netcdf(str(tmp_path / "bayes" / "posterior.nc"))
+    assert main(["weights", str(tmp_path / "bayes"), "--target", "b001,b002", "--out",
+                 str(tmp_path / "w")]) == 0
+    got = pd.read_csv(tmp_path / "w" / "weights.csv", index_col="item")
+    C, D, alpha, noise = (post[k].reshape(-1, post[k].shape[-1]) for k in
+                          ("capability", "difficulty", "slope", "noise_variance"))
+    p = 1 / (1 + np.exp(-alpha[:, None, :] * (C[:, :, None] - D[:, None, :])))
+    a = (p * (1 - p)).mean(axis=1) * alpha  # (draws, benchmarks)
+    w = np.isin([f"b{j:03d}" for j in range(6)], ["b001", "b002"]) / 2.0
+    # K = 1: v* = (aaᵀ + rΣ)⁻¹ a aᵀw = Σ⁻¹a (aᵀw) / (r + aᵀΣ⁻¹a), r = 1, Σ diagonal.
+    v = (a / noise) * (a @ w)[:, None] / (1 + (a**2 / noise).sum(axis=1))[:, None]
+    np.testing.assert_allclose(got["mean"], v.mean(axis=0), rtol=1e-8)
+    np.testing.assert_allclose(got["hi"], np.quantile(v, 0.95, axis=0), rtol=1e-8)
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert "noise_variance per benchmark" in summary["primitives"]["noise"]
+    assert main(["weights", str(tmp_path / "bayes"), "--target", "b001", "--residual-rank",
+                 "1", "--out", str(tmp_path / "x")]) == 2
+    assert main(["weights", str(tmp_path / "bayes"), "--regress", "y.csv", "--out",
+                 str(tmp_path / "x")]) == 2
+
+
+@pytest.mark.slow
+def test_stitch_bayes_output_feeds_the_weights_command(tmp_path):
     from platinum_jax.cli import main
 
     world = weights_world(40, 6, 0.8, noise=(0.01, 0.03), shared=0.0, seed=4)
     scores = world.scores.rename(columns={"subject": "model", "item": "benchmark",
                                           "response": "score"})
-    # Scores are fractions: the few noisy ones outside [0, 1] are left out of this table (the
-    # check below is against the posterior it produces, not against the world).
-    scores = scores[scores["score"].between(0, 1)]
-    scores.to_csv(tmp_path / "scores.csv", index=False)
+    # Scores are fractions: the few noisy ones outside [0, 1] are left out of this table.
+    scores[scores["score"].between(0, 1)].to_csv(tmp_path / "scores.csv", index=False)
     assert main(["stitch-bayes", str(tmp_path / "scores.csv"), "--anchor-benchmark", "b000",
-                 "--method", "svi", "--svi-steps", "100", "--samples", "100",
+                 "--method", "svi", "--svi-steps", "50", "--samples", "50",
                  "--out", str(tmp_path / "bayes")]) == 0
     assert main(["weights", str(tmp_path / "bayes"), "--target", "b001,b002", "--out",
                  str(tmp_path / "w")]) == 0
     got = pd.read_csv(tmp_path / "w" / "weights.csv", index_col="item")
-    post = az.from_netcdf(str(tmp_path / "bayes" / "posterior.nc")).posterior
-
-    def draws(name):
-        return post[name].stack(s=("chain", "draw")).transpose("s", ...).to_numpy()
-
-    C, D, alpha, noise = (draws(k) for k in ("capability", "difficulty", "slope",
-                                               "noise_variance"))
-    p = 1 / (1 + np.exp(-alpha[:, None, :] * (C[:, :, None] - D[:, None, :])))
-    a = (p * (1 - p)).mean(axis=1) * alpha  # (draws, benchmarks)
-    w = np.isin(world.items, ["b001", "b002"]) / 2.0
-    # K = 1: v* = (aaᵀ + rΣ)⁻¹ a aᵀw = Σ⁻¹a (aᵀw) / (r + aᵀΣ⁻¹a), r = 1, Σ diagonal.
-    v = (a / noise) * (a @ w)[:, None] / (1 + (a**2 / noise).sum(axis=1))[:, None]
-    bench = [str(b) for b in post["difficulty"].coords["benchmark"].values]
-    np.testing.assert_allclose(got.loc[bench, "mean"], v.mean(axis=0), rtol=1e-8)
-    np.testing.assert_allclose(got.loc[bench, "hi"], np.quantile(v, 0.95, axis=0), rtol=1e-8)
-    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
-    assert "noise_variance per benchmark" in summary["primitives"]["noise"]
-    assert main(["weights", str(tmp_path / "bayes"), "--target", "b001", "--residual-rank",
-                 "1", "--out", str(tmp_path / "x")]) == 2
+    assert sorted(got.index) == world.items
+    assert np.isfinite(got[["mean", "lo", "hi"]].to_numpy()).all()
 
 
 def test_fit_command_noise_per_item_saves_weights_that_read_back(tmp_path):
