@@ -334,3 +334,135 @@ def test_noise_from_runs_recovers_a_known_covariance():
     assert noise_from_runs(white, items)[1].shape == (m, 0)
     with pytest.raises(ValueError, match="no subject with two or more runs"):
         noise_from_runs(runs[runs["item"] != "q3"], items)
+
+
+# ---------------------------------------------------------------------- noise per item
+
+
+def test_heteroscedastic_fit_recovers_item_noise_and_covers_the_true_weights():
+    """Worlds whose benchmarks differ tenfold in noise sd: the per-item noise is recovered and
+    the 90% intervals of v* cover the true weights at about the nominal rate."""
+    from platinum_jax import optimal_weights
+    from platinum_jax.data import ResponseTable
+    from platinum_jax.design import fit_heteroscedastic
+    from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
+
+    inside, log_ratio = [], []
+    for seed in range(3):
+        world = weights_world(100, 24, 0.3, noise=(0.01, 0.1), shared=0.0, seed=seed)
+        table = ResponseTable.from_frame(world.scores)
+        model = Rosetta(anchor=BenchmarkAnchor("b000"), likelihood=Gaussian())
+        res = fit_heteroscedastic(model, table, draws=400, seed=seed)
+        assert res.diagnostics["noise_per_item_settled"]
+        omega = np.asarray(res.table.weight)
+        # The rows carry 1/Σ_ii of their item, normalised to mean 1 (settled: within tol = 1%).
+        noise = np.asarray(res.diagnostics["noise_variance_per_item"])
+        np.testing.assert_allclose(omega, (1 / noise[table.item_index])
+                                   / np.mean(1 / noise[table.item_index]), rtol=0.011)
+        log_ratio.append(np.log(noise / np.diag(world.Sigma)))
+        w = welfare_from_items(world.items, world.items[:3])
+        post = posterior_decisions(primitives_from_fit(res, w, residual_rank=0, seed=seed), 1.0)
+        v_true = np.asarray(optimal_weights(world.A @ world.A.T, world.Sigma, w, 1.0))
+        inside.append((v_true >= post.items["lo"]) & (v_true <= post.items["hi"]))
+    log_ratio = np.concatenate(log_ratio)
+    # About 28 scores per item: the log of a variance estimate has sd about sqrt(2/26) = 0.28.
+    assert abs(log_ratio.mean()) < 0.15 and log_ratio.std() < 0.45
+    inside = np.concatenate(inside)
+    se = np.sqrt(0.9 * 0.1 / inside.size)  # binomial SE of the coverage of n intervals
+    assert abs(inside.mean() - 0.9) < 3 * se, (inside.mean(), se)
+
+
+def test_heteroscedastic_fit_refuses_what_it_cannot_weigh():
+    from platinum_jax.data import ResponseTable
+    from platinum_jax.design import fit_heteroscedastic
+    from platinum_jax.models import Gaussian, Rosetta
+
+    world = weights_world(30, 5, 0.8, seed=1)
+    table = ResponseTable.from_frame(world.scores)
+    with pytest.raises(ValueError, match="free noise"):
+        fit_heteroscedastic(Rosetta(likelihood=Gaussian(noise=1.0)), table)
+    weighted = ResponseTable.from_frame(world.scores.assign(weight=1.0))
+    with pytest.raises(ValueError, match="already has row weights"):
+        fit_heteroscedastic(Rosetta(likelihood=Gaussian()), weighted)
+
+
+def _stitching_posterior(rng, chains=2, draws=50, models=30, benchmarks=6):
+    """Posterior draws with the names and dims of the Bayesian stitching model's sites."""
+    import arviz as az
+
+    shape = (chains, draws)
+    post = {"capability": rng.normal(0, 1.5, shape + (models,)),
+            "difficulty": rng.normal(0, 1, shape + (benchmarks,)),
+            "slope": np.exp(rng.normal(0, 0.3, shape + (benchmarks,))),
+            "noise_variance": rng.uniform(0.01, 0.06, shape + (benchmarks,)) ** 2}
+    coords = {"model": [f"m{i:02d}" for i in range(models)],
+              "benchmark": [f"b{j:03d}" for j in range(benchmarks)]}
+    dims = {"capability": ["model"], "difficulty": ["benchmark"], "slope": ["benchmark"],
+            "noise_variance": ["benchmark"]}
+    return post, az.from_dict(posterior=post, coords=coords, dims=dims)
+
+
+def test_weights_command_reads_a_stitch_bayes_directory(tmp_path):
+    """Each posterior draw gives A and Σ; v* recomputed here in closed form."""
+    from platinum_jax.cli import main
+
+    post, idata = _stitching_posterior(np.random.default_rng(6))
+    (tmp_path / "bayes").mkdir()
+    idata.to_netcdf(str(tmp_path / "bayes" / "posterior.nc"))
+    assert main(["weights", str(tmp_path / "bayes"), "--target", "b001,b002", "--out",
+                 str(tmp_path / "w")]) == 0
+    got = pd.read_csv(tmp_path / "w" / "weights.csv", index_col="item")
+    C, D, alpha, noise = (post[k].reshape(-1, post[k].shape[-1]) for k in
+                          ("capability", "difficulty", "slope", "noise_variance"))
+    p = 1 / (1 + np.exp(-alpha[:, None, :] * (C[:, :, None] - D[:, None, :])))
+    a = (p * (1 - p)).mean(axis=1) * alpha  # (draws, benchmarks)
+    w = np.isin([f"b{j:03d}" for j in range(6)], ["b001", "b002"]) / 2.0
+    # K = 1: v* = (aaᵀ + rΣ)⁻¹ a aᵀw = Σ⁻¹a (aᵀw) / (r + aᵀΣ⁻¹a), r = 1, Σ diagonal.
+    v = (a / noise) * (a @ w)[:, None] / (1 + (a**2 / noise).sum(axis=1))[:, None]
+    np.testing.assert_allclose(got["mean"], v.mean(axis=0), rtol=1e-8)
+    np.testing.assert_allclose(got["hi"], np.quantile(v, 0.95, axis=0), rtol=1e-8)
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert "noise_variance per benchmark" in summary["primitives"]["noise"]
+    assert main(["weights", str(tmp_path / "bayes"), "--target", "b001", "--residual-rank",
+                 "1", "--out", str(tmp_path / "x")]) == 2
+    assert main(["weights", str(tmp_path / "bayes"), "--regress", "y.csv", "--out",
+                 str(tmp_path / "x")]) == 2
+
+
+@pytest.mark.slow
+def test_stitch_bayes_output_feeds_the_weights_command(tmp_path):
+    from platinum_jax.cli import main
+
+    world = weights_world(40, 6, 0.8, noise=(0.01, 0.03), shared=0.0, seed=4)
+    scores = world.scores.rename(columns={"subject": "model", "item": "benchmark",
+                                          "response": "score"})
+    # Scores are fractions: the few noisy ones outside [0, 1] are left out of this table.
+    scores[scores["score"].between(0, 1)].to_csv(tmp_path / "scores.csv", index=False)
+    assert main(["stitch-bayes", str(tmp_path / "scores.csv"), "--anchor-benchmark", "b000",
+                 "--method", "svi", "--svi-steps", "50", "--samples", "50",
+                 "--out", str(tmp_path / "bayes")]) == 0
+    assert main(["weights", str(tmp_path / "bayes"), "--target", "b001,b002", "--out",
+                 str(tmp_path / "w")]) == 0
+    got = pd.read_csv(tmp_path / "w" / "weights.csv", index_col="item")
+    assert sorted(got.index) == world.items
+    assert np.isfinite(got[["mean", "lo", "hi"]].to_numpy()).all()
+
+
+def test_fit_command_noise_per_item_saves_weights_that_read_back(tmp_path):
+    from platinum_jax.cli import main
+
+    world = weights_world(40, 6, 0.8, noise=(0.01, 0.06), shared=0.0, seed=5)
+    world.scores.to_csv(tmp_path / "scores.csv", index=False)
+    assert main(["fit", str(tmp_path / "scores.csv"), "--model", "rosetta", "--likelihood",
+                 "gaussian", "--anchor-benchmark", "b000", "--noise-per-item", "--method", "map",
+                 "--save-draws", "--out", str(tmp_path / "fit")]) == 0
+    back = read_fit(tmp_path / "fit")
+    noise = json.loads((tmp_path / "fit" / "fit.json").read_text())["diagnostics"][
+        "noise_variance_per_item"]
+    omega = 1 / np.asarray(noise)[back.table.item_index]
+    settled = json.loads((tmp_path / "fit" / "fit.json").read_text())["diagnostics"][
+        "noise_per_item_settled"]
+    assert settled
+    np.testing.assert_allclose(back.table.weight, omega / omega.mean(), rtol=0.011)
+    assert main(["fit", str(tmp_path / "scores.csv"), "--model", "rosetta", "--noise-per-item",
+                 "--method", "nuts", "--out", str(tmp_path / "x")]) == 2

@@ -92,6 +92,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--duplicates", choices=("error", "mean", "max", "min", "first", "last"),
                    default="error", help="repeated (subject, item) pairs: fail (default) or reduce")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--noise-per-item", action="store_true",
+                   help="Gaussian likelihood only: one noise variance per item (benchmark), "
+                   "estimated by iterated weighted least squares, so that the Laplace draws "
+                   "carry each item's own noise (methods map and laplace)")
     p.add_argument("--save-draws", action="store_true",
                    help="also write draws.npz (model, responses, point estimate and draws), "
                    "what `platinum-jax weights` reads")
@@ -177,6 +181,9 @@ def _check(args) -> None:
     for name in ("replicates", "chains", "warmup", "samples", "steps"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} must be >= 1 (got {getattr(args, name)})")
+    if args.noise_per_item and args.method not in ("map", "laplace"):
+        raise ValueError(f"--noise-per-item works with --method map or laplace (got "
+                         f"{args.method})")
     if not 0 < args.target_accept < 1:
         raise ValueError(f"--target-accept must lie strictly between 0 and 1 "
                          f"(got {args.target_accept})")
@@ -225,7 +232,16 @@ def run(args: argparse.Namespace) -> int:
     from platinum_jax._outputs import output_directory
 
     with output_directory(args.out, "fit", overwrite=args.overwrite) as out:
-        result = fit(model, table, method=args.method, **options)
+        if args.noise_per_item:
+            from platinum_jax.design import fit_heteroscedastic
+
+            result = fit_heteroscedastic(model, table, method=args.method, **options)
+            refits = result.diagnostics["noise_per_item_refits"]
+            print(f"noise per item: weights settled after {refits} refit(s)"
+                  if result.diagnostics["noise_per_item_settled"] else
+                  f"noise per item: weights still moving after {refits} refits")
+        else:
+            result = fit(model, table, method=args.method, **options)
         written = [out.write_text(name, text) for name, text in result.files().items()]
         if args.save_draws:
             from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes

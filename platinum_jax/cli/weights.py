@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 DESCRIPTION = """\
 Which items (or benchmarks) deserve weight, which are platinum, and how sure the data are.
 
-Reads the output of `platinum-jax fit ... --save-draws` (FIT_DIR with draws.npz) and, for every
-draw of the fitted parameters (Laplace draws, bootstrap replicates or posterior draws), builds
+Reads the output of `platinum-jax fit ... --save-draws` (FIT_DIR with draws.npz) or of
+`platinum-jax stitch-bayes` (FIT_DIR with posterior.nc) and, for every draw of the fitted
+parameters (Laplace draws, bootstrap replicates or posterior draws), builds
 the primitives of Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms for AI
 Benchmarking and Platinum Benchmarks", and the designer's decisions:
 
@@ -22,7 +24,8 @@ Benchmarking and Platinum Benchmarks", and the designer's decisions:
   Sigma  noise of item scores: model-implied p(1-p)/trials (binomial and Bernoulli fits) plus
      the residual variance the model leaves, with its correlation across items from a factor
      analysis of the residuals (--residual-rank; auto picks it by BIC), or with --runs the
-     run-to-run covariance of repeated runs; summary.json says which
+     run-to-run covariance of repeated runs; from a stitch-bayes posterior, each draw's
+     noise variance per benchmark (diagonal, as that model assumes); summary.json says which
   w  what you value (one of --target, --target-weights, --ability-weights, --regress)
 
 then v* = (M + r Sigma)^-1 M w per draw, Definition 1's platinum flags (thresholds --tau-w,
@@ -42,6 +45,12 @@ examples:
   platinum-jax fit scores_long.csv --model rosetta --method laplace --save-draws --out fit
   platinum-jax weights fit --target GPQA-diamond,FrontierMath-2025-02-28-Private --out w
       what deserves weight when performance on two hard benchmarks is what matters
+  platinum-jax fit scores_long.csv --model rosetta --likelihood gaussian --noise-per-item \
+      --method laplace --save-draws --out fit
+      a noise level per benchmark (calibrated intervals when benchmarks differ in noise)
+  platinum-jax stitch-bayes scores_long.csv --out bayes
+  platinum-jax weights bayes --target "GPQA diamond" --out w
+      the posterior draws of the Bayesian stitching model (noise per benchmark)
   platinum-jax weights fit --ability-weights 1 --r 4 --out w
       value the capability itself; a more risk-averse lab (r = 4)
   platinum-jax weights irt --regress usage.csv --current current.csv --out w
@@ -59,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("fit_dir", metavar="FIT_DIR",
-                   help="output directory of `platinum-jax fit --save-draws`")
+                   help="output directory of `platinum-jax fit --save-draws` or of "
+                   "`platinum-jax stitch-bayes`")
     p.add_argument("--out", required=True, help="output directory (created if missing)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the files an earlier `weights` wrote in --out")
@@ -132,11 +142,9 @@ def _two_columns(path: str, key: str, value: str, option: str):
     return dict(zip(frame[key].astype(str), values.astype(float), strict=True))
 
 
-def _target_names(text: str, table) -> list[str]:
+def _target_names(text: str, items, groups) -> list[str]:
     names = [x.strip() for x in text.split(",") if x.strip()]
-    items = [str(i) for i in table.items]
     out = []
-    groups = table.item_groups() if table.groups is not None else None
     for name in names:
         if name in items:
             out.append(name)
@@ -152,7 +160,7 @@ def _target_names(text: str, table) -> list[str]:
     return out
 
 
-def _welfare(args, fit, prims_A):
+def _welfare(args, fit, prims):
     from platinum_jax.design import (
         welfare_from_abilities,
         welfare_from_items,
@@ -164,9 +172,10 @@ def _welfare(args, fit, prims_A):
     if len(given) != 1:
         raise ValueError("say what you value with exactly one of --target, --target-weights, "
                          f"--ability-weights, --regress (got {len(given)})")
-    items = [str(i) for i in fit.table.items]
+    items = list(prims.items)
     if args.target is not None:
-        return welfare_from_items(items, _target_names(args.target, fit.table)), \
+        groups = None if fit is None or fit.table.groups is None else fit.table.item_groups()
+        return welfare_from_items(items, _target_names(args.target, items, groups)), \
             f"target: {args.target}"
     if args.target_weights is not None:
         return welfare_from_items(items, _two_columns(args.target_weights, "item", "weight",
@@ -174,7 +183,11 @@ def _welfare(args, fit, prims_A):
             f"target weights from {args.target_weights}"
     if args.ability_weights is not None:
         beta = _numbers(args.ability_weights, "--ability-weights")
-        return welfare_from_abilities(prims_A, beta), f"ability weights {beta}"
+        return welfare_from_abilities(prims.A, beta), f"ability weights {beta}"
+    if fit is None:
+        raise ValueError("--regress needs the fitted scores of `platinum-jax fit --save-draws`; "
+                         "a stitch-bayes directory has none: use --target, --target-weights or "
+                         "--ability-weights")
     target = _two_columns(args.regress, "subject", "target", "--regress")
     return welfare_from_regression(fit, target, ridge=args.ridge), \
         f"ridge regression (relative ridge {args.ridge}) of {args.regress} on item scores"
@@ -223,7 +236,14 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from platinum_jax._outputs import output_directory
-    from platinum_jax.design import posterior_decisions, primitives_from_fit, read_fit
+    from platinum_jax.design import (
+        posterior_decisions,
+        primitives_from_fit,
+        primitives_from_stitching,
+        read_fit,
+    )
+    from platinum_jax.design._fit_files import DRAWS_FILE
+    from platinum_jax.design._stitching import POSTERIOR_FILE
 
     factors = _numbers(args.r_factors, "--r-factors")
     rank = args.residual_rank
@@ -234,21 +254,35 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--residual-rank must be 'auto' or an integer >= 0, got "
                              f"{rank!r}") from None
     cost = None if args.cost is None else _numbers(args.cost, "--cost")
-    fit = read_fit(args.fit_dir)
-    print(f"read {args.fit_dir}: model {fit.model.name}, method {fit.method}, "
-          f"{fit.table.n_items} items, {fit.table.n_subjects} subjects, "
-          f"{1 if fit.draws is None else int(np.shape(fit.draws.items)[0])} draw(s)")
-    if fit.draws is None:
-        print("platinum-jax weights: the fit has no draws (method map), so intervals are "
-              "points; refit with --method laplace, bootstrap, svi or nuts", file=sys.stderr)
-    runs = None
-    if args.runs is not None:
-        import pandas as pd
+    fit_dir = Path(args.fit_dir)
+    if not (fit_dir / DRAWS_FILE).exists() and (fit_dir / POSTERIOR_FILE).exists():
+        fit = None
+        for option, given in (("--runs", args.runs is not None),
+                              ("--residual-rank", args.residual_rank != "auto")):
+            if given:
+                raise ValueError(f"{option} applies to `platinum-jax fit` directories; the "
+                                 "stitch-bayes posterior brings its own noise per benchmark")
+        prims = primitives_from_stitching(fit_dir, cost=cost,
+                                          operating_point=args.operating_point)
+        print(f"read {fit_dir / POSTERIOR_FILE}: Bayesian stitching posterior, "
+              f"{len(prims.items)} benchmarks, {prims.n_draws} draws")
+    else:
+        fit = read_fit(fit_dir)
+        print(f"read {fit_dir}: model {fit.model.name}, method {fit.method}, "
+              f"{fit.table.n_items} items, {fit.table.n_subjects} subjects, "
+              f"{1 if fit.draws is None else int(np.shape(fit.draws.items)[0])} draw(s)")
+        if fit.draws is None:
+            print("platinum-jax weights: the fit has no draws (method map), so intervals are "
+                  "points; refit with --method laplace, bootstrap, svi or nuts",
+                  file=sys.stderr)
+        runs = None
+        if args.runs is not None:
+            import pandas as pd
 
-        runs = pd.read_csv(args.runs)
-    prims = primitives_from_fit(fit, cost=cost, operating_point=args.operating_point,
-                                residual_rank=rank, runs=runs, seed=args.seed)
-    w, w_note = _welfare(args, fit, prims.A)
+            runs = pd.read_csv(args.runs)
+        prims = primitives_from_fit(fit, cost=cost, operating_point=args.operating_point,
+                                    residual_rank=rank, runs=runs, seed=args.seed)
+    w, w_note = _welfare(args, fit, prims)
     prims = type(prims)(prims.A, prims.C, prims.d, prims.F,
                         np.broadcast_to(w, prims.d.shape), prims.items, prims.abilities,
                         {**prims.notes, "welfare_weights": w_note})

@@ -7,28 +7,37 @@ the welfare weights come from what a user states (:func:`welfare_from_items`,
 :func:`welfare_from_abilities`, :func:`welfare_from_regression`); and
 :func:`posterior_decisions` carries every draw through ``v* = (M + rΣ)⁻¹Mw`` and Definition 1 in
 one compiled function, using the low rank of ``M`` and the diagonal-plus-low-rank ``Σ``.
+For Gaussian scores whose noise differs between items (benchmarks as items),
+:func:`fit_heteroscedastic` gives the fit whose draws carry each item's own noise level: with a
+single noise level the intervals of ``v*`` are too narrow.
 """
 
 from ._decisions import DecisionDraws, decisions_per_draw, noise_solve, welfare_lowrank
 from ._fit_files import read_fit
 from ._from_fit import (
+    item_noise_variance,
     primitives_from_fit,
     welfare_from_abilities,
     welfare_from_items,
     welfare_from_regression,
 )
+from ._heteroscedastic import fit_heteroscedastic
 from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions
 from ._runs import noise_from_runs
+from ._stitching import primitives_from_stitching
 
 __all__ = [
     "DecisionDraws",
     "PrimitiveDraws",
     "WeightsPosterior",
     "decisions_per_draw",
+    "fit_heteroscedastic",
+    "item_noise_variance",
     "noise_from_runs",
     "noise_solve",
     "posterior_decisions",
     "primitives_from_fit",
+    "primitives_from_stitching",
     "read_fit",
     "welfare_from_abilities",
     "welfare_from_items",

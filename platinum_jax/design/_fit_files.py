@@ -64,6 +64,8 @@ def draws_bytes(fit) -> bytes:
         arrays[f"fixed_{key}"] = np.asarray(init, np.float64)
     if t.trials is not None:
         arrays["trials"] = np.asarray(t.trials, np.float64)
+    if t.weight is not None:  # e.g. the per-item noise weights of fit_heteroscedastic
+        arrays["weight"] = np.asarray(t.weight, np.float64)
     if t.groups is not None:
         arrays["group"] = np.asarray(np.asarray(t.groups)[t.item_group][t.item_index], dtype=str)
     if fit.draws is not None:
@@ -125,6 +127,8 @@ def read_fit(directory: str | Path):
     frame = pd.DataFrame({"subject": z["subject"], "item": z["item"], "response": z["response"]})
     if "trials" in z:
         frame["trials"] = z["trials"]
+    if "weight" in z:
+        frame["weight"] = z["weight"]
     if "group" in z:
         frame["group"] = z["group"]
     table = ResponseTable.from_frame(frame, name=str(path))

@@ -37,8 +37,8 @@ import pandas as pd
 from ._posterior import PrimitiveDraws
 from ._runs import noise_from_runs
 
-__all__ = ["primitives_from_fit", "welfare_from_items", "welfare_from_abilities",
-           "welfare_from_regression"]
+__all__ = ["item_noise_variance", "primitives_from_fit", "welfare_from_items",
+           "welfare_from_abilities", "welfare_from_regression"]
 
 _COUNT_FAMILIES = ("bernoulli", "binomial")
 _UNIQUE_FLOOR = 0.05  # smallest share of an item's residual variance left to its own noise
@@ -109,7 +109,8 @@ def primitives_from_fit(
             the fitted ability scale).
         operating_point: ``"average"`` or a subject's name (see the module docstring).
         residual_rank: columns of the correlated residual factor ``F``; ``"auto"`` (default)
-            chooses 0 to 3 by BIC, ``0`` asks for a diagonal ``Σ``.
+            chooses 0 to 3 by BIC (each loading charged its own item's sample size), ``0``
+            asks for a diagonal ``Σ``.
         runs: repeated runs (columns ``subject, item, run, response``): when given, ``Σ`` is
             their run-to-run covariance (:func:`noise_from_runs`, rank chosen as
             ``residual_rank``), which measures the noise of one evaluation directly, instead
@@ -136,22 +137,7 @@ def primitives_from_fit(
                              f"{operating_point!r} is not one (e.g. {list(table.subjects[:3])})")
         op_index = int(table.subjects.get_loc(operating_point))
     counts = fit.model.likelihood.name in _COUNT_FAMILIES
-    trials = np.ones(table.n_responses) if table.trials is None else table.trials
-    trials_item = pd.Series(trials).groupby(table.item_index).median().reindex(range(m)).to_numpy()
-    n_resp = np.bincount(table.item_index, minlength=m)
-    if np.any(n_resp < 2):
-        few = list(table.items[n_resp < 2][:5])
-        raise ValueError(f"items {few} have fewer than 2 responses: their residual noise cannot "
-                         "be estimated; drop them from the data before fitting")
-    dof = _residual_dof(problem)
-    if np.any(dof < 1):
-        few = list(table.items[dof < 1][:5])
-        raise ValueError(f"items {few} have too few responses for their residual noise to be "
-                         "estimated (fewer responses than fitted parameters touch them); drop "
-                         "them from the data before fitting")
-    data = problem.data()
-    fn = _per_draw_fn(problem, data, op_index, jnp.asarray(trials_item), counts,
-                      jnp.asarray(dof))
+    fn, dof = _noise_fn(fit, op_index)
     jac, sampling, _, _ = (np.asarray(x) for x in fn(jnp.asarray(S), jnp.asarray(I),
                                                      jnp.asarray(G)))
     # Residuals at the point estimate: a draw's residuals would add its parameter error to the
@@ -170,10 +156,12 @@ def primitives_from_fit(
     else:
         # Posterior of each item's residual variance: scaled inverse chi-square on its dof.
         excess_draw = np.maximum(excess, 0.0)[None] * dof / rng.chisquare(dof, size=(D, m))
-        F_unit, unique, chosen = _residual_factor(resid, table, residual_rank)
+        # The factor's loadings are drawn too (one set per draw), so that the uncertainty of
+        # the correlation reaches v*: with ~35 scores per item it is far from negligible.
+        F_unit, unique, chosen = _residual_factor(resid, table, residual_rank, draws=D, rng=rng)
         # Σ_res = s (diag(unique) + F_unit F_unitᵀ) s with s the item's residual sd per draw.
-        F = np.sqrt(excess_draw)[:, :, None] * F_unit[None]
-        d = sampling + excess_draw * unique[None]
+        F = np.sqrt(excess_draw)[:, :, None] * F_unit
+        d = sampling + excess_draw * unique
     # An item every subject fails (or passes) has p(1 - p) and residuals of about 0: no noise,
     # and no loading either, so its weight is 0/0.  Relative to the typical item's noise:
     silent = (d <= 1e-10 * np.median(d)).any(axis=0)
@@ -189,7 +177,9 @@ def primitives_from_fit(
     else:
         w_note = "given"
     w = np.broadcast_to(np.asarray(w, np.float64), (D, m)).copy()
-    floored = int(np.sum(unique <= _UNIQUE_FLOOR + 1e-12)) if chosen and unique is not None else 0
+    # Items whose unique share sits at its floor in most draws.
+    floored = (int(np.sum(np.mean(unique <= _UNIQUE_FLOOR + 1e-12, axis=0) > 0.5))
+               if chosen and unique is not None else 0)
     notes = {
         "loadings": "A_ik = d mu_i / d theta_k of the model's mean at "
                     + ("the average over subjects" if op_index is None
@@ -197,7 +187,8 @@ def primitives_from_fit(
         "cost": "identity in the fitted ability scale" if cost is None else "given",
         "noise": ("diag(sampling p(1-p)/trials at the operating point + unique residual "
                   "variance)" if counts else "diag(unique residual variance)")
-        + (f" + rank-{chosen} residual correlation across items" if chosen
+        + (f" + rank-{chosen} residual correlation across items (loadings drawn from "
+           "their posterior given the factor scores)" if chosen
            else "; diagonal because residual_rank=0 was asked" if residual_rank == 0
            else "; diagonal because BIC found no correlated residual across items"),
         "residual_rank": chosen,
@@ -209,6 +200,9 @@ def primitives_from_fit(
                                        "degrees of freedom (responses minus leverage)",
         "draws": D,
         "fit_method": fit.method,
+        "fit_row_weights": "none" if table.weight is None
+        else "given (e.g. 1/noise variance of the row's item from fit_heteroscedastic); the "
+             "residual dof follow them",
         "welfare_weights": w_note,
     }
     if runs is not None:
@@ -218,18 +212,62 @@ def primitives_from_fit(
     return PrimitiveDraws(jac, C, d, F, w, tuple(map(str, table.items)), ability_names, notes)
 
 
-def _residual_dof(problem) -> np.ndarray:
+def _noise_fn(fit, op_index):
+    """The compiled per-draw function of loadings and noise, and each item's residual dof."""
+    problem, table = fit.problem, fit.table
+    m = table.n_items
+    counts = fit.model.likelihood.name in _COUNT_FAMILIES
+    trials = np.ones(table.n_responses) if table.trials is None else table.trials
+    trials_item = pd.Series(trials).groupby(table.item_index).median().reindex(range(m)).to_numpy()
+    n_resp = np.bincount(table.item_index, minlength=m)
+    if np.any(n_resp < 2):
+        few = list(table.items[n_resp < 2][:5])
+        raise ValueError(f"items {few} have fewer than 2 responses: their residual noise cannot "
+                         "be estimated; drop them from the data before fitting")
+    dof = _residual_dof(problem)
+    if np.any(dof < 1):
+        few = list(table.items[dof < 1][:5])
+        raise ValueError(f"items {few} have too few responses for their residual noise to be "
+                         "estimated (fewer responses than fitted parameters touch them); drop "
+                         "them from the data before fitting")
+    fn = _per_draw_fn(problem, problem.data(), op_index, jnp.asarray(trials_item), counts,
+                      jnp.asarray(dof))
+    return fn, dof
+
+
+def item_noise_variance(fit) -> pd.Series:
+    """Each item's noise variance ``Σ_ii`` at the point estimate of ``fit`` (the diagonal of
+    :func:`primitives_from_fit`'s ``Σ`` before its posterior draws): the sampling variance
+    ``p(1 − p)/trials`` averaged over the subjects (Bernoulli and binomial fits) plus the
+    residual variance beyond it on the item's residual degrees of freedom, floored at 0."""
+    fn, _ = _noise_fn(fit, None)
+    point = tuple(jnp.asarray(x)[None] for x in fit.theta)
+    _, sampling, excess, _ = (np.asarray(x)[0] for x in fn(*point))
+    counts = fit.model.likelihood.name in _COUNT_FAMILIES
+    total = (sampling if counts else 0.0) + np.maximum(excess, 0.0)
+    return pd.Series(total, index=pd.Index(map(str, fit.table.items), name="item"),
+                     name="noise_variance")
+
+
+def _residual_dof(problem, weight=None) -> np.ndarray:
     """Residual degrees of freedom per item: its responses minus their approximate leverage.
 
-    In the subject-item design a response's leverage is about ``p_s/n_s + p_i/n_i``: the free
-    parameters of its subject spread over that subject's ``n_s`` responses, and likewise for the
-    item; summed over an item's responses that is ``p_i + Σ_s p_s/n_s``.
+    In the subject-item design a response's leverage is about ``p_s ω_sb/Σ_b' ω_sb' + p_i/n_i``:
+    the free parameters of its subject spread over that subject's responses in proportion to
+    their row weights ``ω`` (``p_s/n_s`` when the table has none), and the item's over its own
+    responses; summed over an item's responses that is ``p_i + Σ_s p_s ω_sb/Σ_b' ω_sb'``.  With
+    weights ``1/σ_b²`` (:func:`fit_heteroscedastic`) a precise item's response pins its subject's
+    ability more, and so keeps less of its own noise in its residual.  ``weight`` replaces the
+    table's row weights.
     """
     t = problem.table
-    n_s = np.bincount(t.subject_index, minlength=t.n_subjects)
     n_i = np.bincount(t.item_index, minlength=t.n_items)
-    p_s = problem.free_S.sum(axis=1) / np.maximum(n_s, 1)
-    lev = np.bincount(t.item_index, p_s[t.subject_index], minlength=t.n_items)
+    omega = t.weight if weight is None else weight
+    omega = np.ones(t.n_responses) if omega is None else np.asarray(omega, np.float64)
+    per_subject = np.bincount(t.subject_index, omega, minlength=t.n_subjects)
+    share = omega / np.maximum(per_subject[t.subject_index], np.finfo(float).tiny)
+    lev = np.bincount(t.item_index, problem.free_S.sum(axis=1)[t.subject_index] * share,
+                      minlength=t.n_items)
     return n_i - problem.free_I.sum(axis=1) - lev
 
 
@@ -248,14 +286,15 @@ def _cost_matrix(cost, names):
     return c
 
 
-def _factor_em(z, s_idx, i_idx, S, m, rank, iterations):
-    """EM for ``z_sb = g_sᵀf_b + e_sb`` on the observed entries; returns ``f, ψ, log-lik``."""
+def _factor_em(z, s_idx, i_idx, S, m, rank, iterations, *, moments=False):
+    """EM for ``z_sb = g_sᵀf_b + e_sb`` on the observed entries; returns ``f, ψ, log-lik``
+    (and, with ``moments``, each item's ``Σ_s E[g_s g_sᵀ]`` over its subjects, (m, k, k))."""
     n = np.bincount(i_idx, minlength=m)
     eye = np.eye(rank)
     if rank == 0:
         psi = np.bincount(i_idx, z**2, minlength=m) / n
-        return np.zeros((m, 0)), psi, -0.5 * np.sum(np.log(2 * np.pi * psi[i_idx]) +
-                                                    z**2 / psi[i_idx])
+        loglik = -0.5 * np.sum(np.log(2 * np.pi * psi[i_idx]) + z**2 / psi[i_idx])
+        return (np.zeros((m, 0)), psi, loglik) + ((np.zeros((m, 0, 0)),) if moments else ())
     # Start from the leading right singular vectors of the zero-filled matrix.
     X = np.zeros((S, m))
     X[s_idx, i_idx] = z
@@ -284,22 +323,35 @@ def _factor_em(z, s_idx, i_idx, S, m, rank, iterations):
         psi = np.maximum(psi, 1e-6)
     # Marginal log-likelihood of each subject's observed residuals, N(0, ΨO + FO FOᵀ), by the
     # determinant lemma and Woodbury: prec = I + FOᵀΨO⁻¹FO, rhs = FOᵀΨO⁻¹zO.
-    prec, rhs, _, mean = e_step(f, psi)
+    prec, rhs, cov, mean = e_step(f, psi)
     logdet = np.linalg.slogdet(prec)[1].sum()
     quad = np.sum(z**2 / psi[i_idx]) - np.einsum("sk,sk->", rhs, mean)
     loglik = -0.5 * (np.sum(np.log(2 * np.pi * psi[i_idx])) + logdet + quad)
-    return f, psi, loglik
+    if not moments:
+        return f, psi, loglik
+    Egg = np.zeros((m, rank, rank))
+    np.add.at(Egg, i_idx, (cov + np.einsum("sk,sl->skl", mean, mean))[s_idx])
+    return f, psi, loglik, Egg
 
 
-def _residual_factor(resid, table, rank, iterations: int = 200, max_auto: int = 3):
+def _residual_factor(resid, table, rank, iterations: int = 200, max_auto: int = 3, *,
+                     draws: int = 0, rng=None):
     """Correlation factor (m, k), unique shares (m,) and the rank k of the items' residuals.
 
     A factor analysis of the residuals standardised per item, ``z_sb = g_sᵀf_b + e_sb`` with
     ``g_s ~ N(0, I)`` and ``e_sb ~ N(0, ψ_b)``, fitted by EM over the observed entries only (the
     missing ones are missing, not zero).  ``rank="auto"`` picks ``k`` in ``0..max_auto`` by BIC
-    (``m k − k(k−1)/2`` loadings, log of the number of responses per parameter).  Returned as
+    with each loading charged the log of its own item's response count ``n_b`` (``k Σ_b log n_b``
+    less ``k(k−1)/2`` rotations at the mean ``log n_b``): an item's loading is estimated from
+    that item's residuals only, so the usual ``log N`` per parameter over-penalises it, and in
+    synthetic worlds at the Epoch table's size it misses a planted shared shock.  Returned as
     shares of each item's residual variance: ``F_b = f_b / √(‖f_b‖² + ψ_b)`` and
     ``unique_b = ψ_b / (‖f_b‖² + ψ_b)``.
+
+    With ``draws > 0`` the factor's own uncertainty is carried too: ``draws`` loadings are
+    drawn per item from their posterior given the factor scores, ``f_b ~ N(f̂_b, ψ_b (Σ_s
+    E[g_s g_sᵀ])⁻¹)`` (the item's regression of its residuals on its subjects' factor scores), and
+    each is turned into shares as above; ``F`` is then (draws, m, k) and ``unique`` (draws, m).
     """
     m, S = table.n_items, table.n_subjects
     s_idx, i_idx = table.subject_index, table.item_index
@@ -317,17 +369,25 @@ def _residual_factor(resid, table, rank, iterations: int = 200, max_auto: int = 
         ranks = [rank]
     best = None
     for k in ranks:
-        f, psi, loglik = _factor_em(z, s_idx, i_idx, S, m, k, iterations)
-        bic = -2 * loglik + (m * k - k * (k - 1) / 2) * np.log(len(z))
+        f, psi, loglik, Egg = _factor_em(z, s_idx, i_idx, S, m, k, iterations, moments=True)
+        # BIC with each loading's own sample size: f_b is informed by item b's n_b residuals
+        # only, not by all of them (log N would ask a 35-score item for 7 nats a loading).
+        bic = -2 * loglik + k * np.sum(np.log(n)) - k * (k - 1) / 2 * np.mean(np.log(n))
         if best is None or bic < best[0]:
-            best = (bic, k, f, psi)
-    _, k, f, psi = best
+            best = (bic, k, f, psi, Egg)
+    _, k, f, psi, Egg = best
     if k == 0:
-        return np.zeros((m, 0)), np.ones(m), 0
-    total = (f**2).sum(axis=1) + psi
+        shape = (draws, m) if draws else (m,)
+        return np.zeros(shape + (0,)), np.ones(shape), 0
+    if draws:
+        # Cholesky of each item's loading covariance ψ_b Egg_b⁻¹ from that of its precision.
+        L = np.linalg.cholesky(Egg / psi[:, None, None])
+        eps = rng.standard_normal((draws, m, k))
+        f = f[None] + np.linalg.solve(np.swapaxes(L, -1, -2)[None], eps[..., None])[..., 0]
+    total = (f**2).sum(axis=-1) + psi
     unique = np.maximum(psi / total, _UNIQUE_FLOOR)
-    F = f / np.sqrt(total)[:, None] * np.sqrt((1.0 - unique) / np.maximum(1.0 - psi / total,
-                                                                         1e-12))[:, None]
+    F = f * (np.sqrt((1.0 - unique) / np.maximum(1.0 - psi / total, 1e-12)) / np.sqrt(total))[
+        ..., None]
     return F, unique, k
 
 
