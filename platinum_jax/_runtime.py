@@ -110,6 +110,25 @@ def _portable(module_text: str) -> bool:
     return all(t.startswith("lapack_") for t in targets)
 
 
+_CACHE_HITS = [0]  # hits of JAX's persistent compilation cache in this process
+
+
+def _count_cache_hits(event: str, **kwargs) -> None:
+    if event == "/jax/compilation_cache/cache_hits":
+        _CACHE_HITS[0] += 1
+
+
+def _listen_for_cache_hits() -> None:
+    if not _LISTENING:
+        import jax
+
+        jax.monitoring.register_event_listener(_count_cache_hits)
+        _LISTENING.append(True)
+
+
+_LISTENING: list = []
+
+
 def _prepare_custom_calls() -> None:
     # JAX fills in the LAPACK routines behind CPU Cholesky and eigh solves when it lowers a
     # program that uses them; an executable loaded without lowering would call empty slots
@@ -127,13 +146,18 @@ class DiskCachedFunction:
     package's source, the JAX and jaxlib versions, the backend, the devices and the x64 switch
     are added here, and the arguments' tree structure, shapes and dtypes per call. An entry
     that cannot be read, or whose recorded key differs from the one expected, is rebuilt and
-    rewritten (atomically), never used.
+    rewritten (atomically), never used; one that loads but fails to run is deleted and the
+    function traced as usual. Only freshly compiled executables are written: one taken from
+    the compilation cache serialises incompletely, so a process whose compilation cache
+    already holds the program (e.g. after an edit of the package that left the solver's
+    program unchanged) keeps tracing it until that cache is emptied.
     """
 
     def __init__(self, jitted, key: str):
         self.jitted = jitted
         self.key = key
         self._compiled: dict[str, object] = {}
+        _listen_for_cache_hits()
 
     def __call__(self, *args):
         directory = _EXECUTABLES
@@ -141,10 +165,21 @@ class DiskCachedFunction:
             return self.jitted(*args)
         full = self._full_key(args)
         compiled = self._compiled.get(full)
-        if compiled is None:
-            compiled = self._load(directory, full) or self._build(directory, full, args)
+        if compiled is not None:
+            return compiled(*args)
+        loaded = self._load(directory, full)
+        if loaded is None:
+            compiled = self._build(directory, full, args)
             self._compiled[full] = compiled
-        return compiled(*args)
+            return compiled(*args)
+        try:
+            out = loaded(*args)
+        except Exception:  # an entry that loads but cannot run: drop it, trace instead
+            self._path(directory, full).unlink(missing_ok=True)
+            self._compiled[full] = self.jitted
+            return self.jitted(*args)
+        self._compiled[full] = loaded
+        return out
 
     def lower(self, *args, **kwargs):
         return self.jitted.lower(*args, **kwargs)
@@ -185,7 +220,12 @@ class DiskCachedFunction:
         import pickle
 
         lowered = self.jitted.lower(*args)
+        hits = _CACHE_HITS[0]
         compiled = lowered.compile()
+        if _CACHE_HITS[0] != hits:
+            # Taken from the compilation cache: such an executable serialises without all of
+            # its code (loading it elsewhere fails), so only a fresh compilation is kept.
+            return compiled
         try:
             if not _portable(lowered.as_text()):
                 return compiled

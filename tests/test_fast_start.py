@@ -162,6 +162,48 @@ def test_a_stale_or_broken_entry_is_rebuilt_never_used(executables, monkeypatch)
         _runtime.DiskCachedFunction(_NoTracing(jax.jit(_square)), "square")(x)
 
 
+class _FromCompilationCache:
+    """A jitted function whose compilation reports a hit of JAX's persistent cache."""
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+
+    def lower(self, *args):
+        lowered = self.jitted.lower(*args)
+
+        class Lowered:
+            def compile(self):
+                jax.monitoring.record_event("/jax/compilation_cache/cache_hits")
+                return lowered.compile()
+
+            def as_text(self):
+                return lowered.as_text()
+
+        return Lowered()
+
+
+def test_executables_from_the_compilation_cache_are_not_kept(executables):
+    """Re-serialised after a compilation-cache hit, an executable lacks code and cannot run
+    in another process, so only fresh compilations are written."""
+    f = _runtime.DiskCachedFunction(_FromCompilationCache(jax.jit(_square)), "square")
+    np.testing.assert_allclose(f(jnp.array([3.0])), [9.0])
+    assert not list(executables.glob("*.executable"))
+
+
+def test_an_entry_that_fails_to_run_is_dropped(executables, monkeypatch):
+    x = jnp.array([1.0, 2.0])
+    _runtime.DiskCachedFunction(jax.jit(_square), "square")(x)
+    (entry,) = executables.glob("*.executable")
+
+    def broken(*args):
+        raise RuntimeError("NOT_FOUND: Function fusion not found")
+
+    monkeypatch.setattr(_runtime.DiskCachedFunction, "_load", lambda self, d, k: broken)
+    again = _runtime.DiskCachedFunction(jax.jit(_square), "square")
+    np.testing.assert_allclose(again(x), [1.0, 4.0])  # traced instead
+    assert not entry.exists()
+
+
 def test_programs_with_host_callbacks_stay_in_memory(executables):
     def noisy(x):
         jax.debug.callback(lambda v: None, x)

@@ -181,12 +181,13 @@ def load_table(args: argparse.Namespace):
 def _load_table(args: argparse.Namespace):
     import warnings
 
-    from platinum_jax.stitching._epoch import EpochDataWarning
     from platinum_jax.stitching._table import ScoreTable
 
     path = Path(args.data)
     min_benchmarks = getattr(args, "min_benchmarks", 4)
     if path.is_dir():
+        from platinum_jax.stitching._epoch import EpochDataWarning  # the directory reader
+
         rule = args.duplicates or "max"
         if rule not in ("max", "mean", "error"):
             raise ValueError(
