@@ -83,6 +83,21 @@ def _source_digest() -> str:
     return _SOURCE_DIGEST
 
 
+def _host_cpu() -> str:
+    """The processor's model and instruction-set flags: XLA compiles CPU programs for the
+    host's features, so a cache shared between machines (a network home) must tell them apart."""
+    import hashlib
+    import platform
+
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        lines = [ln for ln in info.splitlines() if ln.startswith(("model name", "flags"))][:2]
+    except OSError:
+        lines = []
+    text = "\n".join([platform.machine(), *lines])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _environment_key() -> list[str]:
     import jax
     import jaxlib
@@ -93,6 +108,7 @@ def _environment_key() -> list[str]:
         f"jaxlib {jaxlib.__version__}",
         f"backend {jax.default_backend()}",
         f"devices {[d.device_kind for d in devices]}",
+        f"host {_host_cpu()}",
         f"x64 {bool(jax.config.jax_enable_x64)}",
         f"source {_source_digest()}",
     ]
@@ -236,13 +252,13 @@ class DiskCachedFunction:
         except Exception:  # a backend that cannot serialise: run from memory only
             return compiled
         path = self._path(directory, full)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
             tmp.write_bytes(blob)
             os.replace(tmp, path)  # readers see the whole entry or none
-        except OSError:
-            pass  # a read-only cache directory costs the next run a compilation, nothing more
+        except OSError:  # a read-only or full cache directory: the next run compiles again
+            tmp.unlink(missing_ok=True)
         return compiled
 
 
