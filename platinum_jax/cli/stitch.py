@@ -181,12 +181,13 @@ def load_table(args: argparse.Namespace):
 def _load_table(args: argparse.Namespace):
     import warnings
 
-    from platinum_jax.stitching._epoch import EpochDataWarning
     from platinum_jax.stitching._table import ScoreTable
 
     path = Path(args.data)
     min_benchmarks = getattr(args, "min_benchmarks", 4)
     if path.is_dir():
+        from platinum_jax.stitching._epoch import EpochDataWarning  # the directory reader
+
         rule = args.duplicates or "max"
         if rule not in ("max", "mean", "error"):
             raise ValueError(
@@ -217,18 +218,21 @@ def _load_table(args: argparse.Namespace):
 
 
 def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
-    from platinum_jax.stitching._uncertainty import bootstrap, by_kind, laplace, sensitivity
-
     unc = None
-    if args.uncertainty == "laplace":
-        unc = laplace(fit)
-    elif args.uncertainty == "sensitivity":
-        unc = sensitivity(fit)
-    elif args.uncertainty == "bootstrap":
-        unc = bootstrap(fit, args.replicates, seed=args.seed, progress=True).summary
+    if args.uncertainty != "none":  # the uncertainty module builds programs of its own
+        from platinum_jax.stitching import _uncertainty
+
+        if args.uncertainty == "laplace":
+            unc = _uncertainty.laplace(fit)
+        elif args.uncertainty == "sensitivity":
+            unc = _uncertainty.sensitivity(fit)
+        elif args.uncertainty == "bootstrap":
+            unc = _uncertainty.bootstrap(fit, args.replicates, seed=args.seed,
+                                         progress=True).summary
     caps = fit.capabilities
     bench = fit.benchmarks
     if unc is not None:
+        by_kind = _uncertainty.by_kind
         width = "halfwidth" if args.uncertainty == "sensitivity" else "sd"
         cols = [width, "lower", "upper"]
         caps = caps.join(by_kind(unc, "capability")[cols])

@@ -17,14 +17,35 @@ with the abilities integrated out by Gauss-Hermite quadrature, abilities by EAP)
 (PSIS-LOO) compare models; :func:`score_subjects` estimates new subjects against fixed items.
 """
 
-from ._bayes import loo, numpyro_model, nuts, posterior_theta, svi
-from ._first_order import row_mesh, shard_rows, solve_first_order
+from typing import TYPE_CHECKING
+
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
-from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
 from ._point import bootstrap, cross_validate, fit_map, laplace, score_subjects
 from ._problem import Data, Problem, Theta
 from ._results import Fit
 from ._simulate import simulate
+
+if TYPE_CHECKING:
+    from ._bayes import loo, numpyro_model, nuts, posterior_theta, svi
+    from ._first_order import row_mesh, shard_rows, solve_first_order
+    from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
+
+# Loaded on first use (PEP 562): NumPyro (the Bayesian methods and the marginal fit's prior
+# check) and optax (the first-order solver) cost about a second to import, which a point fit
+# from the command line would otherwise pay without using them.
+_LAZY = {
+    "loo": "_bayes",
+    "numpyro_model": "_bayes",
+    "nuts": "_bayes",
+    "posterior_theta": "_bayes",
+    "svi": "_bayes",
+    "row_mesh": "_first_order",
+    "shard_rows": "_first_order",
+    "solve_first_order": "_first_order",
+    "fit_marginal": "_marginal",
+    "marginal_log_likelihood": "_marginal",
+    "quadrature": "_marginal",
+}
 
 __all__ = [
     "Data",
@@ -71,9 +92,30 @@ def fit(model, table, method: str = "map", **options) -> Fit:
     if method == "bootstrap":
         return bootstrap(model, table, **options)
     if method == "marginal":
+        from ._marginal import fit_marginal
+
         return fit_marginal(model, table, **options)
     if method == "svi":
+        from ._bayes import svi
+
         return svi(model, table, **options)
     if method == "nuts":
+        from ._bayes import nuts
+
         return nuts(model, table, **options)
     raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+
+
+def __getattr__(name: str):
+    import importlib
+
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -315,6 +315,56 @@ def _structure_key(problem: Problem, batched, compiler_options, options):
             tuple(sorted(options.items())))
 
 
+_PLAIN = (bool, int, float, str, type(None), np.bool_, np.integer, np.floating)
+
+
+def _plain(x) -> bool:
+    """Whether ``repr(x)`` pins ``x``'s value: numbers, strings, and tuples and dataclasses
+    (an anchor) of them."""
+    import dataclasses
+
+    if isinstance(x, _PLAIN):
+        return True
+    if isinstance(x, tuple):
+        return all(_plain(v) for v in x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return all(_plain(getattr(x, f.name)) for f in dataclasses.fields(x))
+    return False
+
+
+def _disk_key(problem: Problem, batched, compiler_options, options) -> str | None:
+    """The structure key as text that means the same in every process, or None when the model
+    holds anything but plain numbers and strings (an array, a function), whose text would not
+    pin its value. The model class's own source file is hashed in, for models defined outside
+    the package."""
+    import hashlib
+    import inspect
+
+    leaves, tree = jax.tree_util.tree_flatten(problem.model)
+    if not all(_plain(leaf) for leaf in leaves):
+        return None
+    cls = type(problem.model)
+    try:
+        source = hashlib.sha256(inspect.getsource(inspect.getmodule(cls))).hexdigest() \
+            if not cls.__module__.startswith("platinum_jax.") else "package"
+    except (OSError, TypeError):
+        return None
+    digest = hashlib.sha256()
+    for a in (problem.free_S, problem.free_I, problem.free_G,
+              problem.init_S, problem.init_I, problem.init_G):
+        a = np.asarray(a)
+        digest.update(f"{a.shape}{a.dtype.str}".encode())
+        digest.update(a.tobytes())
+    return "\n".join([
+        f"solver map {cls.__module__}.{cls.__qualname__} ({source})",
+        f"model {tree} {[repr(leaf) for leaf in leaves]}",
+        f"info {problem.info} dtype {problem.dtype} eliminate {problem.eliminate}",
+        f"entries {digest.hexdigest()}",
+        f"batched {batched} compiler {sorted((compiler_options or {}).items())}",
+        f"options {sorted(options.items())}",
+    ])
+
+
 def map_solver(problem: Problem, *, batched: str | None = None,
                compiler_options: dict | None = None, **options):
     """A jitted ``(theta0, data) -> MAPResult`` for ``problem``; ``batched`` = ``"theta"``
@@ -339,7 +389,10 @@ def map_solver(problem: Problem, *, batched: str | None = None,
     elif batched == "data":
         fn = jax.vmap(fn, in_axes=(None, Data(None, None, None, None, 0)))
     fn = jax.jit(fn, compiler_options=compiler_options)
-    if key is not None:
+    from platinum_jax._runtime import disk_cached, executables_directory
+
+    if key is not None and executables_directory() is not None:
+        fn = disk_cached(fn, _disk_key(problem, batched, compiler_options, options))
         if len(_SOLVERS) >= _MAX_SOLVERS:
             _SOLVERS.pop(next(iter(_SOLVERS)))  # the oldest
         _SOLVERS[key] = fn

@@ -94,6 +94,16 @@ jax.tree_util.register_dataclass(
 )
 
 
+def _on_device(values, dtype=None) -> jax.Array:
+    """Host values as a device array of ``dtype`` (JAX's default for their kind when None).
+
+    The same array ``jnp.asarray`` gives, by a plain transfer: ``jnp.asarray`` may compile a
+    small program for it, a few hundredths of a second in every command-line process."""
+    host = np.asarray(values)
+    dtype = jax.dtypes.canonicalize_dtype(host.dtype if dtype is None else dtype)
+    return jax.device_put(np.asarray(host, dtype=dtype))
+
+
 class Problem:
     """``model`` bound to ``table``: blocks, fixed entries, start values, per-row functions.
 
@@ -159,8 +169,8 @@ class Problem:
     def start(self) -> Theta:
         """The declared start values with fixed entries in place."""
         d = self.dtype
-        return Theta(jnp.asarray(self.init_S, d), jnp.asarray(self.init_I, d),
-                     jnp.asarray(self.init_G, d))
+        return Theta(_on_device(self.init_S, d), _on_device(self.init_I, d),
+                     _on_device(self.init_G, d))
 
     def data(self, weight=None) -> Data:
         t = self.table
@@ -169,11 +179,11 @@ class Problem:
         if weight is not None:
             w = w * np.asarray(weight)
         return Data(
-            jnp.asarray(t.subject_index),
-            jnp.asarray(t.item_index),
-            jnp.asarray(t.response, d),
-            jnp.asarray(np.ones(t.n_responses) if t.trials is None else t.trials, d),
-            jnp.asarray(w, d),
+            _on_device(t.subject_index),
+            _on_device(t.item_index),
+            _on_device(t.response, d),
+            _on_device(np.ones(t.n_responses) if t.trials is None else t.trials, d),
+            _on_device(w, d),
         )
 
     @property

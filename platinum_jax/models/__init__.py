@@ -22,6 +22,7 @@ from ._protocol import (
     Likelihood,
     MeasurementModel,
     Param,
+    PriorSpec,
     fix_entries,
 )
 from ._registry import MODELS, make_model
@@ -55,6 +56,7 @@ __all__ = [
     "MultidimensionalTwoPL",
     "OnePL",
     "Param",
+    "PriorSpec",
     "Rosetta",
     "ThreePL",
     "TwoPL",

@@ -18,9 +18,8 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
-import numpyro.distributions as dist
 
-from ._protocol import Likelihood, MeasurementModel, Param
+from ._protocol import Likelihood, MeasurementModel, Param, PriorSpec
 from .likelihoods import Categorical
 
 __all__ = ["GradedResponse", "ordered_thresholds"]
@@ -61,14 +60,14 @@ class GradedResponse(MeasurementModel):
             )
 
     def subject_params(self):
-        return {"ability": Param(prior=dist.Normal(0.0, 1.0), doc="ability theta_s")}
+        return {"ability": Param(prior=PriorSpec("Normal", 0.0, 1.0), doc="ability theta_s")}
 
     def item_params(self):
         return {
-            "discrimination": Param(prior=dist.Normal(0.0, 1.0), transform=jnp.exp,
+            "discrimination": Param(prior=PriorSpec("Normal", 0.0, 1.0), transform=jnp.exp,
                                     doc="discrimination a_i (fitted as log a_i)"),
             # raw 0 everywhere starts the thresholds at 0, 0.69, 1.39, ...: ordered and spread
-            "threshold": Param(shape=(self.categories - 1,), prior=dist.Normal(0.0, 2.0),
+            "threshold": Param(shape=(self.categories - 1,), prior=PriorSpec("Normal", 0.0, 2.0),
                                transform=ordered_thresholds,
                                doc="ordered thresholds b_ik (K-1,): first, then softplus steps"),
         }

@@ -46,15 +46,14 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 import pandas as pd
 
-from ._protocol import Fixed, Identification, Likelihood, MeasurementModel, Param
+from ._protocol import Fixed, Identification, Likelihood, MeasurementModel, Param, PriorSpec
 from .likelihoods import Bernoulli
 
 __all__ = ["HierarchicalTwoPL"]
 
-_SPREAD_PRIOR = dist.Normal(float(np.log(0.5)), 1.0)
+_SPREAD_PRIOR = PriorSpec("Normal", float(np.log(0.5)), 1.0)
 
 
 class HierarchicalTwoPL(MeasurementModel):
@@ -96,23 +95,23 @@ class HierarchicalTwoPL(MeasurementModel):
 
     # ------------------------------------------------------------------ declarations
     def subject_params(self):
-        return {"ability": Param(prior=dist.Normal(0.0, 1.0), doc="ability theta_s")}
+        return {"ability": Param(prior=PriorSpec("Normal", 0.0, 1.0), doc="ability theta_s")}
 
     def item_params(self):
         return {
             "benchmark": Param(doc="position g(i) of the item's benchmark (fixed by the data)"),
-            "difficulty_z": Param(prior=dist.Normal(0.0, 1.0), jitter=0.3,
+            "difficulty_z": Param(prior=PriorSpec("Normal", 0.0, 1.0), jitter=0.3,
                                   doc="standardised difficulty z_i = (b_i - beta_g) / sigma_b"),
-            "discrimination_z": Param(prior=dist.Normal(0.0, 1.0), jitter=0.3,
+            "discrimination_z": Param(prior=PriorSpec("Normal", 0.0, 1.0), jitter=0.3,
                                       doc="standardised log discrimination u_i"),
         }
 
     def global_params(self):
         g = (int(self.groups),)
         return {
-            "benchmark_difficulty": Param(shape=g, prior=dist.Normal(0.0, 2.0),
+            "benchmark_difficulty": Param(shape=g, prior=PriorSpec("Normal", 0.0, 2.0),
                                           doc="benchmark mean difficulty beta_g"),
-            "benchmark_log_discrimination": Param(shape=g, prior=dist.Normal(0.0, 1.0),
+            "benchmark_log_discrimination": Param(shape=g, prior=PriorSpec("Normal", 0.0, 1.0),
                                                   doc="benchmark mean log discrimination "
                                                   "gamma_g"),
             "difficulty_spread": Param(init=float(np.log(0.5)), prior=_SPREAD_PRIOR,

@@ -24,20 +24,19 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
-import numpyro.distributions as dist
 
-from ._protocol import Likelihood, MeasurementModel, Param
+from ._protocol import Likelihood, MeasurementModel, Param, PriorSpec
 from .likelihoods import Bernoulli, Beta
 
 __all__ = ["OnePL", "TwoPL", "ThreePL", "FourPL", "BetaTwoPL"]
 
 
 def _ability():
-    return {"ability": Param(prior=dist.Normal(0.0, 1.0), doc="ability theta_s")}
+    return {"ability": Param(prior=PriorSpec("Normal", 0.0, 1.0), doc="ability theta_s")}
 
 
 def _difficulty():
-    return Param(prior=dist.Normal(0.0, 3.0), doc="difficulty b_i")
+    return Param(prior=PriorSpec("Normal", 0.0, 3.0), doc="difficulty b_i")
 
 
 def _logistic(subject, item):
@@ -46,7 +45,7 @@ def _logistic(subject, item):
 
 
 def _discrimination():
-    return Param(prior=dist.Normal(0.0, 1.0), transform=jnp.exp,
+    return Param(prior=PriorSpec("Normal", 0.0, 1.0), transform=jnp.exp,
                  doc="discrimination a_i (fitted as log a_i)")
 
 
@@ -98,7 +97,7 @@ class ThreePL(MeasurementModel):
         return {
             "difficulty": _difficulty(),
             "discrimination": _discrimination(),
-            "guessing": Param(init=-2.0, prior=dist.Normal(-2.0, 1.0), transform=jax.nn.sigmoid,
+            "guessing": Param(init=-2.0, prior=PriorSpec("Normal", -2.0, 1.0), transform=jax.nn.sigmoid,
                               doc="lower asymptote c_i (fitted as logit c_i)"),
         }
 
@@ -119,7 +118,7 @@ class FourPL(MeasurementModel):
     def item_params(self):
         return {
             **ThreePL().item_params(),
-            "upper": Param(init=3.0, prior=dist.Normal(3.0, 1.0), transform=jax.nn.sigmoid,
+            "upper": Param(init=3.0, prior=PriorSpec("Normal", 3.0, 1.0), transform=jax.nn.sigmoid,
                            doc="upper asymptote d_i (fitted as logit d_i)"),
         }
 

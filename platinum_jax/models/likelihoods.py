@@ -25,10 +25,9 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 from jax.scipy.special import betaln, gammaln, xlogy
 
-from ._protocol import Likelihood, Param
+from ._protocol import Likelihood, Param, PriorSpec
 
 __all__ = ["Bernoulli", "Binomial", "Gaussian", "Beta", "BetaBinomial", "Categorical",
            "LIKELIHOODS"]
@@ -120,7 +119,7 @@ class Gaussian(Likelihood):
     def params(self):
         if self.noise is not None:
             return {}
-        return {"log_noise": Param(init=float(np.log(0.1)), prior=dist.Normal(np.log(0.1), 1.5),
+        return {"log_noise": Param(init=float(np.log(0.1)), prior=PriorSpec("Normal", np.log(0.1), 1.5),
                                    transform=jnp.exp, doc="measurement noise sd (log)")}
 
     def _sigma(self, theta):
@@ -154,7 +153,7 @@ class Beta(Likelihood):
 
     def params(self):
         return {"log_precision": Param(init=float(np.log(20.0)),
-                                       prior=dist.Normal(np.log(20.0), 1.5), transform=jnp.exp,
+                                       prior=PriorSpec("Normal", np.log(20.0), 1.5), transform=jnp.exp,
                                        doc="precision phi (log)")}
 
     def log_prob(self, y, mu, trials, theta):
@@ -199,7 +198,7 @@ class BetaBinomial(Likelihood):
 
     def params(self):
         return {"log_precision": Param(init=float(np.log(20.0)),
-                                       prior=dist.Normal(np.log(20.0), 1.5), transform=jnp.exp,
+                                       prior=PriorSpec("Normal", np.log(20.0), 1.5), transform=jnp.exp,
                                        doc="precision phi (log)")}
 
     def log_prob(self, y, mu, trials, theta):

@@ -14,9 +14,8 @@ from typing import ClassVar
 
 import jax
 import numpy as np
-import numpyro.distributions as dist
 
-from ._protocol import Fixed, Identification, Likelihood, MeasurementModel, Param
+from ._protocol import Fixed, Identification, Likelihood, MeasurementModel, Param, PriorSpec
 from .likelihoods import Bernoulli
 
 __all__ = ["MultidimensionalTwoPL", "varimax"]
@@ -34,13 +33,13 @@ class MultidimensionalTwoPL(MeasurementModel):
             raise ValueError(f"dims must be >= 1 (got {self.dims})")
 
     def subject_params(self):
-        return {"ability": Param(shape=(self.dims,), prior=dist.Normal(0.0, 1.0),
+        return {"ability": Param(shape=(self.dims,), prior=PriorSpec("Normal", 0.0, 1.0),
                                  doc="abilities theta_s (K,)")}
 
     def item_params(self):
         return {
-            "intercept": Param(prior=dist.Normal(0.0, 3.0), doc="intercept d_i"),
-            "loading": Param(shape=(self.dims,), init=0.5, prior=dist.Normal(0.0, 1.5),
+            "intercept": Param(prior=PriorSpec("Normal", 0.0, 3.0), doc="intercept d_i"),
+            "loading": Param(shape=(self.dims,), init=0.5, prior=PriorSpec("Normal", 0.0, 1.5),
                              doc="loadings a_i (K,)"),
         }
 

@@ -23,7 +23,6 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 
 from platinum_jax._names import UnknownNameError, close_matches_message
 
@@ -35,6 +34,7 @@ from ._protocol import (
     Likelihood,
     MeasurementModel,
     Param,
+    PriorSpec,
     fix_entries,
 )
 from .likelihoods import Gaussian
@@ -75,12 +75,12 @@ class Rosetta(MeasurementModel):
             raise ValueError(f"l2 must be a finite number >= 0 (got {self.l2})")
 
     def subject_params(self):
-        return {"capability": Param(prior=dist.Normal(0.0, 3.0), doc="capability C_m")}
+        return {"capability": Param(prior=PriorSpec("Normal", 0.0, 3.0), doc="capability C_m")}
 
     def item_params(self):
         return {
-            "difficulty": Param(prior=dist.Normal(0.0, 3.0), doc="difficulty D_b"),
-            "slope": Param(init=1.0, prior=dist.Normal(1.0, 1.0), jitter=0.3, relative=True,
+            "difficulty": Param(prior=PriorSpec("Normal", 0.0, 3.0), doc="difficulty D_b"),
+            "slope": Param(init=1.0, prior=PriorSpec("Normal", 1.0, 1.0), jitter=0.3, relative=True,
                            doc="slope alpha_b"),
         }
 

@@ -70,8 +70,13 @@ def params_of(theta: Theta) -> StitchingParams:
 
 
 def from_engine_theta(layout: ParameterLayout, theta: Theta) -> np.ndarray:
-    """Engine raw blocks -> stitching vector ``(P,)`` of ``layout``'s free entries."""
-    return np.asarray(layout.pack(params_of(theta)))
+    """Engine raw blocks -> stitching vector ``(P,)`` of ``layout``'s free entries.
+
+    :meth:`ParameterLayout.pack` in NumPy: on host arrays, JAX would compile a program for
+    each indexing step, a few hundredths of a second each in a command-line run."""
+    p = params_of(theta)
+    free_c, free_d, free_a = layout.free_positions()
+    return np.concatenate([p.capability[free_c], p.difficulty[free_d], p.slope[free_a]])
 
 
 def engine_problem(fit):
