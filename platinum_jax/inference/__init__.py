@@ -17,7 +17,7 @@ with the abilities integrated out by Gauss-Hermite quadrature, abilities by EAP)
 (PSIS-LOO) compare models; :func:`score_subjects` estimates new subjects against fixed items.
 """
 
-from ._bayes import loo, numpyro_model, nuts, posterior_theta, svi
+from ._bayes import loo, numpyro_model, nuts, posterior_theta, posterior_values, run_nuts, svi
 from ._first_order import row_mesh, shard_rows, solve_first_order
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
@@ -44,6 +44,8 @@ __all__ = [
     "marginal_log_likelihood",
     "map_solver",
     "numpyro_model",
+    "posterior_values",
+    "run_nuts",
     "nuts",
     "posterior_theta",
     "quadrature",
