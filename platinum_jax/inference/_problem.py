@@ -116,6 +116,7 @@ class Problem:
             model.likelihood.check(table.response, table.trials, table.source)
         self.model = model
         self.table = table
+        self.has_se = table.se is not None
         self.info = DataInfo(table.n_subjects, table.n_items, table.n_responses)
         self.subject = Block(tuple(model.subject_params().items()))
         lik_items = model.likelihood.item_params()
@@ -213,10 +214,10 @@ class Problem:
             raw = self.item.unflatten(i_row)
             lik_g = {**lik_g, **{n: raw[n] for n in self.lik_item_names}}
         if se is None:
-            if self.table.se is not None and self.model.likelihood.reads_se:
+            if self.has_se and self.model.likelihood.reads_se:
                 # Refuse rather than drop known standard errors silently.
                 raise ValueError(
-                    f"{self.table.source} has an se column but this solver does not pass it to "
+                    "the response table has an se column but this solver does not pass it to "
                     "the likelihood; use a Bayesian method (nuts, svi) or drop the se column"
                 )
             se = jnp.zeros((), self.dtype)
