@@ -158,11 +158,13 @@ def numpyro_model(problem: Problem, *, plain_names: bool = False):
 
     def model(data: Data, observed: bool = True):
         values = {}
+        # Order: the reparameterisation's coordinates, the globals, then subjects and items
+        # (hierarchical priors read the globals).
+        for site, d in rep_sites.items():
+            values[site] = numpyro.sample(site, d)
         for site, bid, p, pos, _ in sites:
             if bid == 2:
                 values[site] = numpyro.sample(site, p.prior.expand([len(pos)]).to_event(1))
-        for site, d in rep_sites.items():
-            values[site] = numpyro.sample(site, d)
         glob = None
         for site, bid, p, pos, centred in sites:
             if bid == 2:
