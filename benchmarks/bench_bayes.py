@@ -21,8 +21,9 @@ Both use two processor cores: ours runs the chains side by side on one JAX host 
 (``use_cpu_devices_for_chains``), PyMC in two worker processes.  Both get the same warmup
 length and target acceptance; each keeps its own default mass-matrix adaptation (ours: dense
 over the two noise hyper-parameters, diagonal elsewhere; PyMC: diagonal).  The PyMC model is
-written out like ``stitching_model``: standardised capabilities, intercept-form difficulties,
-the scale derived from the anchor benchmark, centred log noise scales.
+written out like ``RosettaBayes`` (``platinum_jax.models.rosetta_bayes``): standardised
+capabilities, intercept-form difficulties, the scale derived from the anchor benchmark, centred
+log noise scales.
 
 PyMC is in the ``bench`` extra (``pip install -e ".[bench]"``).  The last lines are JSON, one
 per case: name, ours_s, baseline_s, ratio (= baseline_s / ours_s), max_abs_diff (largest gap
@@ -116,7 +117,7 @@ def run_pymc(table, args):
         return out
 
     with pm.Model():
-        # The same standardised, intercept-form model as stitching_model (benchmark anchor).
+        # The same standardised, intercept-form model as RosettaBayes (benchmark anchor).
         z_c = pm.ZeroSumNormal("capability_z", sigma=1.0, shape=layout.n_free_capability)
         beta = pm.Normal("intercept", pr.intercept_loc, pr.intercept_scale,
                          shape=layout.n_free_difficulty)

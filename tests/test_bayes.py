@@ -12,7 +12,7 @@ import pytest
 import scipy.stats as st
 from numpyro.infer.util import log_density
 
-from platinum_jax.stitching import BenchmarkAnchor, ModelAnchor, ParameterLayout, ScoreTable
+from platinum_jax.stitching import BenchmarkAnchor, ModelAnchor, ScoreTable
 from platinum_jax.stitching.bayes import (
     Priors,
     SamplingWarning,
@@ -173,7 +173,7 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min, monkey
     monkeypatch.setattr(_bayes_model, "CENTRED_NOISE_MIN_SCORES", centred_min)
     table = _tiny_table()
     if model_anchor is None:
-        layout = ParameterLayout.from_table(table, BenchmarkAnchor("x"))
+        layout_anchor = BenchmarkAnchor("x")
         point = {
             "anchor_intercept": 0.9,
             "anchor_slope_z": 0.2,
@@ -182,7 +182,7 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min, monkey
             "slope_z": np.array([-0.3]),
         }
     else:
-        layout = ParameterLayout.from_table(table, ModelAnchor(("A", "C"), model_anchor))
+        layout_anchor = ModelAnchor(("A", "C"), model_anchor)
         point = {
             "capability_mu": 0.3,
             "capability_tau": 0.9,
@@ -202,10 +202,8 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min, monkey
             point.pop(k)
     if likelihood not in ("beta", "betabinomial"):
         point.pop("log_precision")
-    data, _ = prepare_data(table, likelihood)
-    ours, _ = log_density(
-        stitching_model, (data, layout), {"likelihood": likelihood, "priors": pr}, point
-    )
+    model, data = stitching_model(table, layout_anchor, likelihood=likelihood, priors=pr)
+    ours, _ = log_density(model, (data,), {}, point)
     # jax.scipy.special.betaln (inside NumPyro's BetaBinomial) agrees with SciPy's to ~1e-7.
     rel = 1e-7 if likelihood == "betabinomial" else 1e-9
     expected = _scipy_log_joint(table, point, likelihood, pr, model_anchor, centred_min)
@@ -409,9 +407,8 @@ def test_model_anchor_fixes_two_capabilities(synth):
     from numpyro import handlers
 
     table, _ = synth
-    layout = ParameterLayout.from_table(table, ModelAnchor(("m00", "m01"), (0.0, 1.0)))
-    data, _ = prepare_data(table, "gaussian")
-    tr = handlers.trace(handlers.seed(stitching_model, 0)).get_trace(data, layout)
+    model, data = stitching_model(table, ModelAnchor(("m00", "m01"), (0.0, 1.0)))
+    tr = handlers.trace(handlers.seed(model, 0)).get_trace(data)
     cap = np.asarray(tr["capability"]["value"])
     assert cap[0] == 0.0 and cap[1] == 1.0
     assert tr["capability_z"]["value"].shape == (table.n_models - 2,)

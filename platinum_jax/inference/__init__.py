@@ -26,7 +26,7 @@ from ._results import Fit
 from ._simulate import simulate
 
 if TYPE_CHECKING:
-    from ._bayes import loo, numpyro_model, nuts, posterior_theta, svi
+    from ._bayes import loo, numpyro_model, nuts, posterior_theta, posterior_values, run_nuts, svi
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
 
@@ -38,6 +38,8 @@ _LAZY = {
     "numpyro_model": "_bayes",
     "nuts": "_bayes",
     "posterior_theta": "_bayes",
+    "posterior_values": "_bayes",
+    "run_nuts": "_bayes",
     "svi": "_bayes",
     "row_mesh": "_first_order",
     "shard_rows": "_first_order",
@@ -65,6 +67,8 @@ __all__ = [
     "marginal_log_likelihood",
     "map_solver",
     "numpyro_model",
+    "posterior_values",
+    "run_nuts",
     "nuts",
     "posterior_theta",
     "quadrature",

@@ -17,24 +17,52 @@ import jax.numpy as jnp
 import numpy as np
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.models._protocol import MeasurementModel
+from platinum_jax.models._protocol import Hierarchical, MeasurementModel
 
 from ._problem import Data, Problem, Theta
 from ._results import Fit, _natural_matrix
 
-__all__ = ["numpyro_model", "nuts", "svi", "loo", "posterior_theta"]
+__all__ = ["numpyro_model", "nuts", "run_nuts", "svi", "loo", "posterior_theta",
+           "posterior_values"]
 
 
-def _sites(problem: Problem):
-    """``(site name, block id, param, flat positions of its free entries)`` per sampled site."""
+def _reparam(problem: Problem):
+    """The model's :class:`Reparameterisation` for this data, or None (cached per problem)."""
+    if not hasattr(problem, "_bayes_reparam"):
+        rep = problem.model.reparameterise(problem.table)
+        if rep is not None:
+            known = set(problem.subject.names) | set(problem.item.names) | set(problem.glob.names)
+            unknown = set(rep.replaces) - known
+            if unknown:
+                raise ValueError(f"the reparameterisation of model {problem.model.name!r} "
+                                 f"replaces unknown parameter(s) {sorted(unknown)}")
+        problem._bayes_reparam = rep
+    return problem._bayes_reparam
+
+
+def _entity_counts(problem: Problem, bid: int):
+    t = problem.table
+    if bid == 0:
+        return np.bincount(t.subject_index, minlength=t.n_subjects)
+    return np.bincount(t.item_index, minlength=t.n_items)
+
+
+def _sites(problem: Problem, plain: bool = False):
+    """Sample sites of the declared parameters: ``(site name, block id, param, flat positions
+    of its free entries, centred mask per position or None)``; a reparameterisation's
+    parameters are left out (it samples its own sites)."""
+    rep = _reparam(problem)
+    replaced = set() if rep is None else set(rep.replaces)
     out = []
-    for bid, (label, block, free) in enumerate((("subject", problem.subject, problem.free_S),
-                                                ("item", problem.item, problem.free_I),
-                                                ("global", problem.glob, problem.free_G))):
+    # Globals first: a hierarchical prior of a subject or item parameter reads them.
+    blocks = (("subject", problem.subject, problem.free_S), ("item", problem.item, problem.free_I),
+              ("global", problem.glob, problem.free_G))
+    for bid in (2, 0, 1):
+        label, block, free = blocks[bid]
         free2 = np.atleast_2d(free)
         for name, (a, b, _) in block.slices().items():
             p = dict(block.decl)[name]
-            if p.map_only:
+            if p.map_only or name in replaced:
                 continue
             cols = np.zeros(free2.shape, dtype=bool)
             cols[:, a:b] = free2[:, a:b]
@@ -46,38 +74,134 @@ def _sites(problem: Problem):
                     f"{label} parameter {name!r} of model {problem.model.name!r} has no prior; "
                     "a Bayesian fit needs a prior on every fitted parameter (set Param.prior)"
                 )
-            out.append((f"{label}.{name}", bid, p, pos))
+            centred = None
+            if isinstance(p.prior, Hierarchical):
+                if bid == 2:
+                    raise ValueError(f"global parameter {name!r}: a Hierarchical prior belongs "
+                                     "to subject or item parameters (its loc and scale are "
+                                     "globals)")
+                counts = _entity_counts(problem, bid)
+                centred = p.prior.centred_mask(counts)[pos // block.size]
+            out.append((name if plain else f"{label}.{name}", bid, p, pos, centred))
     return out
 
 
-def _assemble(problem: Problem, values: dict) -> Theta:
-    """Sampled free entries -> full raw blocks (fixed and point-fit-only entries at start)."""
+def _natural_globals(problem: Problem, g) -> dict:
+    return problem.glob.natural(problem.glob.unflatten(g))
+
+
+def _assemble(problem: Problem, values: dict, plain: bool = False):
+    """Sampled values -> full raw blocks and the reparameterisation's extras.
+
+    Fixed and point-fit-only entries keep their start values; a reparameterisation fills the
+    parameters it replaces; non-centred hierarchical entries become ``loc + scale * n``."""
     start = problem.start()
     blocks = [b.ravel() for b in start]
-    for site, bid, _, pos in _sites(problem):
-        blocks[bid] = blocks[bid].at[pos].set(values[site])
-    return Theta(*(b.reshape(s.shape) for b, s in zip(blocks, start, strict=True)))
+    shapes = [b.shape for b in start]
+    frees = [np.asarray(f).ravel() for f in (problem.free_S, problem.free_I, problem.free_G)]
+    extras: dict = {}
+    rep = _reparam(problem)
+    if rep is not None:
+        out = rep.parameters({k: values[k] for k in rep.sites()})
+        for bid, block in enumerate((problem.subject, problem.item, problem.glob)):
+            for name, (a, b, _) in block.slices().items():
+                if name not in rep.replaces:
+                    continue
+                full = blocks[bid].reshape(shapes[bid])
+                new = jnp.asarray(out[name], full.dtype).reshape(*full.shape[:-1], b - a)
+                cols = full.at[..., a:b].set(new).ravel()
+                blocks[bid] = jnp.where(frees[bid], cols, blocks[bid])
+        extras = {k: v for k, v in out.items() if k not in rep.replaces}
+        extras.update({k: out[k] for k in rep.replaces})
+    sites = _sites(problem, plain)
+    for site, bid, _, pos, _ in sites:
+        if bid == 2:
+            blocks[2] = blocks[2].at[pos].set(values[site])
+    glob = _natural_globals(problem, blocks[2])
+    for site, bid, p, pos, centred in sites:
+        if bid == 2:
+            continue
+        v = values[site]
+        if centred is not None:
+            loc, scale = glob[p.prior.loc], glob[p.prior.scale]
+            v = jnp.where(centred, v, loc + scale * v)
+        blocks[bid] = blocks[bid].at[pos].set(v)
+    theta = Theta(*(b.reshape(s) for b, s in zip(blocks, shapes, strict=True)))
+    return theta, extras
 
 
-def numpyro_model(problem: Problem):
-    """A NumPyro model function ``model(data)`` for ``problem`` (a model bound to data).
+def numpyro_model(problem: Problem, *, plain_names: bool = False):
+    """A NumPyro model function ``model(data, observed=True)`` for ``problem`` (a model bound
+    to data).
 
-    Each declared parameter with free entries becomes one sample site ``"<block>.<name>"``
-    over those entries, with the parameter's prior; the responses enter as one factor
-    ``sum_rows weight * log p(y | mu)``. Copy and extend it like any NumPyro model.
+    Each declared parameter with free entries becomes one sample site over those entries,
+    named ``"<block>.<name>"`` (``"<name>"`` with ``plain_names``), with the parameter's prior;
+    a :class:`~platinum_jax.models.Hierarchical` prior is sampled centred or non-centred as it
+    says, after the globals it reads. A model's
+    :class:`~platinum_jax.models.Reparameterisation` replaces its parameters' sites by its own
+    and records what it computes (the replaced parameters included) as deterministic sites.
+    The responses are one observed site ``"y"`` whose log density is
+    ``weight * log p(y | mu, theta)`` per row; ``observed=False`` samples it (prior and
+    posterior predictive). Copy and extend it like any NumPyro model.
     """
     import numpyro
+    import numpyro.distributions as dist
 
-    sites = _sites(problem)
+    from ._rows import Responses
 
-    def model(data: Data):
+    sites = _sites(problem, plain_names)
+    rep = _reparam(problem)
+    rep_sites = {} if rep is None else rep.sites()
+    clash = set(rep_sites) & {s[0] for s in sites}
+    if clash:
+        raise ValueError(f"reparameterisation site names clash with parameters: {sorted(clash)}")
+
+    def model(data: Data, observed: bool = True):
         values = {}
-        for site, _, p, pos in sites:
-            values[site] = numpyro.sample(site, p.prior.expand([len(pos)]).to_event(1))
-        theta = _assemble(problem, values)
-        numpyro.factor("log_lik", jnp.sum(data.weight * problem.pointwise_log_lik(theta, data)))
+        # Order: the reparameterisation's coordinates, the globals, then subjects and items
+        # (hierarchical priors read the globals).
+        for site, d in rep_sites.items():
+            values[site] = numpyro.sample(site, d)
+        for site, bid, p, pos, _ in sites:
+            if bid == 2:
+                values[site] = numpyro.sample(site, p.prior.expand([len(pos)]).to_event(1))
+        glob = None
+        for site, bid, p, pos, centred in sites:
+            if bid == 2:
+                continue
+            if centred is None:
+                prior = p.prior.expand([len(pos)])
+            else:
+                if glob is None:  # the globals as sampled so far (hierarchical priors read them)
+                    g = _assemble_globals(problem, values, plain_names)
+                    glob = _natural_globals(problem, g)
+                loc, scale = glob[p.prior.loc], glob[p.prior.scale]
+                prior = dist.Normal(jnp.where(centred, loc, 0.0), jnp.where(centred, scale, 1.0))
+            values[site] = numpyro.sample(site, prior.to_event(1))
+        theta, extras = _assemble(problem, values, plain_names)
+        for k, v in extras.items():
+            if k not in rep_sites:  # a sampled coordinate passed through is recorded already
+                numpyro.deterministic(k, v)
+        numpyro.sample("y", Responses(problem, theta, data),
+                       obs=data.response if observed else None)
 
     return model
+
+
+def _assemble_globals(problem: Problem, values: dict, plain: bool):
+    g = problem.start().globals
+    frees = np.asarray(problem.free_G).ravel()
+    rep = _reparam(problem)
+    if rep is not None and any(n in rep.replaces for n in problem.glob.names):
+        out = rep.parameters({k: values[k] for k in rep.sites()})
+        for name, (a, b, _) in problem.glob.slices().items():
+            if name in rep.replaces:
+                new = g.at[a:b].set(jnp.asarray(out[name], g.dtype).reshape(b - a))
+                g = jnp.where(frees, new, g)
+    for site, bid, _, pos, _ in _sites(problem, plain):
+        if bid == 2:
+            g = g.at[pos].set(values[site])
+    return g
 
 
 def _map_start(problem: Problem) -> dict:
@@ -85,14 +209,21 @@ def _map_start(problem: Problem) -> dict:
     from ._point import fit_map
 
     start = fit_map(problem, problem.table)
+    # Hierarchical non-centred entries and reparameterised sites start where NumPyro puts them.
     return {site: jnp.asarray(np.asarray(start.theta[bid]).ravel()[pos], problem.dtype)
-            for site, bid, _, pos in _sites(problem)}
+            for site, bid, _, pos, centred in _sites(problem) if centred is None}
 
 
-def posterior_theta(problem: Problem, samples: dict) -> Theta:
+def posterior_theta(problem: Problem, samples: dict, *, plain_names: bool = False) -> Theta:
     """Flat posterior samples ``{site: (D, k)}`` -> raw blocks with a leading draw axis."""
-    return jax.vmap(lambda values: _assemble(problem, values))(
-        {k: jnp.asarray(v) for k, v in samples.items()})
+    return posterior_values(problem, samples, plain_names=plain_names)[0]
+
+
+def posterior_values(problem: Problem, samples: dict, *, plain_names: bool = False):
+    """Flat samples ``{site: (D, ...)}`` -> ``(Theta, extras)`` with a leading draw axis:
+    the raw blocks and what the model's reparameterisation derives (one compiled map)."""
+    fn = jax.jit(jax.vmap(lambda values: _assemble(problem, values, plain_names)))
+    return fn({k: jnp.asarray(v) for k, v in samples.items()})
 
 
 def _inference_data(problem: Problem, draws: Theta, chains: int, log_lik: np.ndarray | None,
@@ -144,6 +275,42 @@ def _finish(problem, method, samples, chains, data, diagnostics, stats, log_lik_
                objective=float("nan"), converged=diagnostics.get("ok", True))
 
 
+def run_nuts(
+    problem: Problem,
+    data: Data,
+    *,
+    chains: int,
+    warmup: int,
+    samples: int,
+    rng_key,
+    target_accept: float = 0.9,
+    max_tree_depth: int = 10,
+    dense_mass=False,
+    chain_method: str = "sequential",
+    init_values: dict | None = None,
+    plain_names: bool = False,
+    extra_fields: tuple[str, ...] = ("diverging",),
+    progress_bar: bool = False,
+):
+    """Run NumPyro's NUTS on the model :func:`numpyro_model` builds for ``problem``; returns
+    the finished ``numpyro.infer.MCMC`` (samples by site, extra fields by chain).
+
+    ``dense_mass``: True, False or NumPyro's list of site-name tuples (dense blocks);
+    ``init_values``: start values by site (others start uniform on (-2, 2) unconstrained).
+    Presets that need the sampler's raw output (their own summaries) call this directly.
+    """
+    from numpyro.infer import MCMC, NUTS, init_to_uniform, init_to_value
+
+    init = init_to_uniform if init_values is None else init_to_value(values=init_values)
+    kernel = NUTS(numpyro_model(problem, plain_names=plain_names),
+                  target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
+                  dense_mass=dense_mass, init_strategy=init)
+    mcmc = MCMC(kernel, num_warmup=int(warmup), num_samples=int(samples),
+                num_chains=int(chains), chain_method=chain_method, progress_bar=progress_bar)
+    mcmc.run(rng_key, data, extra_fields=extra_fields)
+    return mcmc
+
+
 def nuts(
     model: MeasurementModel,
     table: ResponseTable,
@@ -158,6 +325,7 @@ def nuts(
     log_lik_limit: float = 5e7,
     rhat_max: float = 1.01,
     ess_min: float = 400,
+    init: str = "map",
 ) -> Fit:
     """Sample the posterior of ``model`` on ``table`` with NUTS (NumPyro), ``chains`` chains.
 
@@ -167,29 +335,29 @@ def nuts(
     unavailable). Starts from the MAP fit, so warm-up begins in the typical set.
     ``dense_mass``: a dense mass matrix adapts to correlated parameters (a benchmark's
     difficulty and slope when its scores saturate); None (default) uses it up to 600 free
-    parameters, where its cost is small, and a diagonal one above.
+    parameters, where its cost is small, and a diagonal one above. ``init="uniform"`` starts
+    from NumPyro's default (uniform on (-2, 2) in unconstrained space) instead of the MAP fit.
     """
     import arviz as az
-    from numpyro.infer import MCMC, NUTS, init_to_value
 
     if not 0 < target_accept < 1:
         raise ValueError(f"target_accept must lie in (0, 1) (got {target_accept})")
     if chains < 1 or warmup < 1 or samples < 1:
         raise ValueError("chains, warmup and samples must be >= 1")
+    if init not in ("map", "uniform"):
+        raise ValueError(f"init must be 'map' or 'uniform' (got {init!r})")
     from ._point import _problem
 
     problem = _problem(model, table)
-    init = _map_start(problem)
     data = problem.data()
     if dense_mass is None:
         dense_mass = problem.n_free <= 600
-    kernel = NUTS(numpyro_model(problem), target_accept_prob=target_accept,
-                  dense_mass=dense_mass, init_strategy=init_to_value(values=init))
     method = "parallel" if jax.local_device_count() >= chains else "sequential"
-    mcmc = MCMC(kernel, num_warmup=warmup, num_samples=samples, num_chains=chains,
-                chain_method=method, progress_bar=progress_bar)
     t0 = time.perf_counter()
-    mcmc.run(jax.random.PRNGKey(seed), data, extra_fields=("diverging",))
+    mcmc = run_nuts(problem, data, chains=chains, warmup=warmup, samples=samples,
+                    target_accept=target_accept, dense_mass=dense_mass, chain_method=method,
+                    init_values=_map_start(problem) if init == "map" else None,
+                    rng_key=jax.random.PRNGKey(seed), progress_bar=progress_bar)
     elapsed = time.perf_counter() - t0
     flat = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
     div = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
@@ -257,7 +425,9 @@ def svi(
     result = engine.run(jax.random.PRNGKey(seed), steps, rows, progress_bar=False)
     elapsed = time.perf_counter() - t0
     post = g.sample_posterior(jax.random.PRNGKey(seed + 1), result.params, sample_shape=(draws,))
-    post = {k: np.asarray(v) for k, v in post.items() if k in init}
+    rep = _reparam(problem)
+    latent = {s[0] for s in _sites(problem)} | (set() if rep is None else set(rep.sites()))
+    post = {k: np.asarray(v) for k, v in post.items() if k in latent}
     losses = np.asarray(result.losses)
     tail = losses[-max(steps // 10, 1):]
     diagnostics = {"steps": steps, "seconds": elapsed, "final_elbo_loss": float(tail.mean()),

@@ -78,18 +78,20 @@ class Theta(NamedTuple):
 
 @dataclass(frozen=True, eq=False)
 class Data:
-    """Row arrays on the device: positions, responses, trials (1 where absent), weights."""
+    """Row arrays on the device: positions, responses, trials (1 where absent), weights, and
+    known standard errors ``se`` (0 where unknown; None when the table has no ``se``)."""
 
     subject_index: jax.Array
     item_index: jax.Array
     response: jax.Array
     trials: jax.Array
     weight: jax.Array
+    se: jax.Array | None = None
 
 
 jax.tree_util.register_dataclass(
     Data,
-    data_fields=["subject_index", "item_index", "response", "trials", "weight"],
+    data_fields=["subject_index", "item_index", "response", "trials", "weight", "se"],
     meta_fields=[],
 )
 
@@ -124,9 +126,16 @@ class Problem:
             model.likelihood.check(table.response, table.trials, table.source)
         self.model = model
         self.table = table
+        self.has_se = table.se is not None
         self.info = DataInfo(table.n_subjects, table.n_items, table.n_responses)
         self.subject = Block(tuple(model.subject_params().items()))
-        self.item = Block(tuple(model.item_params().items()))
+        lik_items = model.likelihood.item_params()
+        clash = set(lik_items) & set(model.item_params())
+        if clash:
+            raise ValueError(f"item parameter names clash with the likelihood's: {sorted(clash)}")
+        # The likelihood's per-item parameters follow the model's in each item's row.
+        self.item = Block(tuple(model.item_params().items()) + tuple(lik_items.items()))
+        self.lik_item_names = tuple(lik_items)
         lik = model.likelihood.params()
         clash = set(lik) & set(model.global_params())
         if clash:
@@ -184,6 +193,7 @@ class Problem:
             _on_device(t.response, d),
             _on_device(np.ones(t.n_responses) if t.trials is None else t.trials, d),
             _on_device(w, d),
+            None if t.se is None else _on_device(np.nan_to_num(t.se, nan=0.0), d),
         )
 
     @property
@@ -206,13 +216,41 @@ class Problem:
         i = self.item.natural(self.item.unflatten(i_row))
         return self.model.mean(s, i, model_g)
 
-    def row_loss(self, s_row, i_row, g, y, n):
+    def likelihood_theta(self, i_row, g, se=None):
+        """What the likelihood reads besides ``y, mu, trials``: its raw global parameters, its
+        per-item ones for this row's item, and the row's known standard error ``se``."""
         _, lik_g = self.split_globals(g)
-        return self.model.likelihood.loss(y, self.mean(s_row, i_row, g), n, lik_g)
+        if self.lik_item_names:
+            raw = self.item.unflatten(i_row)
+            lik_g = {**lik_g, **{n: raw[n] for n in self.lik_item_names}}
+        if se is None:
+            if self.has_se and self.model.likelihood.reads_se:
+                # Refuse rather than drop known standard errors silently.
+                raise ValueError(
+                    "the response table has an se column but this solver does not pass it to "
+                    "the likelihood; use a Bayesian method (nuts, svi) or drop the se column"
+                )
+            se = jnp.zeros((), self.dtype)
+        return {**lik_g, "se": se}
 
-    def row_log_prob(self, s_row, i_row, g, y, n):
-        _, lik_g = self.split_globals(g)
-        return self.model.likelihood.log_prob(y, self.mean(s_row, i_row, g), n, lik_g)
+    def likelihood_rows(self, theta: Theta, data: Data) -> dict:
+        """:meth:`likelihood_theta` of every row at once (arrays over rows where they vary)."""
+        _, lik_g = self.split_globals(theta[2])
+        if self.lik_item_names:
+            raw = self.item.unflatten(theta[1][data.item_index])
+            lik_g = {**lik_g, **{n: raw[n] for n in self.lik_item_names}}
+        se = data.se
+        if se is None:
+            se = jnp.zeros_like(data.response)
+        return {**lik_g, "se": se}
+
+    def row_loss(self, s_row, i_row, g, y, n, se=None):
+        theta = self.likelihood_theta(i_row, g, se)
+        return self.model.likelihood.loss(y, self.mean(s_row, i_row, g), n, theta)
+
+    def row_log_prob(self, s_row, i_row, g, y, n, se=None):
+        theta = self.likelihood_theta(i_row, g, se)
+        return self.model.likelihood.log_prob(y, self.mean(s_row, i_row, g), n, theta)
 
     def predict(self, theta: Theta, subject_index, item_index):
         """The model's mean output per row (what the likelihood reads; a vector per row for
@@ -224,6 +262,9 @@ class Problem:
         """Expected response and its variance per row (the likelihood's moments at ``mu``)."""
         mu = self.predict(theta, subject_index, item_index)
         _, lik_g = self.split_globals(theta[2])
+        if self.lik_item_names:
+            raw = self.item.unflatten(theta[1][item_index])
+            lik_g = {**lik_g, **{n: raw[n] for n in self.lik_item_names}}
         return self.model.likelihood.moments(mu, trials, lik_g)
 
     def expected(self, theta: Theta, subject_index, item_index, trials=None):
@@ -249,15 +290,15 @@ class Problem:
                                          self._free_dict(self.glob, self.free_G), self.info)
 
     def _raw_globals(self, g):
-        # Penalties see raw globals (the same scale as their priors).
-        return {n: v for n, v in self.glob.unflatten(g).items()
-                if n in self.glob.names[: self.n_model_globals]}
+        # Penalties see raw globals (the same scale as their priors), the likelihood's too
+        # (a hierarchical prior may be centred on one of them).
+        return self.glob.unflatten(g)
 
     def objective(self, theta: Theta, data: Data):
         """``sum_rows w * loss + penalties`` (what MAP minimises)."""
         S, I, G = theta  # noqa: E741
-        rows = jax.vmap(self.row_loss, in_axes=(0, 0, None, 0, 0))(
-            S[data.subject_index], I[data.item_index], G, data.response, data.trials
+        rows = jax.vmap(self.row_loss, in_axes=(0, 0, None, 0, 0, 0))(
+            S[data.subject_index], I[data.item_index], G, data.response, data.trials, data.se
         )
         pen_s = jax.vmap(self.subject_penalty, in_axes=(0, 0, None))(S, self.free_S, G)
         pen_i = jax.vmap(self.item_penalty, in_axes=(0, 0, None))(I, self.free_I, G)
@@ -266,6 +307,6 @@ class Problem:
 
     def pointwise_log_lik(self, theta: Theta, data: Data):
         S, I, G = theta  # noqa: E741
-        return jax.vmap(self.row_log_prob, in_axes=(0, 0, None, 0, 0))(
-            S[data.subject_index], I[data.item_index], G, data.response, data.trials
+        return jax.vmap(self.row_log_prob, in_axes=(0, 0, None, 0, 0, 0))(
+            S[data.subject_index], I[data.item_index], G, data.response, data.trials, data.se
         )

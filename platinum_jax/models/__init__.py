@@ -8,7 +8,9 @@ function, a likelihood, penalties and priors, an identification) and the models 
 * :class:`OnePL`, :class:`TwoPL`, :class:`ThreePL`, :class:`FourPL`: item response theory for
   single questions; :class:`BetaTwoPL`: the 2PL for continuous fractions;
   :class:`GradedResponse`: ordered categories; :class:`MultidimensionalTwoPL`: K abilities per
-  subject; :class:`HierarchicalTwoPL`: items within benchmarks.
+  subject; :class:`HierarchicalTwoPL`: items within benchmarks;
+* :mod:`~platinum_jax.models.rosetta_bayes`: the Bayesian Rosetta model, sampled in
+  standardised coordinates (a :class:`Reparameterisation`), imported on demand.
 
 Every model gets every inference method of :mod:`platinum_jax.inference` for free.
 """
@@ -18,11 +20,13 @@ from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
 from ._protocol import (
     DataInfo,
     Fixed,
+    Hierarchical,
     Identification,
     Likelihood,
     MeasurementModel,
     Param,
     PriorSpec,
+    Reparameterisation,
     fix_entries,
 )
 from ._registry import MODELS, make_model
@@ -47,6 +51,7 @@ __all__ = [
     "FourPL",
     "Gaussian",
     "GradedResponse",
+    "Hierarchical",
     "HierarchicalTwoPL",
     "Identification",
     "Likelihood",
@@ -57,6 +62,7 @@ __all__ = [
     "OnePL",
     "Param",
     "PriorSpec",
+    "Reparameterisation",
     "Rosetta",
     "ThreePL",
     "TwoPL",

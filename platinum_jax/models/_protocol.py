@@ -18,6 +18,19 @@ works for any model written this way. A new model is a subclass with four method
 Parameters are *raw* (unconstrained) numbers; a :class:`Param` may carry a ``transform`` to its
 natural value (e.g. ``jax.nn.sigmoid`` for a guessing floor in (0, 1)). Priors and penalties are
 stated on the raw value; :meth:`MeasurementModel.mean` receives natural values.
+
+Three additions serve models whose posterior needs care to sample (the Bayesian Rosetta model
+of :mod:`platinum_jax.models.rosetta_bayes` uses all three):
+
+* a likelihood may declare **per-item parameters** (:meth:`Likelihood.item_params`, e.g. a
+  noise scale per benchmark) and reads each row's known standard error ``se`` (the response
+  table's ``se`` column, 0 where unknown) in its ``theta``;
+* a prior may be :class:`Hierarchical`: ``raw ~ Normal(loc, scale)`` with ``loc`` and
+  ``scale`` global parameters, sampled centred or non-centred;
+* a model may hand the sampler a :class:`Reparameterisation` (:meth:`MeasurementModel.
+  reparameterise`): the coordinates NUTS explores and the map from them to the model's
+  parameters, the way NumPyro's reparameterisation handlers keep a model's meaning apart from
+  the geometry its sampler sees. Point fits never see it.
 """
 
 from __future__ import annotations
@@ -32,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["Param", "PriorSpec", "DataInfo", "Fixed", "Identification", "Likelihood",
-           "MeasurementModel"]
+           "MeasurementModel", "Hierarchical", "Reparameterisation"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,52 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Hierarchical:
+    """A prior ``raw ~ Normal(loc, scale)`` whose location and scale are global parameters.
+
+    Use it as the ``prior`` of a subject or item parameter (a model's or a likelihood's):
+    ``loc`` and ``scale`` name global parameters (of the model or of the likelihood), read at
+    their natural values (``scale`` must be positive there). Bayesian fits sample each entry
+    either *centred* (the sampled value is ``raw``) or *non-centred* (the sampled value is
+    ``n ~ Normal(0, 1)`` and ``raw = loc + scale * n``), which keeps NUTS out of the funnel
+    between a small ``scale`` and entries the data say little about.
+
+    Args:
+        loc, scale: names of the global parameters.
+        centred: True (all entries centred), False (all non-centred), or a whole number ``k``:
+            centred for entities with at least ``k`` responses (their own data fix them, and
+            the non-centred form would tie them to ``loc`` and ``scale``), non-centred below.
+
+    Point fits penalise ``-log Normal(raw | loc, scale)``. Example, a noise scale per item
+    drawn around a common level::
+
+        Param(prior=Hierarchical("noise_log_mu", "noise_log_tau", centred=20))
+    """
+
+    loc: str
+    scale: str
+    centred: bool | int = True
+
+    def __post_init__(self):
+        c = self.centred
+        if not isinstance(c, bool) and (int(c) != c or c < 0):
+            raise ValueError(f"Hierarchical.centred must be True, False or a whole number >= 0 "
+                             f"(got {c!r})")
+
+    def centred_mask(self, counts: np.ndarray) -> np.ndarray:
+        """Which entities are sampled centred, given each one's number of responses."""
+        counts = np.asarray(counts)
+        if isinstance(self.centred, bool):
+            return np.full(counts.shape, self.centred)
+        return counts >= int(self.centred)
+
+    def log_prob(self, raw, glob: dict):
+        """``log Normal(raw | loc, scale)`` with ``glob`` the natural global values."""
+        loc, scale = glob[self.loc], glob[self.scale]
+        return -0.5 * ((raw - loc) / scale) ** 2 - jnp.log(scale) - 0.5 * math.log(2 * math.pi)
+
+
+@dataclass(frozen=True)
 class DataInfo:
     """Sizes of the data a model is fitted to (static; a penalty may be normalised by them)."""
 
@@ -179,17 +238,27 @@ def fix_entries(n: int, shape: tuple[int, ...], positions, values) -> Fixed:
 
 
 class Likelihood(eqx.Module):
-    """A response distribution given the mean ``mu`` (and its own global parameters).
+    """A response distribution given the mean ``mu`` (and its own parameters).
 
     Subclasses implement :meth:`log_prob` (per row, vectorised over rows) and :meth:`sample`,
-    and may declare global parameters (a noise scale, a precision) in :meth:`params`.
+    and may declare global parameters (a noise scale, a precision) in :meth:`params` and
+    per-item ones in :meth:`item_params`. ``theta`` holds the raw values of both (the row's
+    item's for per-item ones) and, under ``"se"``, the row's known standard error (0 where
+    unknown or when the table has no ``se`` column), for families that add it in variance.
     :meth:`loss` (what MAP minimises) defaults to ``-log_prob``; a subclass may drop terms
     that do not depend on parameters. :meth:`check` validates responses before a fit.
     """
 
     name: ClassVar[str] = "likelihood"
+    # True for families that read ``theta["se"]`` (solvers that cannot pass it then refuse).
+    reads_se: ClassVar[bool] = False
 
     def params(self) -> dict[str, Param]:
+        return {}
+
+    def item_params(self) -> dict[str, Param]:
+        """Parameters of the likelihood that belong to each item (e.g. a per-benchmark noise
+        scale). They join the item block; ``theta`` then holds the row's item values."""
         return {}
 
     def log_prob(self, y, mu, trials, theta: dict):  # pragma: no cover - abstract
@@ -260,29 +329,84 @@ class MeasurementModel(eqx.Module):
         """Plain-Python description written to ``fit.json``."""
         return {"name": self.name, "likelihood": self.likelihood.name}
 
+    def reparameterise(self, table) -> Reparameterisation | None:
+        """Coordinates for samplers to explore in place of some parameters (default: none,
+        every free entry is sampled as it is declared); see :class:`Reparameterisation`."""
+        return None
+
     # ------------------------------------------------------------------ penalties (MAP)
     def subject_penalty(self, raw: dict, free: dict, glob: dict, info: DataInfo):
         """Penalty of one subject's raw parameters (default ``-log prior`` of free entries).
 
         ``free`` has the shapes of ``raw`` (True where the entry is fitted); ``glob`` holds the
         model's raw global parameters; ``info`` the data sizes."""
-        return _neg_log_prior(self.subject_params(), raw, free)
+        return _neg_log_prior(self.subject_params(), raw, free, self._natural_globals(glob))
 
     def item_penalty(self, raw: dict, free: dict, glob: dict, info: DataInfo):
-        """Penalty of one item's raw parameters (default ``-log prior`` of free entries)."""
-        return _neg_log_prior(self.item_params(), raw, free)
+        """Penalty of one item's raw parameters, the likelihood's per-item ones included
+        (default ``-log prior`` of free entries)."""
+        decl = {**self.item_params(), **self.likelihood.item_params()}
+        return _neg_log_prior(decl, raw, free, self._natural_globals(glob))
 
     def global_penalty(self, glob: dict, free: dict, info: DataInfo):
         """Penalty of the raw global parameters, the likelihood's included."""
         decl = {**self.global_params(), **self.likelihood.params()}
         return _neg_log_prior(decl, glob, free)
 
+    def _natural_globals(self, glob: dict) -> dict:
+        decl = {**self.global_params(), **self.likelihood.params()}
+        return {n: decl[n].natural(v) for n, v in glob.items() if n in decl}
 
-def _neg_log_prior(decl: dict[str, Param], raw: dict, free: dict):
+
+class Reparameterisation(eqx.Module):
+    """Sampling coordinates of a model, and the map from them to the model's parameters.
+
+    A model returns one from :meth:`MeasurementModel.reparameterise` (given the data) when its
+    posterior is easier to sample in other coordinates: standardised abilities, an intercept in
+    place of a difficulty, a scale set by an anchor. Bayesian fits then sample :meth:`sites`
+    (each a NumPyro distribution over its whole value: the prior in the new coordinates) in
+    place of the parameters named in ``replaces``, and :meth:`parameters` turns the sampled
+    values into those parameters' raw values. Every other parameter is sampled as declared.
+    Fixed entries (the identification) keep their values whatever :meth:`parameters` returns.
+
+    Example (abilities sampled standardised, ``ability = mu + tau z``)::
+
+        class Standardised(Reparameterisation):
+            n: int
+            replaces: ClassVar[tuple[str, ...]] = ("ability",)
+
+            def sites(self):
+                return {"mu": dist.Normal(0, 1), "tau": dist.HalfNormal(1),
+                        "z": dist.Normal(0, 1).expand([self.n]).to_event(1)}
+
+            def parameters(self, values):
+                return {"ability": values["mu"] + values["tau"] * values["z"]}
+
+    :meth:`parameters` may return further entries (quantities derived on the way, such as
+    ``tau``); samplers record them beside the parameters.
+    """
+
+    #: names of the parameters this reparameterisation supplies
+    replaces: ClassVar[tuple[str, ...]] = ()
+
+    def sites(self) -> dict:  # pragma: no cover - abstract
+        """``{site name: NumPyro distribution}``, in the order they are sampled."""
+        raise NotImplementedError
+
+    def parameters(self, values: dict) -> dict:  # pragma: no cover - abstract
+        """Sampled ``values`` -> ``{name: raw value}`` for every name in ``replaces``
+        (shape ``(n_entities, *shape)`` for subject and item parameters), plus derived extras."""
+        raise NotImplementedError
+
+
+def _neg_log_prior(decl: dict[str, Param], raw: dict, free: dict, glob: dict | None = None):
     total = jnp.zeros(())
     for name, p in decl.items():
         if p.prior is None:
             continue
-        lp = p.prior.log_prob(raw[name])
+        if isinstance(p.prior, Hierarchical):
+            lp = p.prior.log_prob(raw[name], glob or {})
+        else:
+            lp = p.prior.log_prob(raw[name])
         total = total - jnp.sum(jnp.where(free[name], lp, 0.0))
     return total

@@ -13,6 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from platinum_jax.inference import numpyro_model, run_nuts
+from platinum_jax.inference._bayes import _assemble
+
 from ._bayes_model import (
     _COUNT_LIKELIHOODS,
     LIKELIHOODS,
@@ -22,7 +25,7 @@ from ._bayes_model import (
     anchored_benchmark,
     deterministic_sites,
     prepare_data,
-    stitching_model,
+    stitching_problem,
 )
 from ._bayes_plots import plot_capabilities, plot_ppc
 from ._bayes_summary import (  # noqa: F401  (HDI_PROB re-exported)
@@ -153,7 +156,7 @@ def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False) -> list[tu
     diagonal mass matrix makes NUTS take short steps along them.  With a model anchor
     (``model_anchor=True``) the shift and stretch of the scale, ``capability_mu`` and
     ``capability_tau``, are sampled too and join the block; with a benchmark anchor they are
-    computed from the anchored benchmark (see :func:`stitching_model`).  A dense block of at
+    computed from the anchored benchmark (see :mod:`platinum_jax.models.rosetta_bayes`).  A dense block of at
     most 4 x 4 (every other site diagonal) is cheap to adapt.  Returns NumPyro's list of
     site-name tuples (empty when there is nothing to couple).
     """
@@ -208,7 +211,7 @@ def fit_stitching_bayes(
             D = 0, alpha = 1); anchored entries are fixed, not sampled.
         likelihood: ``"gaussian"`` (the Bayesian twin of least squares), ``"beta"``,
             ``"binomial"`` or ``"betabinomial"`` (both need ``n_items``; the second adds a
-            per-benchmark noise scale); see :func:`stitching_model`.
+            per-benchmark noise scale); see :mod:`platinum_jax.models.rosetta_bayes`.
         method: ``"nuts"`` (exact MCMC, ``chains`` x ``samples`` draws after ``warmup``) or
             ``"svi"`` (variational; ``svi_guide`` AutoNormal or AutoLowRankMultivariateNormal,
             then ``samples`` draws from the guide; fast on large tables, no R-hat).
@@ -238,9 +241,6 @@ def fit_stitching_bayes(
     Run in float64 (``jax.config.update("jax_enable_x64", True)``) for reliable diagnostics.
     Returns a :class:`BayesStitchingFit`.
     """
-    import numpyro
-    from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
-
     if not isinstance(table, ScoreTable):
         raise TypeError(f"table must be a ScoreTable, got {type(table).__name__}")
     if method not in ("nuts", "svi"):
@@ -281,7 +281,9 @@ def fit_stitching_bayes(
             UserWarning,
             stacklevel=2,
         )
-    model_kw = {"likelihood": likelihood, "priors": priors}
+    problem, _ = stitching_problem(table, anchor, likelihood=likelihood, priors=priors,
+                                   data=data)
+    engine_data = problem.data()
     key_fit, key_pp = jax.random.split(jax.random.PRNGKey(seed))
     start = time.perf_counter()
     stats: dict[str, np.ndarray] | None = None
@@ -297,26 +299,20 @@ def fit_stitching_bayes(
                 likelihood, model_anchor=anchored_benchmark(layout) is None
             )
             dense_mass = blocks if blocks else False
-        kernel = NUTS(
-            stitching_model,
-            target_accept_prob=target_accept,
-            max_tree_depth=max_tree_depth,
+        mcmc = run_nuts(
+            problem,
+            engine_data,
+            chains=int(chains),
+            warmup=int(warmup),
+            samples=int(samples),
+            rng_key=key_fit,
+            target_accept=target_accept,
+            max_tree_depth=int(max_tree_depth),
             dense_mass=dense_mass,
-        )
-        mcmc = MCMC(
-            kernel,
-            num_warmup=int(warmup),
-            num_samples=int(samples),
-            num_chains=int(chains),
             chain_method=cm,
-            progress_bar=progress_bar,
-        )
-        mcmc.run(
-            key_fit,
-            data,
-            layout,
+            plain_names=True,
             extra_fields=("diverging", "num_steps", "energy", "accept_prob", "potential_energy"),
-            **model_kw,
+            progress_bar=progress_bar,
         )
         grouped = mcmc.get_samples(group_by_chain=True)
         extra = mcmc.get_extra_fields(group_by_chain=True)
@@ -329,16 +325,17 @@ def fit_stitching_bayes(
         }
         info = {**info, "chain_method": cm}
     else:
+        import numpyro
+        from numpyro.infer import SVI, Trace_ELBO
         from numpyro.infer.autoguide import AutoLowRankMultivariateNormal, AutoNormal
 
         guides = {"normal": AutoNormal, "lowrank": AutoLowRankMultivariateNormal}
         if svi_guide not in guides:
             raise ValueError(f"svi_guide must be one of {tuple(guides)}, got {svi_guide!r}")
-        guide = guides[svi_guide](stitching_model)
-        svi = SVI(stitching_model, guide, numpyro.optim.Adam(svi_learning_rate), Trace_ELBO())
-        result = svi.run(
-            key_fit, int(svi_steps), data, layout, progress_bar=progress_bar, **model_kw
-        )
+        model = numpyro_model(problem, plain_names=True)
+        guide = guides[svi_guide](model)
+        svi = SVI(model, guide, numpyro.optim.Adam(svi_learning_rate), Trace_ELBO())
+        result = svi.run(key_fit, int(svi_steps), engine_data, progress_bar=progress_bar)
         draws = guide.sample_posterior(key_fit, result.params, sample_shape=(int(samples),))
         grouped = {k: v[None] for k, v in draws.items()}  # one "chain" of independent draws
         losses = np.asarray(result.losses)
@@ -348,12 +345,14 @@ def fit_stitching_bayes(
     wall = time.perf_counter() - start
 
     computed = deterministic_sites(layout, likelihood)
-    latent = {k: v for k, v in grouped.items() if k not in computed}
+    latent = {k: v for k, v in grouped.items() if k not in computed and k != "y"}
     flat_latent = {k: v.reshape((-1,) + v.shape[2:]) for k, v in latent.items()}
-    derived, loglik = _push_forward(key_pp, flat_latent, data, layout, likelihood, priors)
+    derived, loglik = _push_forward(problem, key_pp, flat_latent, engine_data)
     if likelihood in _COUNT_LIKELIHOODS:
-        # Count pmf -> density of the score k/n (bin width 1/n), comparable with Gaussian / Beta.
+        # Count pmf -> density of the score k/n (bin width 1/n), comparable with Gaussian / Beta;
+        # predictions on the count scale of the observed data.
         loglik = loglik + jnp.log(data.n_items)
+        derived["y"] = jnp.round(derived["y"] * data.n_items)
 
     def by_chain(x):
         x = np.asarray(x)
@@ -402,22 +401,34 @@ def fit_stitching_bayes(
     return fit
 
 
-@jax.jit(static_argnames=("layout", "likelihood", "priors"))
-def _push_forward(key, flat_latent, data, layout, likelihood, priors):
-    """Deterministic sites, posterior predictive ``y`` and pointwise log likelihood per draw.
-
-    One compiled program: NumPyro's ``Predictive`` and ``log_likelihood`` run op by op when
-    called eagerly, which compiles hundreds of small kernels.
+def _push_forward(problem, key, flat_latent, data):
+    """Derived variables, posterior predictive ``y`` and pointwise log likelihood per draw, in
+    one compiled program from the engine's pieces: the model's reparameterisation gives
+    ``capability``, ``difficulty``, ``slope`` (and the scale), the likelihood the noise
+    (``sigma``), the variance of each score (``noise_variance``: its mean over a benchmark's
+    scores, the Sigma_bb of the optimal-weights problem) and new scores.
     """
-    from numpyro.infer import Predictive, log_likelihood
+    lik = problem.model.likelihood
+    n_b = problem.table.n_items
+    bi = data.item_index
+    count = jax.ops.segment_sum(jnp.ones_like(data.response), bi, num_segments=n_b)
 
-    kw = {"likelihood": likelihood, "priors": priors}
-    sites = list(deterministic_sites(layout, likelihood)) + ["y"]
-    derived = Predictive(stitching_model, posterior_samples=flat_latent, return_sites=sites)(
-        key, data, layout, observed=False, **kw
-    )
-    loglik = log_likelihood(stitching_model, flat_latent, data, layout, **kw)["y"]
-    return derived, loglik
+    def one(values, k):
+        theta, extras = _assemble(problem, values, True)
+        out = {name: extras[name] for name in extras}
+        items = problem.item.unflatten(theta.items)
+        if "noise_log_sigma" in items:
+            out["sigma"] = jnp.exp(items["noise_log_sigma"])
+        mu = problem.predict(theta, data.subject_index, bi)
+        rows = problem.likelihood_rows(theta, data)
+        _, var = lik.moments(mu, data.trials, rows)
+        out["noise_variance"] = jax.ops.segment_sum(var, bi, num_segments=n_b) / count
+        out["y"] = lik.sample(k, mu, data.trials, rows)
+        return out, problem.pointwise_log_lik(theta, data)
+
+    n = next(iter(flat_latent.values())).shape[0]
+    keys = jax.random.split(key, n)
+    return jax.jit(jax.vmap(one))(flat_latent, keys)
 
 
 def _to_inference_data(table, layout, data: BayesData, likelihood, posterior, stats, loglik, pp):

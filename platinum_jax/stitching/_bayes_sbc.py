@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._bayes_model import BayesData, Priors, deterministic_sites, stitching_model
+from ._bayes_model import Priors, deterministic_sites
 from ._model import ParameterLayout
 
 __all__ = ["SBCDesign", "sbc_design", "simulate_world", "run_sbc", "rank_uniformity"]
@@ -59,15 +59,37 @@ class SBCDesign:
             fixed_slope_values=(1.0,),
         )
 
-    def data(self, scores) -> BayesData:
-        n = self.model_index.shape[0]
-        return BayesData(
-            model_index=jnp.asarray(self.model_index, dtype=jnp.int32),
-            benchmark_index=jnp.asarray(self.benchmark_index, dtype=jnp.int32),
-            scores=jnp.asarray(scores),
-            stderr=jnp.asarray(self.stderr),
-            n_items=jnp.ones((n,)),
+    def problem(self, priors: Priors | None = None):
+        """The Bayesian Rosetta model (Gaussian likelihood, anchor benchmark 0) bound to this
+        design, with placeholder scores (:meth:`data` supplies the real ones)."""
+        from platinum_jax.data import ResponseTable
+        from platinum_jax.inference import Problem
+        from platinum_jax.models import BenchmarkAnchor
+        from platinum_jax.models.rosetta_bayes import NoisyGaussian, RosettaBayes
+
+        from . import _bayes_model
+
+        priors = Priors() if priors is None else priors
+        # Zero-padded names sort in position order, as the table's labels must.
+        rows = ResponseTable(
+            subjects=pd.Index([f"m{i:05d}" for i in range(self.n_models)], name="subject"),
+            items=pd.Index([f"b{i:05d}" for i in range(self.n_benchmarks)], name="item"),
+            subject_index=np.asarray(self.model_index, dtype=np.int32),
+            item_index=np.asarray(self.benchmark_index, dtype=np.int32),
+            response=np.zeros(len(self.model_index)),
+            se=np.asarray(self.stderr, dtype=np.float64),
+            source="the SBC design",
         )
+        lik = NoisyGaussian(priors=priors, centred_min=int(_bayes_model.CENTRED_NOISE_MIN_SCORES))
+        model = RosettaBayes(anchor=BenchmarkAnchor("b00000"), likelihood=lik, priors=priors)
+        return Problem(model, rows, validate=False)
+
+    @staticmethod
+    def data(problem, scores):
+        """The engine's row arrays of ``problem`` with ``scores`` as the responses."""
+        import dataclasses
+
+        return dataclasses.replace(problem.data(), response=jnp.asarray(scores))
 
 
 def sbc_design(
@@ -116,17 +138,28 @@ def sbc_design(
     return SBCDesign(ordered[:, 0], ordered[:, 1], stderr, n_models, n_benchmarks)
 
 
-def simulate_world(key, design: SBCDesign, priors: Priors | None = None) -> dict[str, np.ndarray]:
+def _with_sigma(problem, values: dict) -> dict:
+    """``values`` (sampled sites, one draw) plus ``sigma``, the per-benchmark noise scale."""
+    from platinum_jax.inference._bayes import _assemble
+
+    theta, _ = _assemble(problem, values, True)
+    items = problem.item.unflatten(theta.items)
+    return {**values, "sigma": jnp.exp(items["noise_log_sigma"])}
+
+
+def simulate_world(key, design: SBCDesign, priors: Priors | None = None, *,
+                   problem=None) -> dict[str, np.ndarray]:
     """One draw of every parameter from the prior and of the scores ``y`` given them."""
     from numpyro.infer import Predictive
 
-    priors = Priors() if priors is None else priors
-    layout = design.layout
-    data = design.data(np.zeros(design.model_index.shape[0]))
-    draw = Predictive(stitching_model, num_samples=1)(
-        key, data, layout, likelihood="gaussian", priors=priors, observed=False
-    )
-    return {k: np.asarray(v[0]) for k, v in draw.items()}
+    from platinum_jax.inference import numpyro_model
+
+    problem = design.problem(priors) if problem is None else problem
+    data = design.data(problem, np.zeros(design.model_index.shape[0]))
+    model = numpyro_model(problem, plain_names=True)
+    draw = Predictive(model, num_samples=1)(key, data, observed=False)
+    one = {k: v[0] for k, v in draw.items()}
+    return {k: np.asarray(v) for k, v in _with_sigma(problem, one).items()}
 
 
 def run_sbc(
@@ -149,21 +182,22 @@ def run_sbc(
     which the rank test assumes).  Returns one row per (world, parameter entry) with columns
     ``world, group, site, index, truth, rank`` (0..L), ``n_draws`` (L), ``in_50``, ``in_90``
     (the truth inside the central 50% / 90% posterior interval), ``n_divergent`` (of the world).
-    Run in float64.
+    The model is the engine's NumPyro model of
+    :class:`~platinum_jax.models.rosetta_bayes.RosettaBayes`.  Run in float64.
     """
+    from platinum_jax.inference import numpyro_model
+
     priors = Priors() if priors is None else priors
     layout = design.layout
-
-    def model(data):  # only the data vary between worlds
-        stitching_model(data, layout, likelihood="gaussian", priors=priors)
-
-    sampler = _world_sampler(model, design, warmup, samples, thin, target_accept)
+    problem = design.problem(priors)
+    model = numpyro_model(problem, plain_names=True)
+    sampler = _world_sampler(model, problem, design, warmup, samples, thin, target_accept)
     computed = set(deterministic_sites(layout, "gaussian"))
     rows = []
     keys = jax.random.split(jax.random.PRNGKey(seed), 2 * n_worlds)
     for w in range(n_worlds):
-        truth = simulate_world(keys[2 * w], design, priors)
-        draws, diverging = sampler(keys[2 * w + 1], design.data(truth["y"]))
+        truth = simulate_world(keys[2 * w], design, priors, problem=problem)
+        draws, diverging = sampler(keys[2 * w + 1], design.data(problem, truth["y"]))
         n_div = int(np.asarray(diverging).sum())
         # Deterministic sites are in the samples; sampled hyper-parameters too.
         for site, group in SBC_GROUPS.items():
@@ -186,7 +220,7 @@ def run_sbc(
     return pd.DataFrame(rows, columns=cols)
 
 
-def _world_sampler(model, design: SBCDesign, warmup, samples, thin, target_accept):
+def _world_sampler(model, problem, design: SBCDesign, warmup, samples, thin, target_accept):
     """``(key, data) -> (draws, diverging)``: one NUTS chain, compiled once for every world.
 
     NumPyro's functional NUTS (``hmc(potential_fn_gen=...)``) takes the data as an argument,
@@ -198,7 +232,7 @@ def _world_sampler(model, design: SBCDesign, warmup, samples, thin, target_accep
 
     from ._bayes_fit import hyper_mass_blocks
 
-    example = design.data(np.zeros(design.model_index.shape[0]))
+    example = design.data(problem, np.zeros(design.model_index.shape[0]))
     info, potential_gen, postprocess_gen, _ = initialize_model(
         jax.random.PRNGKey(0), model, model_args=(example,), dynamic_args=True
     )
@@ -226,7 +260,7 @@ def _world_sampler(model, design: SBCDesign, warmup, samples, thin, target_accep
         state, _ = jax.lax.scan(step, state, None, length=warmup)
         _, (zs, diverging) = jax.lax.scan(step, state, None, length=samples)
         zs = jax.tree_util.tree_map(lambda x: x[::thin], zs)
-        draws = jax.vmap(postprocess_gen(data))(zs)
+        draws = jax.vmap(lambda z: _with_sigma(problem, postprocess_gen(data)(z)))(zs)
         return draws, diverging
 
     return run

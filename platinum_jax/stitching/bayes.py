@@ -1,8 +1,10 @@
 """Bayesian benchmark stitching with NumPyro: posteriors on C_m, D_b, alpha_b and on optimal weights.
 
 The model is the MAP fit's ``score = sigmoid(alpha_b (C_m - D_b))`` with the same anchors, a
-per-benchmark noise scale and a choice of likelihood (Gaussian, Beta, Binomial); see
-:func:`stitching_model` for the maths and :class:`Priors` for the priors.  Turn on float64 first:
+per-benchmark noise scale and a choice of likelihood (Gaussian, Beta, Binomial); it is declared
+once on the measurement-model protocol (:mod:`platinum_jax.models.rosetta_bayes`) and sampled by
+the engine (:func:`platinum_jax.inference.run_nuts`). :class:`Priors` gives the priors and the
+coordinates NUTS samples; :func:`stitching_model` returns the NumPyro model the engine builds.  Turn on float64 first:
 ``jax.config.update("jax_enable_x64", True)``.
 
     >>> from platinum_jax.stitching import ScoreTable
@@ -26,7 +28,14 @@ from ._bayes_fit import (
     posterior_summary,
     use_cpu_devices_for_chains,
 )
-from ._bayes_model import LIKELIHOODS, BayesData, Priors, prepare_data, stitching_model
+from ._bayes_model import (
+    LIKELIHOODS,
+    BayesData,
+    Priors,
+    prepare_data,
+    stitching_model,
+    stitching_problem,
+)
 from ._bayes_weights import load_weights_config, optimal_weight_draws, posterior_optimal_weights
 
 __all__ = [
@@ -48,5 +57,6 @@ __all__ = [
     "posterior_summary",
     "prepare_data",
     "stitching_model",
+    "stitching_problem",
     "use_cpu_devices_for_chains",
 ]

@@ -1,0 +1,407 @@
+"""The Bayesian Rosetta model (Ho et al. 2025, "A Rosetta Stone for AI Benchmarks"), declared
+on the measurement-model protocol in the coordinates NUTS samples well.
+
+``score_i ~ Likelihood(mu_i, noise_b)``, ``mu_i = sigmoid(alpha_b (C_m - D_b))`` for model
+``m = m(i)`` on benchmark ``b = b(i)``, with the paper's anchors (:class:`BenchmarkAnchor`:
+Winogrande, D = 0, alpha = 1, or :class:`ModelAnchor`). Four likelihoods, with ``s_i`` the
+row's known standard error (the response table's ``se``, 0 where unknown):
+
+* :class:`NoisyGaussian`: ``y_i ~ N(mu_i, sqrt(sigma_b^2 + s_i^2))``, a noise scale per
+  benchmark drawn around a common level (a :class:`Hierarchical` prior);
+* :class:`NoisyBeta`: ``y_i ~ Beta(mu_i phi_i, (1 - mu_i) phi_i)`` with ``phi_i`` chosen so the
+  variance is ``mu_i (1 - mu_i) / (1 + phi_b) + s_i^2`` (floored at ``phi_i >= 1``);
+* :class:`~platinum_jax.models.Binomial`: ``k_i ~ Binomial(n_i, mu_i)`` (``trials`` = items);
+* :class:`ItemBetaBinomial`: ``k_i ~ BetaBinomial(mu_i phi_b, (1 - mu_i) phi_b, n_i)``, a
+  precision per benchmark: items of one benchmark share quirks, so scores move more between
+  benchmarks than binomial sampling allows.
+
+Everything about sampling geometry is in :class:`RosettaReparameterisation` (see
+:class:`Priors` for the coordinates and why); the engine builds the NumPyro model from this
+declaration (:func:`platinum_jax.inference.numpyro_model`). NumPyro is imported only when a
+prior is asked for, so point fits never load it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln, xlogy
+
+from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
+from ._protocol import (
+    Hierarchical,
+    Identification,
+    Likelihood,
+    MeasurementModel,
+    Param,
+    Reparameterisation,
+)
+from .likelihoods import BetaBinomial
+
+__all__ = [
+    "CENTRED_NOISE_MIN_SCORES",
+    "ItemBetaBinomial",
+    "NoisyBeta",
+    "NoisyGaussian",
+    "Priors",
+    "RosettaBayes",
+    "RosettaReparameterisation",
+]
+
+# Keeps sigmoid outputs strictly inside (0, 1) where Beta / Binomial log densities are finite.
+_MU_EPS = 1e-9
+
+# Benchmarks with at least this many scores get a centred log noise scale, the others a
+# non-centred one (see Priors).
+CENTRED_NOISE_MIN_SCORES = 20
+
+
+def _dist():
+    import numpyro.distributions as dist
+
+    return dist
+
+
+@dataclass(frozen=True)
+class Priors:
+    """Priors of the Bayesian stitching model, on a population-standardised scale.
+
+    The model is written in standardised units, as in item response theory: a model's
+    standardised ability z_m, a benchmark's log slope eta_b and its intercept beta_b, all a
+    priori normal.  The anchor's scale is reached through the population mean mu_C and spread
+    tau_C of the capabilities:
+
+        C_m     = mu_C + tau_C z_m,                   z ~ ZeroSumNormal(1)
+        alpha_b = exp(eta_b) / tau_C,                 eta_b = log_slope_loc + log_slope_scale v_b
+        D_b     = mu_C + tau_C (zbar_b - beta_b / exp(eta_b)),   beta_b ~ N(intercept_loc, intercept_scale)
+        mu_C ~ N(capability_loc, capability_loc_scale),  tau_C ~ HalfNormal(capability_scale)
+                      (with a model anchor; with a benchmark anchor see stitching_model)
+
+    with v_b ~ N(0, 1) and zbar_b the mean z_m of the models scored on benchmark b, so that
+
+        alpha_b (C_m - D_b) = exp(eta_b) (z_m - zbar_b) + beta_b.
+
+    beta_b is the logit of the score of benchmark b's typical model, the quantity a benchmark's
+    scores pin down best; with the capabilities centred on that typical model, the intercept and
+    the slope are nearly uncorrelated.  Sampling the difficulty instead bends the posterior of
+    a benchmark whose scores all sit near 0 (FrontierMath Tier 4, OSWorld on the Epoch data)
+    into a curved ridge between D_b and alpha_b that NUTS crosses slowly.  Predictions off the
+    anchor do not involve (mu_C, tau_C): the shift and stretch of the whole scale, which only
+    the anchor pins down, are two coordinates of their own.
+
+    Gaussian noise is hierarchical on the log scale, log sigma_b ~ N(nu, s) with
+    nu ~ N(log_noise_loc, log_noise_loc_scale) and s ~ LogNormal(log log_noise_spread,
+    log_noise_spread_sd).  A benchmark with at least ``CENTRED_NOISE_MIN_SCORES`` (20) scores
+    has its log sigma_b sampled centred: its own scores fix its noise level, and the
+    non-centred form would tie nu, s and every such benchmark's offset into one narrow ridge
+    (bulk ESS of nu about 30 per 800 draws on the Epoch raw data, against about 200 centred).
+    A benchmark with fewer scores is sampled non-centred, log sigma_b = nu + s n_b with
+    n_b ~ N(0, 1): its few scores leave sigma_b loose, and centred it can wander into a funnel
+    where sigma_b is tiny and its scores must be fitted exactly (a divergence at ScienceQA,
+    6 scores, sigma 0.005).  The site ``noise_log_sigma`` holds log sigma_b or n_b accordingly.  The spread's prior keeps away from 0 (benchmarks do differ in noise; below
+    s = 0.1 has prior probability 0.3%), which is what a centred hierarchy needs: as s -> 0
+    the benchmarks' log noise levels are squeezed together into a funnel NUTS diverges in,
+    as it did on synthetic tables whose benchmarks all share one noise level.
+    Beta and beta-binomial precision: log phi_b ~ N(log_precision_loc, log_precision_scale).
+    Anchored entries are fixed, not sampled.
+
+    The defaults are weakly informative for scores in [0, 1] with the Winogrande anchor
+    (beta_b within +-5, typical scores from 0.7% to 99.3%, a priori at 95%); override any
+    field, e.g. ``dataclasses.replace(Priors(), log_noise_loc=-2.5)``.
+    """
+
+    capability_loc: float = 0.0
+    capability_loc_scale: float = 2.0
+    capability_scale: float = 2.0
+    intercept_loc: float = 0.0
+    intercept_scale: float = 2.5
+    log_slope_loc: float = 0.5
+    log_slope_scale: float = 1.0
+    log_noise_loc: float = -3.0  # exp(-3) = 0.05 on the score scale
+    log_noise_loc_scale: float = 1.0
+    log_noise_spread: float = 0.4  # median spread of log sigma_b across benchmarks
+    log_noise_spread_sd: float = 0.5
+    log_precision_loc: float = 4.0
+    log_precision_scale: float = 1.5
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if not np.isfinite(value):
+                raise ValueError(f"Priors.{field.name} must be finite, got {value!r}")
+            if field.name.endswith(("_scale", "_spread", "_sd")) and value <= 0:
+                raise ValueError(
+                    f"Priors.{field.name} is a scale and must be > 0, got {value!r}; "
+                    "use a small positive number for a tight prior"
+                )
+
+
+class NoisyGaussian(Likelihood):
+    """``y ~ N(mu, sqrt(sigma_b^2 + se^2))``: a noise scale ``sigma_b`` per item (benchmark) and
+    the row's known standard error added in variance (measurement and misfit add).
+
+    Per item: ``noise_log_sigma`` = log sigma_b with prior ``Normal(noise_log_mu,
+    noise_log_tau)`` (:class:`Hierarchical`, centred for items with at least ``centred_min``
+    responses). Globals: ``noise_log_mu`` ~ N(log_noise_loc, log_noise_loc_scale) and the
+    spread ``noise_log_tau`` ~ LogNormal(log log_noise_spread, log_noise_spread_sd) (its raw
+    value is the spread itself, kept positive by the sampler's own transform).
+    """
+
+    priors: Priors = Priors()
+    centred_min: int = CENTRED_NOISE_MIN_SCORES
+    name: ClassVar[str] = "gaussian"
+    reads_se: ClassVar[bool] = True
+
+    def params(self):
+        d, p = _dist(), self.priors
+        return {
+            "noise_log_mu": Param(init=p.log_noise_loc,
+                                  prior=d.Normal(p.log_noise_loc, p.log_noise_loc_scale),
+                                  doc="common level nu of the log noise scales"),
+            "noise_log_tau": Param(init=p.log_noise_spread,
+                                   prior=d.LogNormal(float(np.log(p.log_noise_spread)),
+                                                     p.log_noise_spread_sd),
+                                   doc="spread s of the log noise scales (> 0)"),
+        }
+
+    def item_params(self):
+        return {"noise_log_sigma": Param(
+            init=self.priors.log_noise_loc,
+            prior=Hierarchical("noise_log_mu", "noise_log_tau", centred=int(self.centred_min)),
+            doc="log noise scale log sigma_b")}
+
+    def _sd(self, theta):
+        return jnp.sqrt(jnp.exp(2.0 * theta["noise_log_sigma"]) + theta["se"] ** 2)
+
+    def log_prob(self, y, mu, trials, theta):
+        s = self._sd(theta)
+        return -0.5 * ((y - mu) / s) ** 2 - jnp.log(s) - 0.5 * jnp.log(2 * jnp.pi)
+
+    def sample(self, key, mu, trials, theta):
+        return mu + self._sd(theta) * jax.random.normal(key, jnp.shape(mu), jnp.result_type(mu))
+
+    def moments(self, mu, trials, theta):
+        return mu, jnp.broadcast_to(self._sd(theta) ** 2, jnp.shape(mu))
+
+
+def _log_precision(priors: Priors) -> dict[str, Param]:
+    d = _dist()
+    return {"log_precision": Param(
+        init=priors.log_precision_loc,
+        prior=d.Normal(priors.log_precision_loc, priors.log_precision_scale),
+        doc="log precision log phi_b")}
+
+
+class NoisyBeta(Likelihood):
+    """``y ~ Beta(mu phi_i, (1 - mu) phi_i)`` with a precision ``phi_b`` per item and the row's
+    known standard error added in variance: ``phi_i`` gives variance ``mu (1 - mu) / (1 +
+    phi_b) + se^2``, floored at ``phi_i >= 1`` (unimodal or flat even when ``se`` is large).
+    Responses strictly inside (0, 1)."""
+
+    priors: Priors = Priors()
+    name: ClassVar[str] = "beta"
+    reads_se: ClassVar[bool] = True
+
+    def item_params(self):
+        return _log_precision(self.priors)
+
+    def _variance(self, mu, theta):
+        return mu * (1.0 - mu) / (1.0 + jnp.exp(theta["log_precision"])) + theta["se"] ** 2
+
+    def _shape(self, mu, theta):
+        phi = jnp.maximum(mu * (1.0 - mu) / self._variance(mu, theta) - 1.0, 1.0)
+        return mu * phi, (1.0 - mu) * phi
+
+    def log_prob(self, y, mu, trials, theta):
+        a, b = self._shape(mu, theta)
+        # log Gamma terms rather than jax's betaln, which is good to about 1e-7 only.
+        log_norm = gammaln(a + b) - gammaln(a) - gammaln(b)
+        return xlogy(a - 1.0, y) + xlogy(b - 1.0, 1.0 - y) + log_norm
+
+    def sample(self, key, mu, trials, theta):
+        a, b = self._shape(mu, theta)
+        y = jax.random.beta(key, a, b)
+        tiny = jnp.finfo(jnp.result_type(y)).tiny
+        return jnp.clip(y, tiny, 1.0 - jnp.finfo(jnp.result_type(y)).epsneg)
+
+    def moments(self, mu, trials, theta):
+        return mu, self._variance(mu, theta)
+
+    def check(self, response, trials, source):
+        if np.any((response <= 0.0) | (response >= 1.0)):
+            raise ValueError(f"{source}: the beta likelihood needs responses strictly inside "
+                             "(0, 1); move exact 0 and 1 scores inwards first")
+
+
+class ItemBetaBinomial(BetaBinomial):
+    """:class:`~platinum_jax.models.BetaBinomial` with its precision ``phi_b`` per item
+    (benchmark) instead of one for all."""
+
+    priors: Priors = Priors()
+    name: ClassVar[str] = "betabinomial"
+
+    def params(self):
+        return {}
+
+    def item_params(self):
+        return _log_precision(self.priors)
+
+
+class RosettaReparameterisation(Reparameterisation):
+    """Standardised coordinates of the Rosetta model (see :class:`Priors` for the maths).
+
+    Sites: ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per
+    free difficulty), ``slope_z`` (one per free slope), and the scale: ``capability_mu``,
+    ``capability_tau`` under a model anchor, or ``anchor_intercept`` and ``anchor_slope_z``
+    (the anchored benchmark's intercept and standardised log slope) under a benchmark anchor,
+    from which ``capability_mu`` and ``capability_tau`` follow. :meth:`parameters` returns
+    ``capability``, ``difficulty``, ``slope`` (fixed entries at their anchor values) and the
+    scale ``capability_mu``, ``capability_tau``.
+    """
+
+    priors: Priors
+    n_models: int
+    n_benchmarks: int
+    free_capability: tuple[int, ...]
+    free_difficulty: tuple[int, ...]
+    free_slope: tuple[int, ...]
+    fixed_capability: Any  # (n_models,) anchor values where fixed, 0 elsewhere
+    fixed_difficulty: Any  # (n_benchmarks,)
+    fixed_slope: Any  # (n_benchmarks,)
+    anchor_benchmark: int | None
+    model_index: Any  # (n_rows,) int
+    benchmark_index: Any  # (n_rows,) int
+    replaces: ClassVar[tuple[str, ...]] = ("capability", "difficulty", "slope")
+
+    def sites(self):
+        d, p = _dist(), self.priors
+        out = {}
+        if self.anchor_benchmark is None:  # two anchored models: shift and stretch sampled
+            out["capability_mu"] = d.Normal(p.capability_loc, p.capability_loc_scale)
+            out["capability_tau"] = d.HalfNormal(p.capability_scale)
+        # Zero-sum z: mu_C is then the mean free capability, not a shift all z_m can mimic.
+        out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(len(self.free_capability),))
+        if self.anchor_benchmark is not None:
+            out["anchor_intercept"] = d.Normal(p.intercept_loc, p.intercept_scale)
+            out["anchor_slope_z"] = d.Normal(0.0, 1.0)
+        out["intercept"] = d.Normal(p.intercept_loc, p.intercept_scale).expand(
+            [len(self.free_difficulty)]).to_event(1)
+        out["slope_z"] = d.Normal(0.0, 1.0).expand([len(self.free_slope)]).to_event(1)
+        return out
+
+    def _per_benchmark_mean(self, values):
+        bi = jnp.asarray(self.benchmark_index)
+        total = jax.ops.segment_sum(values, bi, num_segments=self.n_benchmarks)
+        count = np.bincount(np.asarray(self.benchmark_index), minlength=self.n_benchmarks)
+        return total / np.maximum(count, 1)
+
+    def parameters(self, values):
+        p = self.priors
+        mi, bi = jnp.asarray(self.model_index), jnp.asarray(self.benchmark_index)
+        free_c = np.asarray(self.free_capability, dtype=int)
+        free_d = np.asarray(self.free_difficulty, dtype=int)
+        free_s = np.asarray(self.free_slope, dtype=int)
+        z_c = values["capability_z"]
+        dtype = jnp.result_type(z_c)
+        if self.anchor_benchmark is None:
+            mu_c, tau_c = values["capability_mu"], values["capability_tau"]
+        else:
+            # The anchored benchmark is sampled like any other (intercept beta_A, log slope
+            # eta_A); its fixed D_A, alpha_A then give the scale: alpha_A = exp(eta_A) / tau_C
+            # and D_A = mu_C + tau_C (zbar_A - beta_A / exp(eta_A)).
+            k = self.anchor_benchmark
+            alpha_a = self.fixed_slope[k]
+            d_a = self.fixed_difficulty[k]
+            tau_c = jnp.exp(p.log_slope_loc + p.log_slope_scale * values["anchor_slope_z"]) \
+                / alpha_a
+            # Every capability is free under a benchmark anchor, so z_c covers all models.
+            on_anchor = bi == k
+            z_bar_a = jnp.sum(jnp.where(on_anchor, z_c[mi], 0.0)) / jnp.sum(on_anchor)
+            mu_c = d_a - tau_c * z_bar_a + values["anchor_intercept"] / alpha_a
+        capability = jnp.asarray(self.fixed_capability, dtype).at[free_c].set(mu_c + tau_c * z_c)
+        # Standardised form: alpha_b (C_m - D_b) = exp(eta_b) (z_m - zbar_b) + beta_b.
+        slope = jnp.asarray(self.fixed_slope, dtype).at[free_s].set(
+            jnp.exp(p.log_slope_loc + p.log_slope_scale * values["slope_z"]) / tau_c)
+        z_bar = self._per_benchmark_mean(((capability - mu_c) / tau_c)[mi])
+        std_slope = (slope * tau_c)[free_d]  # exp(eta_b), or the anchor's alpha tau_C
+        difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
+            mu_c + tau_c * (z_bar[free_d] - values["intercept"] / std_slope))
+        return {"capability": capability, "difficulty": difficulty, "slope": slope,
+                "capability_mu": mu_c, "capability_tau": tau_c}
+
+
+class RosettaBayes(MeasurementModel):
+    """The Bayesian Rosetta model: ``score = sigmoid(alpha_b (C_m - D_b))`` with one of the
+    likelihoods of this module and the priors :class:`Priors`, sampled in the coordinates of
+    :class:`RosettaReparameterisation`.
+
+    Args:
+        anchor: :class:`BenchmarkAnchor` (default: Winogrande, D = 0, alpha = 1) or
+            :class:`ModelAnchor`; anchored entries are fixed, not sampled.
+        likelihood: :class:`NoisyGaussian` (default), :class:`NoisyBeta`,
+            :class:`~platinum_jax.models.Binomial` or :class:`ItemBetaBinomial`.
+        priors: :class:`Priors`.
+
+    The declared priors of ``capability``, ``difficulty`` and ``slope`` (wide normals) serve
+    point fits only; Bayesian fits sample the reparameterisation.
+    """
+
+    anchor: Anchor = BenchmarkAnchor()
+    likelihood: Likelihood = NoisyGaussian()
+    priors: Priors = Priors()
+    name: ClassVar[str] = "rosetta_bayes"
+
+    def subject_params(self):
+        return {"capability": Param(prior=_dist().Normal(0.0, 3.0), doc="capability C_m")}
+
+    def item_params(self):
+        d = _dist()
+        return {
+            "difficulty": Param(prior=d.Normal(0.0, 3.0), doc="difficulty D_b"),
+            "slope": Param(init=1.0, prior=d.Normal(1.0, 1.0), jitter=0.3, relative=True,
+                           doc="slope alpha_b"),
+        }
+
+    def mean(self, subject, item, glob):
+        z = item["slope"] * (subject["capability"] - item["difficulty"])
+        return jnp.clip(jax.nn.sigmoid(z), _MU_EPS, 1.0 - _MU_EPS)
+
+    def identify(self, table) -> Identification:
+        from .rosetta import Rosetta
+
+        ident = Rosetta(anchor=self.anchor).identify(table)
+        return Identification(subject=ident.subject, item=ident.item,
+                              description=ident.description)
+
+    def describe(self):
+        return {**super().describe(), "anchor": self.anchor.describe(),
+                "priors": dataclasses.asdict(self.priors)}
+
+    def reparameterise(self, table) -> RosettaReparameterisation:
+        ident = self.identify(table)
+        m, b = table.n_subjects, table.n_items
+
+        def split(fixed, n):
+            if fixed is None:
+                return tuple(range(n)), np.zeros(n)
+            return (tuple(int(i) for i in np.flatnonzero(~fixed.mask)),
+                    np.where(fixed.mask, fixed.values, 0.0))
+
+        free_c, fix_c = split(ident.subject.get("capability"), m)
+        free_d, fix_d = split(ident.item.get("difficulty"), b)
+        free_s, fix_s = split(ident.item.get("slope"), b)
+        anchor_k = None
+        if isinstance(self.anchor, BenchmarkAnchor):
+            anchor_k = int(table.items.get_loc(self.anchor.benchmark))
+        elif not isinstance(self.anchor, ModelAnchor):  # pragma: no cover - checked by identify
+            raise TypeError(f"anchor must be a BenchmarkAnchor or ModelAnchor, got {self.anchor!r}")
+        return RosettaReparameterisation(
+            priors=self.priors, n_models=m, n_benchmarks=b, free_capability=free_c,
+            free_difficulty=free_d, free_slope=free_s, fixed_capability=fix_c,
+            fixed_difficulty=fix_d, fixed_slope=fix_s, anchor_benchmark=anchor_k,
+            model_index=np.asarray(table.subject_index), benchmark_index=np.asarray(table.item_index))
