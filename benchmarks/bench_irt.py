@@ -235,6 +235,8 @@ def main():
     parser.add_argument("--peers", nargs="+", default=["girth", "py-irt"])
     parser.add_argument("--pyirt-max-cells", type=int, default=20_000,
                         help="run py-irt only up to this many subject x item cells")
+    parser.add_argument("--pyirt-complete-only", action="store_true",
+                        help="py-irt on the complete-data cases only")
     parser.add_argument("--no-3pl", action="store_true", help="skip the 3PL recovery rows")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per fit of ours")
     parser.add_argument("--peer-timeout", type=int, default=300,
@@ -294,6 +296,10 @@ def main():
                 print(f"{case:<28} {tool:<8} not run: {n_s * n_i:,} cells is over "
                       f"--pyirt-max-cells {args.pyirt_max_cells:,} (its SVI time grows with "
                       "the responses; it would not finish within the limit)")
+                continue
+            if tool == "py-irt" and args.pyirt_complete_only and miss > 0:
+                print(f"{case:<28} {tool:<8} not run: --pyirt-complete-only (to keep the run "
+                      "within the machine time available)")
                 continue
             limit = args.timeout if tool == "ours" else args.peer_timeout
             if tool != "ours":
