@@ -290,7 +290,7 @@ def main():
             tools.insert(1, "ours-map")
         for tool in tools:
             if tool == "py-irt" and model == "3pl":
-                print(f"{case:<28} {tool:<8} not run: py-irt 0.7.1 has no 3PL")
+                print(f"{case:<28} {tool:<8} not run: the 3PL row is ours and girth only")
                 continue
             if tool == "py-irt" and n_s * n_i > args.pyirt_max_cells:
                 print(f"{case:<28} {tool:<8} not run: {n_s * n_i:,} cells is over "
