@@ -9,10 +9,19 @@ For each size (subjects x items) and missing share, binary responses are drawn f
 * ``girth``: girth 0.8.0's marginal maximum likelihood (``onepl_mml``/``twopl_mml``), abilities
   by its ``ability_eap``;
 * ``py-irt``: py-irt 0.7.1's defaults (Pyro SVI, 2,000 epochs), run only up to
-  ``--pyirt-max-cells`` cells (its time grows with the responses: minutes at 200 x 100 here).
+  ``--pyirt-max-cells`` cells (its time grows with the responses: minutes at 200 x 100 here);
+* ``ours-map`` (with ``--map-models 1pl``): this package's joint MAP (Levenberg-Marquardt over
+  abilities and items together), to see whether joint estimation is adequate where every
+  subject answers many items.
+
+Every fit but ours runs under ``--peer-timeout`` seconds (ours under ``--timeout``); a fit that
+runs out is reported as stopped after that many seconds, not waited for.
 
 Each fit runs in its own process (so that peak memory is its own): wall time of the fit
-(``ours`` cold, i.e. with compilation, and warm, a second fit in the same process), peak
+(``ours`` cold, i.e. a fresh process with an empty persistent compilation cache, so with
+compilation; warm, a second fit in the same process; and cached, a second fresh process that
+finds the first one's compiled program in JAX's persistent cache, as repeated runs of a script
+would with ``jax_compilation_cache_dir`` set), peak
 resident memory of the process, and recovery against the truth: correlation and RMSE of the
 abilities, difficulties and discriminations after the linear alignment each tool needs
 (``theta_true ~ A theta_hat + B`` by least squares on the abilities, applied to every
@@ -20,10 +29,13 @@ parameter: ``b -> A b + B``, ``a -> a / A``). A 3PL on 3PL data (guessing 0.2) i
 ours and girth at the first size. Missing cells are passed to girth as its invalid-response
 code and to py-irt as NaN.
 
-The table goes to stdout, then one JSON line per (size, model):
+The table goes to stdout (with the load average of the machine at the start and the end, and
+each tool's count of non-finite estimates), then one JSON line per (size, model):
 ``{"name", "ours_s", "baseline_s", "ratio", "max_abs_diff"}`` with ``baseline_s`` the faster
 peer, ``ratio = baseline_s / ours_s`` (cold) and ``max_abs_diff`` the largest difference
-between our aligned difficulties and that peer's.
+between our aligned difficulties and that peer's (over the items both estimated finitely).
+When every peer was stopped at its limit, the line's name ends in ``_stopped`` and
+``baseline_s`` is the limit, so ``ratio`` is a lower bound and ``max_abs_diff`` is null.
 
     python benchmarks/bench_irt.py                       # 200 x 100, a few minutes
     python benchmarks/bench_irt.py --sizes 200x100 1000x500 5000x1000
@@ -58,15 +70,25 @@ def simulate(n_s, n_i, missing, seed, guessing=0.0):
     return y, mask, theta, b, a
 
 
+def _load():
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f}, {five:.2f}, {fifteen:.2f} (1, 5, 15 min)"
+
+
 def _peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 # ---------------------------------------------------------------------- workers
-def run_ours(model, y, mask):
+def run_ours(model, y, mask, method="marginal"):
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    if os.environ.get("BENCH_IRT_JAX_CACHE"):
+        # JAX's persistent compilation cache, every program stored (the bench's own folder).
+        jax.config.update("jax_compilation_cache_dir", os.environ["BENCH_IRT_JAX_CACHE"])
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     from platinum_jax.data import ResponseTable
     from platinum_jax.inference import fit
     from platinum_jax.models import OnePL, ThreePL, TwoPL
@@ -75,10 +97,10 @@ def run_ours(model, y, mask):
     cls = {"1pl": OnePL, "2pl": TwoPL, "3pl": ThreePL}[model]
     t0 = time.perf_counter()
     table = ResponseTable.from_arrays(s, i, y[s, i])
-    res = fit(cls(), table, method="marginal")
+    res = fit(cls(), table, method=method)
     cold = time.perf_counter() - t0
     t0 = time.perf_counter()
-    res = fit(cls(), ResponseTable.from_arrays(s, i, y[s, i]), method="marginal")
+    res = fit(cls(), ResponseTable.from_arrays(s, i, y[s, i]), method=method)
     warm = time.perf_counter() - t0
     items = res.items
     a = (items["discrimination"].to_numpy() if "discrimination" in items
@@ -89,6 +111,10 @@ def run_ours(model, y, mask):
     if model == "3pl":
         out["c"] = items["guessing"].to_numpy()
     return out
+
+
+def run_ours_map(model, y, mask):
+    return run_ours(model, y, mask, method="map")
 
 
 def run_girth(model, y, mask):
@@ -150,7 +176,8 @@ def run_pyirt(model, y, mask):
 def worker(args):
     guessing = 0.2 if args.model == "3pl" else 0.0
     y, mask, *_ = simulate(args.n_s, args.n_i, args.missing, args.seed, guessing)
-    fn = {"ours": run_ours, "girth": run_girth, "py-irt": run_pyirt}[args.tool]
+    fn = {"ours": run_ours, "ours-map": run_ours_map, "girth": run_girth,
+          "py-irt": run_pyirt}[args.tool]
     out = fn(args.model, y, mask)
     out["peak_mib"] = _peak_mib()
     np.savez(args.out, **{k: np.asarray(v) for k, v in out.items()})
@@ -179,19 +206,22 @@ def metrics(aligned, theta, b, a, model):
     return out
 
 
-def launch(tool, model, n_s, n_i, missing, seed, timeout):
+def launch(tool, model, n_s, n_i, missing, seed, timeout, cache=None):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    if cache is not None:
+        env["BENCH_IRT_JAX_CACHE"] = cache
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.npz"
         cmd = [sys.executable, __file__, "--worker", tool, model, str(n_s), str(n_i),
                str(missing), str(seed), str(out)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                  env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                                  env=env)
         except subprocess.TimeoutExpired:
-            return {"error": f"over the {timeout} s limit"}
+            return {"error": f"stopped after {timeout} s (the limit)", "stopped": timeout}
         if proc.returncode != 0 or not out.exists():
-            return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip()
-                    else f"exit {proc.returncode}"}
+            return {"error": "failed: " + (proc.stderr.strip().splitlines()[-1]
+                                           if proc.stderr.strip() else f"exit {proc.returncode}")}
         with np.load(out) as z:
             return {k: z[k] for k in z.files}
 
@@ -205,8 +235,16 @@ def main():
     parser.add_argument("--peers", nargs="+", default=["girth", "py-irt"])
     parser.add_argument("--pyirt-max-cells", type=int, default=20_000,
                         help="run py-irt only up to this many subject x item cells")
+    parser.add_argument("--pyirt-complete-only", action="store_true",
+                        help="py-irt on the complete-data cases only")
     parser.add_argument("--no-3pl", action="store_true", help="skip the 3PL recovery rows")
-    parser.add_argument("--timeout", type=int, default=1800, help="seconds per fit")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds per fit of ours")
+    parser.add_argument("--peer-timeout", type=int, default=300,
+                        help="seconds per fit of a peer (and of ours-map) before it is stopped")
+    parser.add_argument("--map-models", nargs="*", default=[],
+                        help="also fit these models by our joint MAP (ours-map), e.g. 1pl")
+    parser.add_argument("--map-complete-only", action="store_true",
+                        help="ours-map on the complete-data cases only")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--worker", nargs=7, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -227,11 +265,17 @@ def main():
         except ValueError:
             parser.error(f"--sizes takes SUBJECTSxITEMS such as 200x100 (got {s!r})")
         sizes.append((n_s, n_i))
-    print(f"# machine: {os.cpu_count()} CPU cores; python {sys.version.split()[0]}")
-    header = (f"{'case':<28} {'tool':<7} {'time_s':>8} {'peak_MiB':>9}  "
-              f"{'theta r/rmse':>14} {'b r/rmse':>14} {'a r/rmse':>14}")
+    for m in args.map_models:
+        if m not in ("1pl", "2pl"):
+            parser.error(f"--map-models takes 1pl and/or 2pl (got {m!r})")
+    print(f"# machine: {os.cpu_count()} CPU cores; python {sys.version.split()[0]}; "
+          f"load average at start {_load()}")
+    print(f"# limits: ours {args.timeout} s per fit, peers and ours-map {args.peer_timeout} s; "
+          f"py-irt up to {args.pyirt_max_cells:,} cells")
+    header = (f"{'case':<28} {'tool':<8} {'time_s':>8} {'peak_MiB':>9}  "
+              f"{'theta r/rmse':>14} {'b r/rmse':>14} {'a r/rmse':>14} {'non-finite':>11}")
     print(header)
-    json_lines = []
+    json_lines, failed = [], []
     runs = [(n_s, n_i, miss, model) for n_s, n_i in sizes for miss in args.missing
             for model in args.models]
     if not args.no_3pl:
@@ -240,40 +284,79 @@ def main():
         guessing = 0.2 if model == "3pl" else 0.0
         _, _, theta, b, a = simulate(n_s, n_i, miss, args.seed, guessing)
         case = f"{model}_{n_s}x{n_i}_{'complete' if miss == 0 else f'{miss:.0%}missing'}"
-        results = {}
-        for tool in ["ours", *args.peers]:
-            if tool == "py-irt" and (n_s * n_i > args.pyirt_max_cells or model == "3pl"):
+        results, stopped = {}, {}
+        tools = ["ours", *args.peers]
+        if model in args.map_models and not (args.map_complete_only and miss > 0):
+            tools.insert(1, "ours-map")
+        for tool in tools:
+            if tool == "py-irt" and model == "3pl":
+                print(f"{case:<28} {tool:<8} not run: the 3PL row is ours and girth only")
                 continue
-            res = launch(tool, model, n_s, n_i, miss, args.seed, args.timeout)
+            if tool == "py-irt" and n_s * n_i > args.pyirt_max_cells:
+                print(f"{case:<28} {tool:<8} not run: {n_s * n_i:,} cells is over "
+                      f"--pyirt-max-cells {args.pyirt_max_cells:,} (its SVI time grows with "
+                      "the responses; it would not finish within the limit)")
+                continue
+            if tool == "py-irt" and args.pyirt_complete_only and miss > 0:
+                print(f"{case:<28} {tool:<8} not run: --pyirt-complete-only (to keep the run "
+                      "within the machine time available)")
+                continue
+            limit = args.timeout if tool == "ours" else args.peer_timeout
+            if tool != "ours":
+                res = launch(tool, model, n_s, n_i, miss, args.seed, limit)
+            else:
+                # Cold: a fresh process with an empty persistent compilation cache; then a
+                # second fresh process that finds the first one's compiled program there.
+                with tempfile.TemporaryDirectory() as cache:
+                    res = launch(tool, model, n_s, n_i, miss, args.seed, limit, cache)
+                    if "error" not in res:
+                        again = launch(tool, model, n_s, n_i, miss, args.seed, limit, cache)
+                        if "error" not in again:
+                            res["cached_seconds"] = again["seconds"]
             if "error" in res:
-                print(f"{case:<28} {tool:<7} failed: {res['error']}")
+                print(f"{case:<28} {tool:<8} {res['error']}")
+                if tool == "ours":
+                    failed.append(case)
+                if "stopped" in res:
+                    stopped[tool] = float(res["stopped"])
                 continue
             aligned = align(res, theta, b, a)
             m = metrics(aligned, theta, b, a, model)
             results[tool] = (res, aligned, m)
             cells = [f"{m[k]['corr']:.3f}/{m[k]['rmse']:.3f}" if k in m else "-"
                      for k in ("theta", "b", "a")]
-            nan = sum(v["n_nan"] for v in m.values())
-            extra = f"  ({nan} non-finite)" if nan else ""
-            warm = f" warm {float(res['warm_seconds']):.2f}" if "warm_seconds" in res else ""
-            print(f"{case:<28} {tool:<7} {float(res['seconds']):8.2f} "
+            nan = "/".join(str(m[k]["n_nan"]) for k in ("theta", "b", "a") if k in m)
+            warm = f"  warm {float(res['warm_seconds']):.2f}" if "warm_seconds" in res else ""
+            if "cached_seconds" in res:
+                warm += f"  cached {float(res['cached_seconds']):.2f}"
+            print(f"{case:<28} {tool:<8} {float(res['seconds']):8.2f} "
                   f"{float(res['peak_mib']):9.0f}  {cells[0]:>14} {cells[1]:>14} "
-                  f"{cells[2]:>14}{extra}{warm}")
+                  f"{cells[2]:>14} {nan:>11}{warm}", flush=True)
             if model == "3pl" and "c" in res:
                 c = res["c"]
-                print(f"{'':<28} {tool:<7} guessing: mean {np.mean(c):.3f} (truth 0.2), "
+                print(f"{'':<28} {tool:<8} guessing: mean {np.mean(c):.3f} (truth 0.2), "
                       f"RMSE {np.sqrt(np.mean((c - 0.2) ** 2)):.3f}")
-        peers = [t for t in results if t != "ours"]
+        peers = [t for t in results if t not in ("ours", "ours-map")]
         if "ours" in results and peers:
             fastest = min(peers, key=lambda t: float(results[t][0]["seconds"]))
             ours_s = float(results["ours"][0]["seconds"])
             base_s = float(results[fastest][0]["seconds"])
-            diff = float(np.nanmax(np.abs(results["ours"][1][1] - results[fastest][1][1])))
+            gap = np.abs(results["ours"][1][1] - results[fastest][1][1])
+            diff = float(np.max(gap[np.isfinite(gap)])) if np.isfinite(gap).any() else None
             json_lines.append({"name": f"{case}_vs_{fastest}", "ours_s": ours_s,
                                "baseline_s": base_s, "ratio": base_s / ours_s,
                                "max_abs_diff": diff})
+        elif "ours" in results and any(t in stopped for t in args.peers):
+            ours_s = float(results["ours"][0]["seconds"])
+            first = min((t for t in args.peers if t in stopped), key=stopped.get)
+            json_lines.append({"name": f"{case}_vs_{first}_stopped", "ours_s": ours_s,
+                               "baseline_s": stopped[first],
+                               "ratio": stopped[first] / ours_s, "max_abs_diff": None})
+    print(f"# load average at end {_load()}")
     for row in json_lines:
         print(json.dumps(row))
+    if failed:
+        sys.exit(f"our fit failed or ran out of time in {', '.join(failed)}")
 
 
 if __name__ == "__main__":

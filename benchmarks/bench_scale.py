@@ -133,7 +133,7 @@ def main():
                 print(f"girth twopl_mml      failed: {err.stderr.decode()[-300:]}")
     print(json.dumps({"name": f"2pl_marginal_{y.size}", "ours_s": ours, "baseline_s": base,
                       "ratio": None if base is None else base / ours,
-                      "max_abs_diff": diff}))
+                      "max_abs_diff": None if base is None else diff}))
 
 
 if __name__ == "__main__":
