@@ -84,9 +84,15 @@ def gauss_newton_system(
     global; it is set to its optimum ``mean(C, D)`` and profiled out (Schur complement), which
     is exactly the curvature of the centred penalty.
     """
+    _warn("gauss_newton_system")
+    return _system(theta, layout, model_index, benchmark_index, scores, weights, l2, link=link,
+                   newton=newton)
+
+
+@functools.partial(jax.jit, static_argnames=("layout", "link", "newton"))
+def _system(theta, layout, model_index, benchmark_index, scores, weights, l2, *, link, newton):
     from platinum_jax.inference import gauss_newton_system as engine_system
 
-    _warn("gauss_newton_system")
     problem = _problem(layout, link)
     th = to_engine_blocks(layout, theta)
     sys = engine_system(problem, th, _data(model_index, benchmark_index, scores, weights,
