@@ -239,6 +239,7 @@ def test_model_anchor_fit_matches_paper_convention_in_scipy():
     np.testing.assert_allclose(fit.benchmarks["slope"], ref.x[9:], atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("newton", [False, True])
 def test_structured_system_matches_autodiff(newton):
     table, _ = synthetic_score_table(seed=8, n_models=10, n_benchmarks=4, density=0.8)
@@ -271,31 +272,63 @@ def test_structured_system_matches_autodiff(newton):
         np.testing.assert_allclose(hess, jac.T @ jac, atol=1e-10)
 
 
+@pytest.mark.parametrize("eliminate", ["subjects", "items"])
 @pytest.mark.parametrize(
     "anchor", [BenchmarkAnchor("bench_01", 0.5, 1.5), ModelAnchor(("model_001", "model_004"), (0.0, 1.0))]
 )
-def test_structured_step_equals_dense_solve(anchor):
-    from platinum_jax.stitching._lm import _structured_solve, structured_system
+def test_engine_structured_step_equals_dense_solve(anchor, eliminate):
+    """The engine's Schur-complement step on the Rosetta model equals a dense NumPy solve of
+    (J^T J + penalty Hessian + mu I) d = g over the free entries (J, g and the penalty Hessian
+    by autodiff of the flat objective)."""
+    from platinum_jax.inference import Data, Problem, Theta
+    from platinum_jax.inference import gauss_newton_system as engine_system
+    from platinum_jax.inference._map import _solve
+    from platinum_jax.stitching._engine import response_table, rosetta_model
 
     table, _ = synthetic_score_table(seed=8, n_models=10, n_benchmarks=4, density=0.8)
-    layout = ParameterLayout.from_table(table, anchor)
+    problem = Problem(rosetta_model(anchor, 0.2, "sigmoid"), response_table(table))
+    problem.eliminate = eliminate
     rng = np.random.default_rng(6)
-    theta = jnp.asarray(layout.initial() + 0.3 * rng.normal(size=layout.n_free))
-    w = jnp.asarray(rng.integers(0, 3, table.n_scores).astype(float))
-    args = (theta, layout, table.model_index, table.benchmark_index, table.scores, w, 0.2)
-    _, grad, hess = jax.jit(gauss_newton_system, static_argnums=1)(*args)
-    dense = np.linalg.solve(np.asarray(hess) + 0.01 * np.eye(layout.n_free), np.asarray(grad))
+    start = problem.start()
+    free = [np.asarray(f) for f in (problem.free_S, problem.free_I, problem.free_G)]
+    theta = Theta(*(np.where(f, np.asarray(t) + 0.3 * rng.normal(size=f.shape), np.asarray(t))
+                    for t, f in zip(start, free, strict=True)))
+    theta = Theta(*(jnp.asarray(t) for t in theta))
+    w = rng.integers(0, 3, table.n_scores).astype(float)
+    y = np.asarray(table.scores)
+    data = Data(jnp.asarray(table.model_index), jnp.asarray(table.benchmark_index),
+                jnp.asarray(y), jnp.ones(len(y)), jnp.asarray(w))
+    mu = 0.01
+    masks = tuple(jnp.asarray(f, float) for f in free)
+    steps, ok = jax.jit(lambda th, d: _solve(engine_system(problem, th, d), mu, masks,
+                                             eliminate))(theta, data)
+    assert bool(ok)
 
-    def structured_step(*a):
-        _, grad_full, blocks = structured_system(*a)
-        return grad_full, _structured_solve(blocks, grad_full, 0.01)
+    shapes = [t.shape for t in theta]
+    sizes = [int(np.prod(sh)) for sh in shapes]
 
-    grad_full, step = jax.jit(structured_step, static_argnums=1)(*args)
-    free = np.concatenate([ix + off for ix, off in zip(layout.free_positions(), (0, 10, 14), strict=True)])
-    np.testing.assert_allclose(np.asarray(grad_full)[free], grad, atol=1e-12)
-    step = np.asarray(step)
-    np.testing.assert_allclose(step[free], dense, rtol=1e-8, atol=1e-10)
-    assert np.all(step[np.setdiff1d(np.arange(18), free)] == 0)
+    def unflat(x):
+        parts = np.split(np.arange(sum(sizes)), np.cumsum(sizes)[:-1])
+        return Theta(*(x[p].reshape(sh) for p, sh in zip(parts, shapes, strict=True)))
+
+    def residuals(x):
+        th = unflat(x)
+        pred = problem.predict(th, data.subject_index, data.item_index)
+        return jnp.sqrt(data.weight) * (pred - data.response)
+
+    def penalty(x):
+        return problem.objective(unflat(x), Data(*(a[:0] for a in (
+            data.subject_index, data.item_index, data.response, data.trials, data.weight))))
+
+    x0 = jnp.concatenate([t.ravel() for t in theta])
+    jac = np.asarray(jax.jit(jax.jacfwd(residuals))(x0))
+    hess = jac.T @ jac + np.asarray(jax.jit(jax.hessian(penalty))(x0))
+    grad = np.asarray(jax.jit(jax.grad(lambda x: problem.objective(unflat(x), data)))(x0))
+    idx = np.flatnonzero(np.concatenate([f.ravel() for f in free]))
+    dense = np.linalg.solve(hess[np.ix_(idx, idx)] + mu * np.eye(idx.size), grad[idx])
+    step = np.concatenate([np.asarray(s).ravel() for s in steps])
+    np.testing.assert_allclose(step[idx], dense, rtol=1e-8, atol=1e-10)
+    assert np.all(step[np.setdiff1d(np.arange(step.size), idx)] == 0)
 
 
 # ---------------------------------------------------------------------- synthetic truth

@@ -215,13 +215,12 @@ def scan_breakpoints(x, y, valid, first, threshold, min_r2, n_breakpoints, min_p
             jnp.where(detected, r2[i], nan))
 
 
-def _aligned_frontier(theta, truth, mi, weight, n_models):
+def _aligned_frontier(caps, truth, mi, weight, n_models):
     """Capabilities of models with data, mapped onto the true scale (least squares), and their
     running maximum over release order; plus the has-data mask."""
     has = jax.ops.segment_sum(weight, mi, num_segments=n_models) > 0
-    est = theta[:n_models]
-    slope, icpt = _line(est, truth, has.astype(theta.dtype))
-    aligned = slope * est + icpt
+    slope, icpt = _line(caps, truth, has.astype(caps.dtype))
+    aligned = slope * caps + icpt
     return jax.lax.cummax(jnp.where(has, aligned, -jnp.inf)), has
 
 
@@ -231,18 +230,35 @@ def _solver(max_steps):
     return {"max_steps": max_steps, "gtol": 1e-7, "xtol": 1e-9, "ftol": 1e-10}
 
 
-def _paper_l2(l2, weight, mi, n_models, n_benchmarks):
-    """L2 strength that makes our penalty the paper's: it sums C^2 over the models with data only
-    (models without scores sit at C = 0 and add nothing) and divides by their number plus 2B,
-    where our objective divides by all M + 2B - 1."""
+def _paper_penalty_scale(weight, mi, n_models, n_benchmarks):
+    """Factor on the L2 strength that makes our penalty the paper's: it sums C^2 over the models
+    with data only (models without scores sit at C = 0 and add nothing) and divides by their
+    number plus 2B, where our objective divides by all M + 2B - 1."""
     n_data = jnp.sum(jax.ops.segment_sum(weight, mi, num_segments=n_models) > 0)
-    return l2 * (n_models + 2 * n_benchmarks - 1) / (n_data + 2 * n_benchmarks)
+    return (n_models + 2 * n_benchmarks - 1) / (n_data + 2 * n_benchmarks)
 
 
-def _layout(n_models, n_benchmarks):
+def _problem(n_models, n_benchmarks, l2):
+    """The Rosetta model of a world for the measurement engine, with no anchor: the L2 term
+    fixes the scale (and its strength is scaled per fit, :func:`_paper_penalty_scale`)."""
     from platinum_jax.stitching import ParameterLayout
+    from platinum_jax.stitching._engine import layout_problem
 
-    return ParameterLayout(n_models, n_benchmarks)  # no anchor: the L2 term fixes the scale
+    return layout_problem(ParameterLayout(n_models, n_benchmarks), l2)
+
+
+def _refit(problem, theta, mi, bi, y, w, max_steps):
+    """One warm-started engine refit of the world's scores weighted by ``w``."""
+    from platinum_jax.inference import Data, solve_map
+
+    scale = _paper_penalty_scale(w, mi, problem.info.n_subjects, problem.info.n_items)
+    res = solve_map(problem, theta, Data(mi, bi, y, jnp.ones_like(y), w), penalty_scale=scale,
+                    **_solver(max_steps))
+    return res.theta, res.converged
+
+
+def _start(problem, dtype):
+    return jax.tree_util.tree_map(lambda a: jnp.asarray(a, dtype), problem.start())
 
 
 def first_detection(key, cfg: PaperWorldConfig, factor, noise, threshold, capacity, max_steps=200):
@@ -251,13 +267,11 @@ def first_detection(key, cfg: PaperWorldConfig, factor, noise, threshold, capaci
     Returns ``(detected, detection_year, breakpoint, ratio, r2, n_checkpoints, converged)``;
     ``detection_year`` is NaN when nothing is found within ``cfg.search_years`` of ``t_a``.
     """
-    from platinum_jax.stitching import fit_theta
-
     m, b = cfg.n_models, cfg.n_benchmarks
     t, cap, scores, observed = _generate(key, cfg, m, b, cfg.start, cfg.start + cfg.years,
                                          factor, noise)
     mi, bi, y, w_obs = _compact(scores, observed, capacity)
-    layout = _layout(m, b)
+    problem = _problem(m, b, cfg.l2)
     t_a = jnp.asarray(cfg.acceleration_start, t.dtype)
     horizon = t_a + cfg.search_years
     k0 = jnp.searchsorted(t, t_a, side="right")
@@ -271,16 +285,15 @@ def first_detection(key, cfg: PaperWorldConfig, factor, noise, threshold, capaci
         k, _, _, _, _, _, theta, n_chk, conv = state
         released = t <= t[k]
         w = w_obs * released[mi]
-        l2 = _paper_l2(cfg.l2, w, mi, m, b)
-        theta, _, ok = fit_theta(theta, layout, mi, bi, y, w, l2, **_solver(max_steps))
-        front, has = _aligned_frontier(theta, cap, mi, w, m)
+        theta, ok = _refit(problem, theta, mi, bi, y, w, max_steps)
+        front, has = _aligned_frontier(theta.subjects[:, 0], cap, mi, w, m)
         found, bp, ratio, r2 = scan_breakpoints(
             t, front, has, t_a, threshold, cfg.min_r2, cfg.n_breakpoints, cfg.min_points_after
         )
         return (k + 1, found, jnp.where(found, t[k], nan), bp, ratio, r2, theta, n_chk + 1,
                 conv & ok)
 
-    init = (k0, jnp.asarray(False), nan, nan, nan, nan, layout.initial(t.dtype),
+    init = (k0, jnp.asarray(False), nan, nan, nan, nan, _start(problem, t.dtype),
             jnp.asarray(0, jnp.int32), jnp.asarray(True))
     _, found, when, bp, ratio, r2, _, n_chk, conv = jax.lax.while_loop(pending, step, init)
     return found, when, bp, ratio, r2, n_chk, conv
@@ -293,17 +306,14 @@ def false_positive_flags(key, cfg: PaperWorldConfig, window, noise, threshold, c
 
     Returns ``(flagged, breakpoint, ratio, r2, converged)``.
     """
-    from platinum_jax.stitching import fit_theta
-
     m, b = cfg.fp_models, cfg.fp_benchmarks
     t_a = cfg.acceleration_start
     t, cap, scores, observed = _generate(key, cfg, m, b, t_a - cfg.fp_lead, t_a + window, 1.0,
                                          noise)
     mi, bi, y, w = _compact(scores, observed, capacity)
-    layout = _layout(m, b)
-    theta, _, conv = fit_theta(layout.initial(t.dtype), layout, mi, bi, y, w,
-                               _paper_l2(cfg.l2, w, mi, m, b), **_solver(max_steps))
-    front, has = _aligned_frontier(theta, cap, mi, w, m)
+    problem = _problem(m, b, cfg.l2)
+    theta, conv = _refit(problem, _start(problem, t.dtype), mi, bi, y, w, max_steps)
+    front, has = _aligned_frontier(theta.subjects[:, 0], cap, mi, w, m)
     flagged, bp, ratio, r2 = scan_breakpoints(
         t, front, has, jnp.asarray(t_a, t.dtype), threshold, cfg.min_r2, cfg.n_breakpoints,
         cfg.min_points_after,

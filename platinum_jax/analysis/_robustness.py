@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
@@ -113,13 +112,23 @@ def anchor_robustness(
     )
 
 
-def _masked_solver(layout, max_steps):
-    from platinum_jax.stitching import fit_theta
+def _masked_refits(table, base, l2, weights, max_steps):
+    """Refits of the Rosetta model on ``table``, one per row of ``weights`` (R, N), started at
+    ``base``: one vmapped call of the measurement engine's solver. Returns capabilities (R, M),
+    objectives and convergence flags."""
+    import dataclasses
 
-    def one(w, theta0, mi, bi, y, l2):
-        return fit_theta(theta0, layout, mi, bi, y, w, l2, max_steps=max_steps)
+    from platinum_jax.inference import Problem, map_solver
+    from platinum_jax.stitching._engine import response_table, rosetta_model, to_engine_theta
 
-    return jax.jit(jax.vmap(one, in_axes=(0, None, None, None, None, None)))
+    problem = Problem(rosetta_model(base.anchor, l2, base.link), response_table(table))
+    start = to_engine_theta(base.layout, base.theta)
+    start = type(start)(*(jnp.asarray(t, problem.dtype) for t in start))
+    data = problem.data()
+    solve = map_solver(problem, batched="data", max_steps=int(max_steps))
+    res = solve(start, dataclasses.replace(data, weight=jnp.asarray(weights, problem.dtype)))
+    return np.asarray(res.theta.subjects[..., 0]), np.asarray(res.objective), \
+        np.asarray(res.converged)
 
 
 def leave_benchmarks_out(
@@ -161,12 +170,7 @@ def leave_benchmarks_out(
         bidx = np.asarray(table.benchmark_index)
         pos = np.array([table.benchmarks.index(n) for n in names])
         weights = (bidx[None, :] != pos[:, None]).astype(np.float64)
-        solve = _masked_solver(base.layout, int(max_steps))
-        theta, cost, conv = solve(
-            jnp.asarray(weights), jnp.asarray(base.theta), jnp.asarray(table.model_index),
-            jnp.asarray(bidx), jnp.asarray(table.scores), float(l2)
-        )
-        all_c = np.asarray(jax.vmap(lambda t: base.layout.unpack(t).capability)(theta))
+        all_c, cost, conv = _masked_refits(table, base, float(l2), weights, max_steps)
         models = pd.Index(table.models, name="model")
         for i, n in enumerate(names):
             # models scored only on the left-out benchmark have no data left: drop them

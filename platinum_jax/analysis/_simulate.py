@@ -24,7 +24,8 @@ from a model's level are rarely run), and the score is
 so ``noise`` multiplies a baseline measurement noise (the paper varies it over 0.5x-4x).
 
 At each observation date T only models released by T count: the stitching model is refitted
-with :func:`platinum_jax.stitching.fit_theta` (weights 0 mask unreleased models' scores, so
+by the measurement engine (:func:`platinum_jax.inference.solve_map` on the Rosetta model;
+weights 0 mask unreleased models' scores, so
 every replicate and date has the same static shapes and runs under ``vmap``), the frontier at
 release is taken from the refitted capabilities, and the one-breakpoint fit flags an
 acceleration when the slope ratio passes ``threshold``.
@@ -172,25 +173,33 @@ def _layout(config: WorldConfig):
     )
 
 
+def _problem(config: WorldConfig):
+    # The Rosetta model of a world for the measurement engine (benchmark 0 fixed, plain L2).
+    from platinum_jax.stitching._engine import layout_problem
+
+    return layout_problem(_layout(config), config.l2)
+
+
 def refit_world(
     world: dict[str, Array], config: WorldConfig, obs_year: Float[Array, ""], max_steps: int = 200
 ) -> tuple[Float[Array, " M"], Float[Array, ""]]:
     """Stitching refit of a world with the scores known at ``obs_year`` (pure; vmappable).
 
-    Scores of models released after ``obs_year`` get weight 0, so shapes never change.
+    Scores of models released after ``obs_year`` get weight 0, so shapes never change; the
+    refit is the measurement engine's MAP solver
+    (:func:`platinum_jax.inference.solve_map`) on the Rosetta model.
     Returns (capabilities (M,), converged); unreleased models' entries are meaningless.
     """
-    from platinum_jax.stitching import fit_theta
+    from platinum_jax.inference import Data, solve_map
 
-    layout = _layout(config)
+    problem = _problem(config)
     released = world["year"] <= obs_year
-    w = (world["observed"] & released[world["model_index"]]).astype(world["scores"].dtype)
-    theta0 = layout.initial(world["scores"].dtype)
-    theta, _, converged = fit_theta(
-        theta0, layout, world["model_index"], world["benchmark_index"], world["scores"], w,
-        config.l2, max_steps=max_steps,
-    )
-    return layout.unpack(theta).capability, converged
+    y = world["scores"]
+    w = (world["observed"] & released[world["model_index"]]).astype(y.dtype)
+    data = Data(world["model_index"], world["benchmark_index"], y, jnp.ones_like(y), w)
+    start = jax.tree_util.tree_map(lambda a: jnp.asarray(a, y.dtype), problem.start())
+    res = solve_map(problem, start, data, max_steps=max_steps)
+    return res.theta.subjects[:, 0], res.converged
 
 
 def _detect_at(world, obs_year, taus, threshold, config, min_side, top_n, max_steps):

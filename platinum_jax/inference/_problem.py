@@ -294,16 +294,16 @@ class Problem:
         # (a hierarchical prior may be centred on one of them).
         return self.glob.unflatten(g)
 
-    def objective(self, theta: Theta, data: Data):
-        """``sum_rows w * loss + penalties`` (what MAP minimises)."""
+    def objective(self, theta: Theta, data: Data, penalty_scale=1.0):
+        """``sum_rows w * loss + penalty_scale * penalties`` (what MAP minimises)."""
         S, I, G = theta  # noqa: E741
         rows = jax.vmap(self.row_loss, in_axes=(0, 0, None, 0, 0, 0))(
             S[data.subject_index], I[data.item_index], G, data.response, data.trials, data.se
         )
         pen_s = jax.vmap(self.subject_penalty, in_axes=(0, 0, None))(S, self.free_S, G)
         pen_i = jax.vmap(self.item_penalty, in_axes=(0, 0, None))(I, self.free_I, G)
-        return jnp.sum(data.weight * rows) + jnp.sum(pen_s) + jnp.sum(pen_i) + \
-            self.global_penalty(G)
+        return jnp.sum(data.weight * rows) + penalty_scale * (
+            jnp.sum(pen_s) + jnp.sum(pen_i) + self.global_penalty(G))
 
     def pointwise_log_lik(self, theta: Theta, data: Data):
         S, I, G = theta  # noqa: E741

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
     from ._cv import cross_validate, kfold_assignments
+    from ._deprecated import LMResult, fit_theta, gauss_newton_system, solve_stitching
     from ._epoch import (
         read_benchmark_info,
         read_distilled_models,
@@ -25,7 +26,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
         read_model_compute,
     )
     from ._fit import StitchingFit, fit_stitching
-    from ._lm import LMResult, fit_theta, gauss_newton_system, solve_stitching
     from ._model import (
         BenchmarkAnchor,
         ModelAnchor,
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
 _EXPORTS = {
     "BenchmarkAnchor": "_model",
     "BootstrapResult": "_uncertainty",
-    "LMResult": "_lm",
+    "LMResult": "_deprecated",
     "ModelAnchor": "_model",
     "ParameterLayout": "_model",
     "ScoreTable": "_table",
@@ -67,8 +67,8 @@ _EXPORTS = {
     "by_kind": "_uncertainty",
     "cross_validate": "_cv",
     "fit_stitching": "_fit",
-    "fit_theta": "_lm",
-    "gauss_newton_system": "_lm",
+    "fit_theta": "_deprecated",
+    "gauss_newton_system": "_deprecated",
     "kfold_assignments": "_cv",
     "laplace": "_uncertainty",
     "objective_hessian": "_uncertainty",
@@ -81,7 +81,7 @@ _EXPORTS = {
     "read_metr_horizons": "_epoch",
     "read_model_compute": "_epoch",
     "sensitivity": "_uncertainty",
-    "solve_stitching": "_lm",
+    "solve_stitching": "_deprecated",
     "stitching_cost": "_model",
     "stitching_residuals": "_model",
     "synthetic_score_table": "_synthetic",

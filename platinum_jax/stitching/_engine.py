@@ -17,17 +17,20 @@ from platinum_jax.data import ResponseTable
 from platinum_jax.inference import Theta
 from platinum_jax.models import Rosetta
 
-from ._model import Anchor, ParameterLayout, StitchingParams
+from ._model import Anchor, BenchmarkAnchor, ParameterLayout, StitchingParams
 from ._table import ScoreTable
 
 __all__ = [
+    "capability_of",
     "engine_problem",
     "from_engine_theta",
     "layout_batch",
     "layout_entries",
+    "layout_problem",
     "response_table",
     "rosetta_model",
     "to_engine_theta",
+    "to_engine_blocks",
 ]
 
 
@@ -116,3 +119,64 @@ def layout_batch(layout: ParameterLayout, subjects, items) -> np.ndarray:
     free_c, free_d, free_a = layout.free_positions()
     s, i = np.asarray(subjects), np.asarray(items)
     return np.concatenate([s[:, free_c, 0], i[:, free_d, 0], i[:, free_a, 1]], axis=1)
+
+
+def layout_problem(layout: ParameterLayout, l2: float = 0.1, link: str = "sigmoid"):
+    """The engine's Rosetta :class:`~platinum_jax.inference.Problem` for arrays laid out as
+    ``layout`` says (``M`` models, ``B`` benchmarks, its fixed entries and penalty).
+
+    For array-level refits (the analyses' vmapped refits over weights, data, starts and L2
+    strengths): the problem knows only the sizes, so its rows come in as
+    :class:`~platinum_jax.inference.Data` at solve time. The L2 term is the layout's: centred on
+    the best common shift of C and D when ``layout.center_penalty`` (the engine's free global
+    ``shift``), plain otherwise (``shift`` fixed at 0), normalised by
+    :func:`~platinum_jax.stitching._model.regularisation_denominator`; a layout with no fixed
+    entry at all (the scale held by the penalty alone) is allowed.
+    """
+    from platinum_jax.inference import Problem
+    from platinum_jax.models import Fixed, Identification
+
+    from ._model import regularisation_denominator
+
+    m, b = layout.n_models, layout.n_benchmarks
+    # A placeholder table (every pair once) gives the problem its sizes; responses are dummies.
+    table = ResponseTable.from_arrays(np.repeat(np.arange(m), b), np.tile(np.arange(b), m),
+                                      np.full(m * b, 0.5), name="a stitching layout")
+
+    def fixed(n, positions, values):
+        mask, vals = np.zeros((n, 1), bool), np.zeros((n, 1))
+        mask[list(positions), 0] = True
+        vals[list(positions), 0] = values
+        return mask, vals
+
+    mc, vc = fixed(m, layout.fixed_capability, layout.fixed_capability_values)
+    md, vd = fixed(b, layout.fixed_difficulty, layout.fixed_difficulty_values)
+    ma, va = fixed(b, layout.fixed_slope, layout.fixed_slope_values)
+    ident = Identification(
+        subject={"capability": Fixed(mc[:, 0], vc[:, 0])},
+        item={"difficulty": Fixed(md[:, 0], vd[:, 0]), "slope": Fixed(ma[:, 0], va[:, 0])},
+        glob={} if layout.center_penalty else {"shift": Fixed(np.ones((), bool), np.zeros(()))},
+        description="fixed entries of a stitching parameter layout",
+    )
+    # The model divides lambda by M + 2B - 1 (its benchmark-anchor count); rescale lambda so
+    # the penalty is divided by the layout's own count instead.
+    model = rosetta_model(BenchmarkAnchor(), float(l2) * (m + 2 * b - 1)
+                          / regularisation_denominator(layout), link)
+    return Problem(model, table, identification=ident, validate=False)
+
+
+def to_engine_blocks(layout: ParameterLayout, theta) -> Theta:
+    """Stitching vector ``(P,)`` -> engine raw blocks (jittable: the traced counterpart of
+    :func:`to_engine_theta`, with the penalty centre at its optimum, the mean of C and D)."""
+    import jax.numpy as jnp
+
+    p = layout.unpack(jnp.asarray(theta))
+    cd = jnp.concatenate([p.capability, p.difficulty])
+    shift = jnp.mean(cd) if layout.center_penalty else jnp.zeros((), cd.dtype)
+    return Theta(p.capability[:, None], jnp.stack([p.difficulty, p.slope], axis=1),
+                 shift[None])
+
+
+def capability_of(theta: Theta):
+    """Capabilities ``C_m`` (M,) from engine raw blocks (batched blocks give ``(..., M)``)."""
+    return theta.subjects[..., 0]
