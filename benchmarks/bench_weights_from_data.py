@@ -18,7 +18,11 @@ NumPy's on the same draws), plus case-specific figures:
   posterior is calibrated).  The same figures with the suffix ``_single_noise`` are those of
   the plain Gaussian fit with one noise level for all benchmarks (what the intervals were
   before); in ``corr`` worlds the suffix ``_rank1`` gives them with the residual correlation's
-  rank set to the world's 1 instead of chosen by BIC.  ``ours_s`` is the time
+  rank set to the world's 1 instead of chosen by BIC.  With ``--subject-bootstrap R`` the
+  suffix ``_subject_bootstrap`` gives them for :func:`platinum_jax.design.bootstrap_subjects`
+  (``R`` replicates resampling the models, each refitting the per-benchmark noise weights, the
+  noise variances and the residual factor; percentile intervals), with its time as
+  ``subject_bootstrap_s``.  ``ours_s`` is the time
   of the decisions over all draws (v*, flags, welfare at five ``r``; the fit and the primitives
   are timed apart as ``fit_s`` and ``primitives_s``); the baseline is a dense NumPy
   ``solve(M + rΣ, Mw)`` per draw at the one ``r`` on the same primitives.
@@ -53,6 +57,7 @@ import scipy.linalg as sla  # noqa: E402
 from platinum_jax import optimal_weights, welfare  # noqa: E402
 from platinum_jax.data import ResponseTable  # noqa: E402
 from platinum_jax.design import (  # noqa: E402
+    bootstrap_subjects,
     decisions_per_draw,
     fit_heteroscedastic,
     posterior_decisions,
@@ -86,7 +91,7 @@ def _check(world, post, w, r):
             "z_mean": float(z.mean()), "z_sd": float(z.std())}
 
 
-def world_case(kind: str, seed: int, draws: int, r: float = 1.0) -> dict:
+def world_case(kind: str, seed: int, draws: int, r: float = 1.0, replicates: int = 0) -> dict:
     world = weights_world(shared=0.0 if kind == "diag" else 0.03, seed=seed)
     table = ResponseTable.from_frame(world.scores)
     model = Rosetta(anchor=BenchmarkAnchor("b000"), likelihood=Gaussian())
@@ -120,6 +125,13 @@ def world_case(kind: str, seed: int, draws: int, r: float = 1.0) -> dict:
     if kind == "corr":  # the rank the world has, given rather than chosen by BIC
         given = posterior_decisions(primitives_from_fit(result, w, seed=seed, residual_rank=1), r)
         row.update({f"{k}_rank1": v for k, v in _check(world, given, w, r).items()})
+    if replicates:
+        t0 = time.perf_counter()
+        boot = bootstrap_subjects(model, table, w, replicates=replicates, seed=seed)
+        row["subject_bootstrap_s"] = time.perf_counter() - t0
+        row["subject_bootstrap_converged"] = boot.notes["replicates_converged"]
+        row.update({f"{k}_subject_bootstrap": v
+                    for k, v in _check(world, posterior_decisions(boot, r), w, r).items()})
     return row
 
 
@@ -180,6 +192,9 @@ def main() -> int:
     parser.add_argument("--draws", type=int, default=1000, help="Laplace draws per world")
     parser.add_argument("--baseline-draws", type=int, default=20,
                         help="draws NumPy is timed on in the 4,000 x 1,000 case (default 20)")
+    parser.add_argument("--subject-bootstrap", type=int, default=0, metavar="R",
+                        help="also run bootstrap_subjects with R replicates per world (slow: "
+                             "minutes per world at R = 100; default off)")
     args = parser.parse_args()
     seeds = 1 if args.quick else args.seeds
     rows = []
@@ -187,7 +202,7 @@ def main() -> int:
           flush=True)
     for kind in ("diag", "corr"):
         for seed in range(seeds):
-            rows.append(world_case(kind, seed, args.draws))
+            rows.append(world_case(kind, seed, args.draws, replicates=args.subject_bootstrap))
             print(json.dumps(rows[-1]), flush=True)
     for kind in ("diag", "corr"):
         sub = [row for row in rows if row["name"].startswith(f"world_{kind}")]
@@ -196,6 +211,9 @@ def main() -> int:
         keys = ["welfare_loss", "corr", "coverage", "z_mean", "z_sd", "coverage_single_noise",
                 "z_mean_single_noise", "z_sd_single_noise"]
         keys += ["coverage_rank1", "welfare_loss_rank1"] if kind == "corr" else []
+        keys += (["coverage_subject_bootstrap", "welfare_loss_subject_bootstrap",
+                  "z_mean_subject_bootstrap", "z_sd_subject_bootstrap", "subject_bootstrap_s"]
+                 if args.subject_bootstrap else [])
         for key in keys:
             values = [x[key] for x in sub]
             print(f"# {kind} ({len(sub)} worlds) {key}: mean {np.mean(values):.3f}, each "

@@ -9,9 +9,12 @@ the welfare weights come from what a user states (:func:`welfare_from_items`,
 one compiled function, using the low rank of ``M`` and the diagonal-plus-low-rank ``Σ``.
 For Gaussian scores whose noise differs between items (benchmarks as items),
 :func:`fit_heteroscedastic` gives the fit whose draws carry each item's own noise level: with a
-single noise level the intervals of ``v*`` are too narrow.
+single noise level the intervals of ``v*`` are too narrow.  :func:`bootstrap_subjects` resamples
+the subjects and re-estimates the fit, the noise variances and the residual correlation per
+replicate, so that their uncertainty reaches the intervals too.
 """
 
+from ._cluster_bootstrap import bootstrap_subjects
 from ._decisions import DecisionDraws, decisions_per_draw, noise_solve, welfare_lowrank
 from ._fit_files import read_fit
 from ._from_fit import (
@@ -27,6 +30,7 @@ from ._runs import noise_from_runs
 from ._stitching import primitives_from_stitching
 
 __all__ = [
+    "bootstrap_subjects",
     "DecisionDraws",
     "PrimitiveDraws",
     "WeightsPosterior",
