@@ -28,9 +28,9 @@ from platinum_jax.sweeps._axes import (
     DenseState,
     SpectralState,
     _Context,
-    callable_fingerprint,
 )
 from platinum_jax.sweeps._fast import SweepPoint, base_basis, dense_point, spectral_point
+from platinum_jax.sweeps._fingerprint import callable_fingerprint
 from platinum_jax.sweeps._shard import gather, place_indices, points_mesh, shard_points
 from platinum_jax.sweeps._store import ChunkStore, as_store
 
