@@ -316,7 +316,7 @@ def solve_map(
 
 
 # Jitted solvers by problem structure: refitting the same model to data of the same shape (a
-# second fit in a session, a preset run twice) reuses the traced and compiled program.
+# second fit in one process, a preset run twice) reuses the traced and compiled program.
 _SOLVERS: dict = {}
 _MAX_SOLVERS = 32
 
