@@ -339,6 +339,12 @@ def test_noise_from_runs_recovers_a_known_covariance():
 # ---------------------------------------------------------------------- noise per item
 
 
+def _assert_nominal_coverage(inside: np.ndarray, level: float = 0.9) -> None:
+    """The share of intervals covering the truth is within 3 binomial SEs of ``level``."""
+    se = np.sqrt(level * (1 - level) / inside.size)
+    assert abs(inside.mean() - level) < 3 * se, (inside.mean(), se)
+
+
 def test_heteroscedastic_fit_recovers_item_noise_and_covers_the_true_weights():
     """Worlds whose benchmarks differ tenfold in noise sd: the per-item noise is recovered and
     the 90% intervals of v* cover the true weights at about the nominal rate."""
@@ -367,9 +373,7 @@ def test_heteroscedastic_fit_recovers_item_noise_and_covers_the_true_weights():
     log_ratio = np.concatenate(log_ratio)
     # About 28 scores per item: the log of a variance estimate has sd about sqrt(2/26) = 0.28.
     assert abs(log_ratio.mean()) < 0.15 and log_ratio.std() < 0.45
-    inside = np.concatenate(inside)
-    se = np.sqrt(0.9 * 0.1 / inside.size)  # binomial SE of the coverage of n intervals
-    assert abs(inside.mean() - 0.9) < 3 * se, (inside.mean(), se)
+    _assert_nominal_coverage(np.concatenate(inside))
 
 
 def test_heteroscedastic_fit_refuses_what_it_cannot_weigh():
@@ -520,9 +524,7 @@ def test_subject_bootstrap_covers_the_true_weights_in_a_small_world():
     assert abs(log_ratio.mean()) < 3 * np.sqrt(np.mean(2 / n_b) / len(n_b)) + 0.1, log_ratio
     post = posterior_decisions(prims, 1.0)
     v_true = np.asarray(optimal_weights(world.A @ world.A.T, world.Sigma, w, 1.0))
-    inside = (v_true >= post.items["lo"]) & (v_true <= post.items["hi"])
-    se = np.sqrt(0.9 * 0.1 / inside.size)  # binomial SE of the coverage of m intervals
-    assert abs(inside.mean() - 0.9) < 3 * se, (inside.mean(), se)
+    _assert_nominal_coverage((v_true >= post.items["lo"]) & (v_true <= post.items["hi"]))
 
 
 def test_subject_bootstrap_refuses_what_it_cannot_refit():
