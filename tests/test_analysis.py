@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from platinum_jax import analysis as an
-from platinum_jax.analysis._simulate import _summarise
+from platinum_jax.analysis._hinge import _summarise
 
 
 def _caps(year, cap, prefix="m"):
