@@ -26,7 +26,8 @@ from platinum_jax.sweeps._axes import (
     wishart_noise,
 )
 from platinum_jax.sweeps._fast import SweepPoint
-from platinum_jax.sweeps._grid import (
+from platinum_jax.sweeps._grid import grid_size, sweep
+from platinum_jax.sweeps._outputs import (
     EffortCost,
     Output,
     Platinum,
@@ -34,8 +35,6 @@ from platinum_jax.sweeps._grid import (
     Weights,
     WeightSummary,
     Welfare,
-    grid_size,
-    sweep,
 )
 from platinum_jax.sweeps._plots import (
     plot_measurement_shift,
