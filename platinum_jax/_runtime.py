@@ -114,16 +114,19 @@ def _environment_key() -> list[str]:
     ]
 
 
+def _custom_call_targets(module_text: str) -> set[str]:
+    import re
+
+    targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", module_text))
+    return targets | set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', module_text))
+
+
 def _portable(module_text: str) -> bool:
     """Whether a lowered program may be loaded by another process: its only custom calls are
     LAPACK's (see :func:`_prepare_custom_calls`). A host callback (``jax.debug.print``,
     ``eqx.error_if``) holds a pointer into this process, and other targets may need set-up
     that loading skips, so such programs stay in memory."""
-    import re
-
-    targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", module_text))
-    targets |= set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', module_text))
-    return all(t.startswith("lapack_") for t in targets)
+    return all(t.startswith("lapack_") for t in _custom_call_targets(module_text))
 
 
 _CACHE_HITS = [0]  # hits of JAX's persistent compilation cache in this process
@@ -223,11 +226,12 @@ class DiskCachedFunction:
         try:
             from jax.experimental.serialize_executable import deserialize_and_load
 
-            _prepare_custom_calls()
             with path.open("rb") as f:
-                stored_key, payload, in_tree, out_tree = pickle.load(f)
+                stored_key, uses_lapack, payload, in_tree, out_tree = pickle.load(f)
             if stored_key != full:
                 return None  # a digest collision or a foreign file: rebuild
+            if uses_lapack:
+                _prepare_custom_calls()
             return deserialize_and_load(payload, in_tree, out_tree)
         except Exception:  # unreadable, truncated, from another jaxlib: rebuild
             return None
@@ -243,12 +247,15 @@ class DiskCachedFunction:
             # its code (loading it elsewhere fails), so only a fresh compilation is kept.
             return compiled
         try:
-            if not _portable(lowered.as_text()):
+            text = lowered.as_text()
+            if not _portable(text):
                 return compiled
             from jax.experimental.serialize_executable import serialize
 
             payload, in_tree, out_tree = serialize(compiled)
-            blob = pickle.dumps((full, payload, in_tree, out_tree))
+            # LAPACK's set-up (about 0.2 s: it imports SciPy's linear algebra) only where needed
+            uses_lapack = bool(_custom_call_targets(text))
+            blob = pickle.dumps((full, uses_lapack, payload, in_tree, out_tree))
         except Exception:  # a backend that cannot serialise: run from memory only
             return compiled
         path = self._path(directory, full)

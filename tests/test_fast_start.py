@@ -1,6 +1,6 @@
 """What keeps a point fit's process short: priors built on first use, Bayesian code loaded
 only when asked for, compiled solvers kept on disk (and never used when stale), and the
-component search without scipy.sparse."""
+component search without scipy.sparse, and small dense solves without LAPACK."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from scipy import stats
 
 from platinum_jax import _runtime
 from platinum_jax.data._responses import component_roots
+from platinum_jax.inference import _map
 from platinum_jax.models import Gaussian, Param, PriorSpec, Rosetta
 
 XS = np.array([-2.5, -0.3, 0.0, 1.1, 4.0])
@@ -240,6 +241,59 @@ def test_a_lapack_program_loads_in_a_fresh_process(executables):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     np.testing.assert_allclose(eval(done.stdout.strip()), np.linalg.solve(a, b), rtol=1e-12)
+
+
+def test_a_program_without_lapack_loads_without_lapack_set_up(executables):
+    """LAPACK's set-up imports SciPy's linear algebra (about 0.2 s); a loaded program that
+    calls no LAPACK routine must not pay it."""
+    _runtime.DiskCachedFunction(jax.jit(_double_plus_one), "affine")(jnp.arange(3.0))
+    (entry,) = executables.glob("*.executable")
+    assert pickle.loads(entry.read_bytes())[1] is False  # recorded: no LAPACK call inside
+    code = textwrap.dedent(f"""
+        import sys
+        import jax, jax.numpy as jnp, numpy as np
+        jax.config.update("jax_enable_x64", True)
+        from pathlib import Path
+        from platinum_jax import _runtime
+        _runtime._EXECUTABLES = Path({str(executables)!r})
+        class NoTracing:
+            def lower(self, *a, **k):
+                raise SystemExit("traced")
+        f = _runtime.DiskCachedFunction(NoTracing(), "affine")
+        print(repr(np.asarray(f(jnp.arange(3.0))).tolist()))
+        print("scipy.linalg" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    values, scipy_loaded = done.stdout.strip().splitlines()
+    assert eval(values) == [1.0, 3.0, 5.0]
+    assert scipy_loaded == "False"
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 40, _map._SMALL, _map._SMALL + 3])
+def test_spd_solve_matches_numpy(n):
+    """The Schur system of the MAP solver: XLA's own factorisation up to _SMALL unknowns,
+    LAPACK's above; both against NumPy's dense solve."""
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(n + 5, n))
+    a = x.T @ x + 0.1 * np.eye(n)  # positive definite, condition number up to ~1e3
+    b = rng.normal(size=n)
+    got = np.asarray(jax.jit(_map._spd_solve)(jnp.asarray(a), jnp.asarray(b)))
+    want = np.linalg.solve(a, b)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+    # batched, as the analyses' vmapped refits call it
+    batch = np.stack([a, a + np.eye(n)])
+    got = np.asarray(jax.vmap(_map._spd_solve)(jnp.asarray(batch), jnp.asarray(np.stack([b, b]))))
+    np.testing.assert_allclose(got[1], np.linalg.solve(batch[1], b), rtol=1e-9,
+                               atol=1e-9 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("n", [2, _map._SMALL + 1])
+def test_spd_solve_reports_an_indefinite_system_as_nan(n):
+    a = np.eye(n)
+    a[0, 0] = -1.0
+    got = np.asarray(_map._spd_solve(jnp.asarray(a), jnp.ones(n)))
+    assert np.isnan(got).any()
 
 
 def test_solver_key_names_what_the_program_depends_on(scores_long_csv, executables):
