@@ -23,7 +23,7 @@ from ._model import (
     ModelAnchor,
     ParameterLayout,
     StitchingParams,
-    predict_scores,
+    link_function,
 )
 from ._table import ScoreTable, UnknownNameError, close_matches_message
 
@@ -86,10 +86,12 @@ class StitchingFit:
     @property
     def predicted(self) -> np.ndarray:
         """Fitted ``f(alpha_b (C_m - D_b))`` per table row, ``f`` the fit's own link."""
-        return np.asarray(
-            predict_scores(self.params, self.table.model_index, self.table.benchmark_index,
-                           self.link)
-        )
+        # the same values as predict_scores; gathered in NumPy so that reading a result runs
+        # one array operation, not one per gather (each eager JAX call costs milliseconds)
+        c = np.asarray(self.params.capability)[self.table.model_index]
+        d = np.asarray(self.params.difficulty)[self.table.benchmark_index]
+        a = np.asarray(self.params.slope)[self.table.benchmark_index]
+        return np.asarray(link_function(self.link)(a * (c - d)))
 
     @property
     def residuals(self) -> pd.DataFrame:
