@@ -117,10 +117,11 @@ def _counts(problem: Problem):
     """Per row: successes ``k`` and attempts ``n``, both times the row weight (Bernoulli
     fractions count as a share of one attempt, as in the cross-entropy they are fitted by)."""
     t = problem.table
+    binomial = isinstance(problem.model.likelihood, Binomial) and t.trials is not None
+    if t.weight is None and not binomial:  # one attempt per row: n is all ones (None)
+        return np.asarray(t.response, np.float64), None
     w = np.ones(t.n_responses) if t.weight is None else np.asarray(t.weight, np.float64)
-    n = np.ones(t.n_responses)
-    if isinstance(problem.model.likelihood, Binomial) and t.trials is not None:
-        n = np.asarray(t.trials, np.float64)
+    n = np.asarray(t.trials, np.float64) if binomial else np.ones(t.n_responses)
     return w * t.response * n, w * n
 
 
@@ -149,16 +150,19 @@ class _Counts:
         self.n_subjects, self.n_items = t.n_subjects, t.n_items
         # Every cell observed once with one attempt and unit weight: N is all ones, and its
         # products reduce to sums (half the matrix work of an EM iteration).
-        self.complete = bool(self.dense and t.n_responses == cells and np.all(n == 1.0))
+        self.complete = bool(self.dense and t.n_responses == cells
+                             and (n is None or np.all(n == 1.0)))
         if self.dense:
             flat = t.subject_index.astype(np.int64) * t.n_items + t.item_index
-            K = np.bincount(flat, k, cells).reshape(t.n_subjects, t.n_items)
+            K = np.bincount(flat, k, cells)
             if self.complete:
-                self.arrays = (jnp.asarray(K, d),)
+                self.arrays = (jnp.asarray(K.reshape(t.n_subjects, t.n_items), d),)
             else:
-                N = np.bincount(flat, n, cells).reshape(t.n_subjects, t.n_items)
-                self.arrays = (jnp.asarray(K, d), jnp.asarray(N, d))
+                N = np.bincount(flat, n, cells).astype(np.float64)
+                self.arrays = (jnp.asarray(K.reshape(t.n_subjects, t.n_items), d),
+                               jnp.asarray(N.reshape(t.n_subjects, t.n_items), d))
         else:
+            n = np.ones(t.n_responses) if n is None else n
             self.arrays = (jnp.asarray(t.subject_index), jnp.asarray(t.item_index),
                            jnp.asarray(k, d), jnp.asarray(n, d))
 
@@ -207,10 +211,50 @@ def _probabilities(problem: Problem, nodes, items, g):
     return jnp.clip(p, eps, 1.0 - eps)
 
 
-def _e_step(problem, counts, arrays, nodes, log_w, items, g):
+def _logistic_columns(problem: Problem):
+    """Where the package's 1PL or 2PL keeps its raw difficulty and log discrimination:
+    ``(item column of b, "item" or "global", column of log a)``; None for any other model
+    (a subclass may change the curve, so only these two classes qualify)."""
+    from platinum_jax.models.irt import OnePL, TwoPL
+
+    if type(problem.model) not in (OnePL, TwoPL):
+        return None
+    items, glob = problem.item.slices(), problem.glob.slices()
+    if "discrimination" in items:
+        return items["difficulty"][0], "item", items["discrimination"][0]
+    return items["difficulty"][0], "global", glob["discrimination"][0]
+
+
+def _logistic_loglik(cols, counts, arrays, nodes, items, g):
+    """``l_sq`` of the 1PL/2PL on a dense matrix without a matrix product over the nodes.
+
+    ``logit p_iq = a_i (theta_q - b_i)`` is linear in ``theta_q``, so
+    ``sum_i K_si logit p_iq = theta_q (K a)_s - (K (a b))_s``: one product of ``K`` with two
+    columns instead of ``Q``; the ``log(1 - p_iq)`` part is a column sum when every cell is
+    observed once (else one product ``N @ log(1 - p)``)."""
+    ib, where, ia = cols
+    b = items[:, ib]
+    a = jnp.exp(items[:, ia]) if where == "item" else jnp.full_like(b, jnp.exp(g[ia]))
+    log_q = -jax.nn.softplus(a[:, None] * (nodes[None, :] - b[:, None]))  # log(1 - p_iq)
+    K = arrays[0]
+    lin = K @ jnp.stack([a, a * b], axis=1)
+    rest = jnp.sum(log_q, axis=0)[None, :] if counts.complete else arrays[1] @ log_q
+    return lin[:, :1] * nodes[None, :] - lin[:, 1:] + rest
+
+
+def _subject_loglik(problem, counts, arrays, nodes, items, g):
+    """``l_sq`` ``(n_subjects, Q)``: the structured product for a 1PL/2PL on a dense matrix,
+    the model's curve on every (item, node) pair otherwise."""
+    cols = _logistic_columns(problem)
+    if cols is not None and counts.dense:
+        return _logistic_loglik(cols, counts, arrays, nodes, items, g)
     p = _probabilities(problem, nodes, items, g)
     log_q = jnp.log1p(-p)
-    ll = counts.subject_loglik(arrays, jnp.log(p) - log_q, log_q) + log_w
+    return counts.subject_loglik(arrays, jnp.log(p) - log_q, log_q)
+
+
+def _e_step(problem, counts, arrays, nodes, log_w, items, g):
+    ll = _subject_loglik(problem, counts, arrays, nodes, items, g) + log_w
     norm = logsumexp(ll, axis=1, keepdims=True)
     return jnp.exp(ll - norm), jnp.sum(norm)
 
@@ -435,9 +479,7 @@ def _em(same, counts, arrays, nodes, log_w, grid, log_prior, items0, g0, max_ite
     # the fine grid) from one pass over the responses: the two node sets side by side.
     q = nodes.shape[0]
     both = jnp.concatenate([nodes, grid])
-    p = _probabilities(problem, both, items, g)
-    log_q = jnp.log1p(-p)
-    l_all = counts.subject_loglik(arrays, jnp.log(p) - log_q, log_q)
+    l_all = _subject_loglik(problem, counts, arrays, both, items, g)
     ll = jnp.sum(logsumexp(l_all[:, :q] + log_w, axis=1))
     lg = l_all[:, q:] + log_prior
     post = jnp.exp(lg - logsumexp(lg, axis=1, keepdims=True))
