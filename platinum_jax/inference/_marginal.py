@@ -63,6 +63,11 @@ __all__ = ["fit_marginal", "marginal_log_likelihood", "quadrature"]
 # Dense E-step when the subject x item matrix has at most this many cells (about 0.8 GB for
 # the two float64 matrices): a matrix product beats a scatter over rows on a CPU.
 _DENSE_CELLS = 50_000_000
+# Expected counts from a float32 product where that is exact in the inputs (see _Counts), for
+# stopping tolerances at least _SINGLE_TOL: float32 rounding moves an EM step by about 1e-7,
+# so tighter tolerances need the float64 product to be reachable.
+_SINGLE_COUNTS = True
+_SINGLE_TOL = 1e-6
 # Step sizes tried by the M-step's step halving (0 keeps the current values).
 _STEPS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.0)
 
@@ -141,7 +146,7 @@ def _log_choose(problem: Problem) -> float:
 class _Counts:
     """The responses as the E- and M-steps read them: dense matrices or rows."""
 
-    def __init__(self, problem: Problem, dense: bool | None):
+    def __init__(self, problem: Problem, dense: bool | None, single: bool = False):
         t = problem.table
         k, n = _counts(problem)
         cells = t.n_subjects * t.n_items
@@ -152,15 +157,22 @@ class _Counts:
         # products reduce to sums (half the matrix work of an EM iteration).
         self.complete = bool(self.dense and t.n_responses == cells
                              and (n is None or np.all(n == 1.0)))
+        self.single = False
         if self.dense:
             flat = t.subject_index.astype(np.int64) * t.n_items + t.item_index
-            K = np.bincount(flat, k, cells)
-            if self.complete:
-                self.arrays = (jnp.asarray(K.reshape(t.n_subjects, t.n_items), d),)
-            else:
-                N = np.bincount(flat, n, cells).astype(np.float64)
-                self.arrays = (jnp.asarray(K.reshape(t.n_subjects, t.n_items), d),
-                               jnp.asarray(N.reshape(t.n_subjects, t.n_items), d))
+            shape = (t.n_subjects, t.n_items)
+            K = np.bincount(flat, k, cells).reshape(shape)
+            mats = [K] if self.complete else [K, np.bincount(flat, n, cells).reshape(shape)]
+            self.arrays = tuple(jnp.asarray(m, d) for m in mats)
+            # The expected counts' product in float32 when its inputs are whole numbers that
+            # float32 holds exactly (binary responses, trial counts): half the memory traffic
+            # of the EM's largest product; the posteriors lose only float32 rounding there.
+            whole = all(np.array_equal(m, np.rint(m)) and np.abs(m).max() < 2.0**24
+                        for m in mats)
+            if single and _SINGLE_COUNTS and whole and np.dtype(d) == np.float64:
+                self.single = True
+                both = mats[0] if self.complete else np.concatenate(mats, axis=1)
+                self.arrays += (jnp.asarray(both, np.float32),)
         else:
             n = np.ones(t.n_responses) if n is None else n
             self.arrays = (jnp.asarray(t.subject_index), jnp.asarray(t.item_index),
@@ -173,15 +185,14 @@ class _Counts:
         return isinstance(other, _Counts) and self._key() == other._key()
 
     def _key(self):
-        return self.dense, self.complete, self.n_subjects, self.n_items
+        return self.dense, self.complete, self.single, self.n_subjects, self.n_items
 
     def subject_loglik(self, arrays, logit_p, log_q):
         """``l_sq`` ``(n_subjects, Q)`` from ``logit p_iq`` and ``log(1 - p_iq)``."""
         if self.complete:
-            (K,) = arrays
-            return K @ logit_p + jnp.sum(log_q, axis=0)[None, :]
+            return arrays[0] @ logit_p + jnp.sum(log_q, axis=0)[None, :]
         if self.dense:
-            K, N = arrays
+            K, N = arrays[:2]
             return K @ logit_p + N @ log_q
         si, ii, k, n = arrays
         rows = k[:, None] * logit_p[ii] + n[:, None] * log_q[ii]
@@ -189,12 +200,17 @@ class _Counts:
 
     def expected(self, arrays, post):
         """``r_iq`` and ``n_iq`` ``(n_items, Q)`` from the node posteriors ``(n_subjects, Q)``."""
+        if self.single:
+            both = (arrays[-1].T @ post.astype(jnp.float32)).astype(post.dtype)
+            if not self.complete:
+                return both[:self.n_items], both[self.n_items:]
+            r = both
+        elif self.complete:
+            r = arrays[0].T @ post
         if self.complete:
-            (K,) = arrays
-            return K.T @ post, jnp.broadcast_to(jnp.sum(post, axis=0), (self.n_items,
-                                                                          post.shape[1]))
+            return r, jnp.broadcast_to(jnp.sum(post, axis=0), (self.n_items, post.shape[1]))
         if self.dense:
-            K, N = arrays
+            K, N = arrays[:2]
             return K.T @ post, N.T @ post
         si, ii, k, n = arrays
         ps = post[si]
@@ -221,7 +237,11 @@ def _logistic_columns(problem: Problem):
         return None
     items, glob = problem.item.slices(), problem.glob.slices()
     if "discrimination" in items:
+        if problem.glob.size:  # the binary likelihoods have no globals; others take the loop
+            return None
         return items["difficulty"][0], "item", items["discrimination"][0]
+    if problem.item.size != 1 or problem.glob.size != 1:
+        return None
     return items["difficulty"][0], "global", glob["discrimination"][0]
 
 
@@ -366,6 +386,135 @@ def _joint_step(problem, nodes, r, n, items, g, free_I, free_G, steps):
     return items - steps[best] * dI, g - steps[best] * dG
 
 
+def _logistic_m_step(problem, cols, nodes, r, n, items, g, free_I, free_G, newton_steps):
+    """The M-step of :func:`_m_step` for the 1PL and 2PL, with the curve's derivatives in
+    closed form on the ``(n_items, Q)`` grid (the penalties' by autodiff, as there).
+
+    With ``z_iq = a_i (theta_q - b_i)``, ``p = sigmoid(z)``, ``e = r - n p`` and
+    ``v = n p (1 - p)``, the expected negative log-likelihood of item ``i`` is
+    ``sum_q n softplus(z) - r z``; its gradient in ``(b_i, log a_i)`` is
+    ``(a_i sum_q e, -sum_q z e)`` and its Fisher information
+    ``sum_q v [[a_i^2, -a_i z], [-a_i z, z^2]]``. The 2PL takes a Fisher-scoring step per item
+    (2 x 2 Cholesky); the 1PL's shared ``log a`` couples the items, and its step eliminates
+    each difficulty (a scalar) and solves the one global by its Schur complement. Step halving
+    as in the generic step, so the objective never rises."""
+    ib, where, ia = cols
+    steps = jnp.asarray(_STEPS, items.dtype)
+    p_i = items.shape[1]
+    pen_z = lambda z, f: problem.item_penalty(z[:p_i], f, z[p_i:])  # noqa: E731
+
+    def curve(items, g):
+        la = items[..., ia] if where == "item" else g[..., ia, None]
+        a = jnp.exp(la)
+        return a, a[..., None] * (nodes - items[..., ib, None])
+
+    def item_nll(items, g):  # (..., n_items)
+        _, z = curve(items, g)
+        return jnp.sum(n * jax.nn.softplus(z) - r * z, axis=-1)
+
+    def derivatives(items, g):
+        a, z = curve(items, g)
+        p = jax.nn.sigmoid(z)
+        e, v = r - n * p, n * p * (1.0 - p)
+        zpen = jnp.concatenate([items, jnp.broadcast_to(g, (items.shape[0], g.shape[0]))], 1)
+        pg = jax.vmap(jax.grad(pen_z))(zpen, free_I)
+        ph = jax.vmap(jax.hessian(pen_z))(zpen, free_I)
+        return (a * jnp.sum(e, 1), -jnp.sum(z * e, 1), a**2 * jnp.sum(v, 1),
+                -a * jnp.sum(v * z, 1), jnp.sum(v * z * z, 1), pg, ph)
+
+    def first_no_worse(objective, f0):
+        """The first of ``_STEPS`` at which ``objective`` (per item or scalar) is finite and
+        no worse than ``f0`` (0, i.e. stay, when none is): usually the full step, so one
+        evaluation instead of one per step size. Returns the step sizes and the objective
+        there."""
+        def cond(state):
+            k, _, _, done = state
+            return (k < len(_STEPS) - 1) & ~jnp.all(done)
+
+        def body(state):
+            k, t, f, done = state
+            fk = objective(steps[k])
+            # A rounding-level slack, so that an item already at its optimum stops at once.
+            ok = ~done & jnp.isfinite(fk) & (fk <= f0 + 1e-12 * jnp.abs(f0))
+            return k + 1, jnp.where(ok, steps[k], t), jnp.where(ok, fk, f), done | ok
+
+        zero = jnp.zeros_like(f0)
+        _, t, f, _ = jax.lax.while_loop(
+            cond, body, (jnp.asarray(0), zero, f0, jnp.zeros(f0.shape, bool)))
+        return t, f
+
+    if where == "item":
+        item_pen = jax.vmap(lambda x, f: problem.item_penalty(x, f, g))
+
+        def step(_, state):
+            items, f0 = state
+            gb, ga, hbb, hba, haa, pg, ph = derivatives(items, g)
+            # The 2 x 2 system of each item in (b, log a), its Cholesky factor written out.
+            fb, fa = free_I[:, ib], free_I[:, ia]
+            u = (gb + pg[:, ib]) * fb
+            w = (ga + pg[:, ia]) * fa
+            A = (hbb + ph[:, ib, ib]) * fb + (1.0 - fb)
+            B = (hba + ph[:, ib, ia]) * fb * fa
+            C = (haa + ph[:, ia, ia]) * fa + (1.0 - fa)
+            ridge = 1e-10 * (1.0 + jnp.maximum(jnp.abs(A), jnp.abs(C)))
+            l11 = jnp.sqrt(A + ridge)
+            l21 = B / l11
+            l22 = jnp.sqrt(C + ridge - l21**2)
+            y1 = u / l11
+            y2 = (w - l21 * y1) / l22
+            d_a = y2 / l22
+            d_b = (y1 - l21 * d_a) / l11
+            d = jnp.zeros_like(items).at[:, ib].set(d_b).at[:, ia].set(d_a)
+            d = jnp.where(jnp.all(jnp.isfinite(d), axis=1, keepdims=True), d, 0.0)
+            t, f = first_no_worse(
+                lambda t: item_nll(items - t * d, g) + item_pen(items - t * d, free_I), f0)
+            return items - t[:, None] * d, f
+
+        f0 = item_nll(items, g) + item_pen(items, free_I)
+        items, _ = jax.lax.fori_loop(0, newton_steps, step, (items, f0))
+        return items, g
+
+    def total(items, g):
+        return jnp.sum(item_nll(items, g)) + _penalty(problem, items, free_I, g)
+
+    def joint(_, state):
+        items, g, f0 = state
+        gb, ga, hbb, hba, haa, pg, ph = derivatives(items, g)
+        fI, fG = free_I[:, 0], free_G[0]
+        gI = (gb + pg[:, 0]) * fI
+        hII = (hbb + ph[:, 0, 0]) * fI + (1.0 - fI)
+        hIG = (hba + ph[:, 0, 1]) * fI * fG
+        gG = (jnp.sum(ga + pg[:, 1]) + jax.grad(problem.global_penalty)(g)[0]) * fG
+        hGG = (jnp.sum(haa + ph[:, 1, 1]) + jax.hessian(problem.global_penalty)(g)[0, 0]) * \
+            fG + (1.0 - fG)
+        ridge = 1e-10 * (1.0 + jnp.max(jnp.abs(hII)))
+        hII = hII + ridge
+        dG = (gG - jnp.sum(hIG * gI / hII)) / (hGG + ridge - jnp.sum(hIG**2 / hII))
+        dI = (gI - hIG * dG) / hII
+        ok = jnp.all(jnp.isfinite(dI)) & jnp.isfinite(dG)
+        dI, dG = jnp.where(ok, dI, 0.0)[:, None], jnp.where(ok, dG, 0.0)
+        t, f = first_no_worse(lambda t: total(items - t * dI, g - t * dG), f0)
+        return items - t * dI, g - t * dG, f
+
+    items, g, _ = jax.lax.fori_loop(0, newton_steps, joint, (items, g, total(items, g)))
+    return items, g
+
+
+def _logistic_start(cols, counts, arrays, items, g, free_I):
+    """Free difficulties started where the item's share of successes puts them: with
+    ``theta ~ N(0, 1)``, ``E[sigmoid(a (theta - b))] ~ sigmoid(-a b / sqrt(1 + pi a^2 / 8))``,
+    so ``b ~ -logit(share) sqrt(1 + pi a^2 / 8) / a`` at the starting ``a`` (the share is
+    taken as ``(k + 1/2) / (n + 1)``, finite for items everyone or no one solves). A start
+    only: the EM's fixed point does not depend on it, its step count does."""
+    ib, where, ia = cols
+    a = jnp.exp(items[:, ia] if where == "item" else g[ia])
+    k = jnp.sum(arrays[0], axis=0)
+    n = jnp.full_like(k, counts.n_subjects) if counts.complete else jnp.sum(arrays[1], axis=0)
+    share = (k + 0.5) / (n + 1.0)
+    b = -jnp.log(share / (1.0 - share)) * jnp.sqrt(1.0 + jnp.pi * a**2 / 8.0) / a
+    return items.at[:, ib].set(jnp.where(free_I[:, ib] > 0, b, items[:, ib]))
+
+
 def _penalty(problem, items, free_I, g):
     pen = jax.vmap(lambda i_row, f: problem.item_penalty(i_row, f, g))(items, free_I)
     return jnp.sum(pen) + problem.global_penalty(g)
@@ -400,7 +549,12 @@ def _em_map(problem, counts, arrays, nodes, log_w, free_I, free_G, newton_steps,
     ``-log L(items, g) + penalty``."""
     post, ll = _e_step(problem, counts, arrays, nodes, log_w, items, g)
     r, n = counts.expected(arrays, post)
-    new_items, new_g = _m_step(problem, nodes, r, n, items, g, free_I, free_G, newton_steps)
+    cols = _logistic_columns(problem) if counts.dense else None
+    if cols is None:
+        new_items, new_g = _m_step(problem, nodes, r, n, items, g, free_I, free_G, newton_steps)
+    else:
+        new_items, new_g = _logistic_m_step(problem, cols, nodes, r, n, items, g, free_I,
+                                            free_G, newton_steps)
     return new_items, new_g, -ll + _penalty(problem, items, free_I, g)
 
 
@@ -468,6 +622,9 @@ def _em(same, counts, arrays, nodes, log_w, grid, log_prior, items0, g0, max_ite
 
     dt = items0.dtype
     inf = jnp.asarray(jnp.inf, dt)
+    cols = _logistic_columns(problem) if counts.dense else None
+    if cols is not None:
+        items0 = _logistic_start(cols, counts, arrays, items0, g0, free_I)
     x_start = (items0, g0)
     state = jax.lax.while_loop(cond, body, (
         jnp.asarray(0, jnp.int32), x_start, x_start, x_start, inf, jnp.asarray(1.0, dt),
@@ -561,7 +718,7 @@ def fit_marginal(
     problem = _problem(model, table)
     loc, scale = _ability_prior(problem)
     x, w = quadrature(nodes, loc, scale)
-    counts = _Counts(problem, dense)
+    counts = _Counts(problem, dense, single=tol >= _SINGLE_TOL)
     d = problem.dtype
     start = problem.start()
     # Abilities on a fine even grid over +-6 prior SDs: with many items per subject the
