@@ -167,8 +167,8 @@ class _Counts:
             # The expected counts' product in float32 when its inputs are whole numbers that
             # float32 holds exactly (binary responses, trial counts): half the memory traffic
             # of the EM's largest product; the posteriors lose only float32 rounding there.
-            whole = all(np.array_equal(m, np.rint(m)) and np.abs(m).max() < 2.0**24
-                        for m in mats)
+            whole = all(v is None or np.array_equal(v, np.rint(v)) for v in (k, n)) and \
+                all(np.abs(m).max() < 2.0**24 for m in mats)
             if single and _SINGLE_COUNTS and whole and np.dtype(d) == np.float64:
                 self.single = True
                 both = mats[0] if self.complete else np.concatenate(mats, axis=1)
