@@ -309,7 +309,10 @@ class ResponseTable:
         s_codes, s_used = _compact(s)
         i_codes, i_used = _compact(i)
         n_s, n_i = len(s_used), len(i_used)
-        flat = s_codes.astype(np.int64) * n_i + i_codes
+        # In place: every fresh array of this length costs page faults on first touch.
+        flat = s_codes.astype(np.int64)
+        flat *= n_i
+        flat += i_codes
         if n_s * n_i <= 4 * n + 1_000_000:
             dup = np.bincount(flat, minlength=n_s * n_i) > 1
             repeated = np.flatnonzero(dup[flat]) if dup.any() else np.zeros(0, np.int64)

@@ -159,20 +159,22 @@ class _Counts:
                              and (n is None or np.all(n == 1.0)))
         self.single = False
         if self.dense:
-            flat = t.subject_index.astype(np.int64) * t.n_items + t.item_index
+            flat = t.subject_index.astype(np.int64)  # in place: one array of this length
+            flat *= t.n_items
+            flat += t.item_index
             shape = (t.n_subjects, t.n_items)
             K = np.bincount(flat, k, cells).reshape(shape)
             mats = [K] if self.complete else [K, np.bincount(flat, n, cells).reshape(shape)]
             self.arrays = tuple(jnp.asarray(m, d) for m in mats)
-            # The expected counts' product in float32 when its inputs are whole numbers that
-            # float32 holds exactly (binary responses, trial counts): half the memory traffic
-            # of the EM's largest product; the posteriors lose only float32 rounding there.
-            whole = all(v is None or np.array_equal(v, np.rint(v)) for v in (k, n)) and \
-                all(np.abs(m).max() < 2.0**24 for m in mats)
-            if single and _SINGLE_COUNTS and whole and np.dtype(d) == np.float64:
-                self.single = True
-                both = mats[0] if self.complete else np.concatenate(mats, axis=1)
-                self.arrays += (jnp.asarray(both, np.float32),)
+            # The expected counts' product in float32 when float32 holds the matrices exactly
+            # (binary responses, trial counts): half the memory traffic of the EM's largest
+            # product; the posteriors lose only float32 rounding there.
+            if single and _SINGLE_COUNTS and np.dtype(d) == np.float64:
+                both = np.concatenate(mats, axis=1, dtype=np.float32)
+                if all(np.array_equal(both[:, j * t.n_items:(j + 1) * t.n_items], m)
+                       for j, m in enumerate(mats)):
+                    self.single = True
+                    self.arrays += (jnp.asarray(both),)
         else:
             n = np.ones(t.n_responses) if n is None else n
             self.arrays = (jnp.asarray(t.subject_index), jnp.asarray(t.item_index),
