@@ -144,9 +144,17 @@ def _log_choose(problem: Problem) -> float:
 
 
 class _Counts:
-    """The responses as the E- and M-steps read them: dense matrices or rows."""
+    """The responses as the E- and M-steps read them: dense matrices or rows.
 
-    def __init__(self, problem: Problem, dense: bool | None, single: bool = False):
+    ``grouped`` (a 1PL on a complete matrix): a subject's raw score ``k_s = sum_i y_si`` is
+    sufficient for its ability, so subjects with one score share one posterior. The rows are
+    then the ``I + 1`` possible scores (a static shape, whatever scores occur), each with its
+    subject count ``m_k`` and the mean response row of its subjects; sums over subjects
+    become ``m``-weighted sums over scores, and the EM's products shrink from ``n_subjects``
+    rows to ``I + 1``."""
+
+    def __init__(self, problem: Problem, dense: bool | None, single: bool = False,
+                 grouped: bool = False):
         t = problem.table
         k, n = _counts(problem)
         cells = t.n_subjects * t.n_items
@@ -158,21 +166,36 @@ class _Counts:
         self.complete = bool(self.dense and t.n_responses == cells
                              and (n is None or np.all(n == 1.0)))
         self.single = False
-        if self.dense:
+        self.groups = None  # each subject's row (its score) when grouped
+        self.grouped = bool(grouped and self.complete and t.n_items + 1 < t.n_subjects
+                            and n is None and np.all((k == 0.0) | (k == 1.0)))
+        if self.grouped:  # straight from the rows: the subject x item matrix is not needed
+            score = np.bincount(t.subject_index, k, t.n_subjects).astype(np.int64)
+            m = np.bincount(score, minlength=t.n_items + 1).astype(np.float64)
+            flat = score[t.subject_index]
+            flat *= t.n_items
+            flat += t.item_index
+            M = np.bincount(flat, k, (t.n_items + 1) * t.n_items).reshape(t.n_items + 1, -1)
+            self.groups = score
+            # the mean response row of each score, its subject count, its successes per item
+            mats = [M / np.maximum(m, 1.0)[:, None], m, M]
+        elif self.dense:
             flat = t.subject_index.astype(np.int64)  # in place: one array of this length
             flat *= t.n_items
             flat += t.item_index
             shape = (t.n_subjects, t.n_items)
             K = np.bincount(flat, k, cells).reshape(shape)
             mats = [K] if self.complete else [K, np.bincount(flat, n, cells).reshape(shape)]
+        if self.dense:
             self.arrays = tuple(jnp.asarray(m, d) for m in mats)
             # The expected counts' product in float32 when float32 holds the matrices exactly
             # (binary responses, trial counts): half the memory traffic of the EM's largest
             # product; the posteriors lose only float32 rounding there.
             if single and _SINGLE_COUNTS and np.dtype(d) == np.float64:
-                both = np.concatenate(mats, axis=1, dtype=np.float32)
+                counted = mats[2:] if self.grouped else mats
+                both = np.concatenate(counted, axis=1, dtype=np.float32)
                 if all(np.array_equal(both[:, j * t.n_items:(j + 1) * t.n_items], m)
-                       for j, m in enumerate(mats)):
+                       for j, m in enumerate(counted)):
                     self.single = True
                     self.arrays += (jnp.asarray(both),)
         else:
@@ -187,7 +210,12 @@ class _Counts:
         return isinstance(other, _Counts) and self._key() == other._key()
 
     def _key(self):
-        return self.dense, self.complete, self.single, self.n_subjects, self.n_items
+        return (self.dense, self.complete, self.single, self.grouped, self.n_subjects,
+                self.n_items)
+
+    def total(self, arrays, v):
+        """``sum_s v_s`` over subjects of a per-row quantity ``v``."""
+        return arrays[1] @ v if self.grouped else jnp.sum(v)
 
     def subject_loglik(self, arrays, logit_p, log_q):
         """``l_sq`` ``(n_subjects, Q)`` from ``logit p_iq`` and ``log(1 - p_iq)``."""
@@ -208,9 +236,10 @@ class _Counts:
                 return both[:self.n_items], both[self.n_items:]
             r = both
         elif self.complete:
-            r = arrays[0].T @ post
+            r = (arrays[2] if self.grouped else arrays[0]).T @ post
         if self.complete:
-            return r, jnp.broadcast_to(jnp.sum(post, axis=0), (self.n_items, post.shape[1]))
+            per_node = arrays[1] @ post if self.grouped else jnp.sum(post, axis=0)
+            return r, jnp.broadcast_to(per_node, (self.n_items, post.shape[1]))
         if self.dense:
             K, N = arrays[:2]
             return K.T @ post, N.T @ post
@@ -260,7 +289,13 @@ def _logistic_loglik(cols, counts, arrays, nodes, items, g):
     log_q = -jax.nn.softplus(a[:, None] * (nodes[None, :] - b[:, None]))  # log(1 - p_iq)
     K = arrays[0]
     lin = K @ jnp.stack([a, a * b], axis=1)
-    rest = jnp.sum(log_q, axis=0)[None, :] if counts.complete else arrays[1] @ log_q
+    if counts.complete:
+        rest = jnp.sum(log_q, axis=0)[None, :]
+    elif counts.single:  # float32 N (exact) and log(1 - p): rounding of about 1e-7 relative
+        n32 = arrays[-1][:, counts.n_items:]
+        rest = (n32 @ log_q.astype(jnp.float32)).astype(log_q.dtype)
+    else:
+        rest = arrays[1] @ log_q
     return lin[:, :1] * nodes[None, :] - lin[:, 1:] + rest
 
 
@@ -278,7 +313,7 @@ def _subject_loglik(problem, counts, arrays, nodes, items, g):
 def _e_step(problem, counts, arrays, nodes, log_w, items, g):
     ll = _subject_loglik(problem, counts, arrays, nodes, items, g) + log_w
     norm = logsumexp(ll, axis=1, keepdims=True)
-    return jnp.exp(ll - norm), jnp.sum(norm)
+    return jnp.exp(ll - norm), counts.total(arrays, norm[:, 0])
 
 
 def _item_objective(problem, nodes, r, n, i_row, free_row, g):
@@ -510,7 +545,7 @@ def _logistic_start(cols, counts, arrays, items, g, free_I):
     only: the EM's fixed point does not depend on it, its step count does."""
     ib, where, ia = cols
     a = jnp.exp(items[:, ia] if where == "item" else g[ia])
-    k = jnp.sum(arrays[0], axis=0)
+    k = arrays[1] @ arrays[0] if counts.grouped else jnp.sum(arrays[0], axis=0)
     n = jnp.full_like(k, counts.n_subjects) if counts.complete else jnp.sum(arrays[1], axis=0)
     share = (k + 0.5) / (n + 1.0)
     b = -jnp.log(share / (1.0 - share)) * jnp.sqrt(1.0 + jnp.pi * a**2 / 8.0) / a
@@ -639,7 +674,7 @@ def _em(same, counts, arrays, nodes, log_w, grid, log_prior, items0, g0, max_ite
     q = nodes.shape[0]
     both = jnp.concatenate([nodes, grid])
     l_all = _subject_loglik(problem, counts, arrays, both, items, g)
-    ll = jnp.sum(logsumexp(l_all[:, :q] + log_w, axis=1))
+    ll = counts.total(arrays, logsumexp(l_all[:, :q] + log_w, axis=1))
     lg = l_all[:, q:] + log_prior
     post = jnp.exp(lg - logsumexp(lg, axis=1, keepdims=True))
     eap = post @ grid
@@ -720,7 +755,10 @@ def fit_marginal(
     problem = _problem(model, table)
     loc, scale = _ability_prior(problem)
     x, w = quadrature(nodes, loc, scale)
-    counts = _Counts(problem, dense, single=tol >= _SINGLE_TOL)
+    cols = _logistic_columns(problem)
+    # A 1PL on a complete matrix: one row per raw score (see _Counts).
+    counts = _Counts(problem, dense, single=tol >= _SINGLE_TOL,
+                     grouped=cols is not None and cols[1] == "global")
     d = problem.dtype
     start = problem.start()
     # Abilities on a fine even grid over +-6 prior SDs: with many items per subject the
@@ -735,6 +773,8 @@ def fit_marginal(
         jnp.asarray(grid, d), jnp.asarray(log_prior, d), start.items, start.globals, max_iter,
         newton_steps, jnp.asarray(tol, d))
     eap, sd = np.asarray(eap), np.asarray(sd)
+    if counts.groups is not None:
+        eap, sd = eap[counts.groups], sd[counts.groups]
     elapsed = time.perf_counter() - t0
     marginal = float(ll) + _log_choose(problem)
     converged = bool(float(change) <= tol)
@@ -747,6 +787,7 @@ def fit_marginal(
         converged=converged,
         diagnostics={"marginal_log_lik": marginal, "iterations": int(it),
                      "max_change": float(change), "nodes": nodes, "seconds": elapsed,
-                     "e_step": "dense" if counts.dense else "rows"},
+                     "e_step": "scores" if counts.grouped else "dense" if counts.dense
+                     else "rows"},
         subject_columns={f"{name}_sd": sd},
     )
