@@ -207,6 +207,52 @@ def test_accelerated_em_reaches_the_optimum_scipy_finds(model):
                                                                 rel=1e-10)
 
 
+def _difficulty_se(table, b, a):
+    """Standard errors of the difficulties at the truth, from each item's Fisher information
+    ``a_i^2 sum_s p (1 - p)`` over its observed cells (abilities taken as known): the scale
+    against which a numerical difference between two fits of the same objective is judged."""
+    theta = np.zeros(table.n_subjects)  # the truth's abilities are not needed at this precision
+    p = expit(a[table.item_index] * (theta[table.subject_index] - b[table.item_index]))
+    info = np.bincount(table.item_index, a[table.item_index] ** 2 * p * (1 - p), table.n_items)
+    return 1.0 / np.sqrt(info)
+
+
+@pytest.mark.parametrize("model,missing", [("1pl", 0.3), ("2pl", 0.3), ("1pl", 0.0)])
+def test_fast_logistic_path_equals_the_generic_path(model, missing, monkeypatch):
+    # The 1PL/2PL on a dense matrix take the closed-form path (two-column E-step, closed-form
+    # M-step); the row layout takes the generic one. Both maximise the same objective, so at
+    # a tight tolerance they must land on the same estimates, far inside the estimates'
+    # standard errors. At the default tolerance the dense path's expected counts come from a
+    # float32 product: the same estimates again, to the stopping rule's precision. A complete
+    # 1PL runs on one row per raw score (its sufficient statistic) instead of one per subject.
+    from platinum_jax.inference import _marginal
+
+    table, _, b, a = _world(150, 12, seed=21, missing=missing)
+    cls = {"1pl": OnePL, "2pl": TwoPL}[model]
+    se = _difficulty_se(table, b, a)
+
+    def same(x, y, atol):
+        assert x.converged and y.converged
+        for part in ("items", "globals", "subjects"):
+            np.testing.assert_allclose(getattr(x, part).to_numpy(float),
+                                       getattr(y, part).to_numpy(float), atol=atol, rtol=0)
+
+    fast = fit(cls(), table, method="marginal", nodes=21, tol=1e-9)
+    generic = fit(cls(), table, method="marginal", nodes=21, tol=1e-9, dense=False)
+    grouped = model == "1pl" and missing == 0.0
+    assert fast.diagnostics["e_step"] == ("scores" if grouped else "dense")
+    assert generic.diagnostics["e_step"] == "rows"
+    same(fast, generic, 1e-4 * se.min())  # four orders below the smallest standard error
+    assert fast.diagnostics["marginal_log_lik"] == pytest.approx(
+        generic.diagnostics["marginal_log_lik"], rel=1e-10)
+
+    single = fit(cls(), table, method="marginal", nodes=21, tol=1e-6)
+    monkeypatch.setattr(_marginal, "_SINGLE_COUNTS", False)
+    double = fit(cls(), table, method="marginal", nodes=21, tol=1e-6)
+    same(single, double, 1e-3 * se.min())
+    same(single, fast, 1e-3 * se.min())
+
+
 def test_1pl_shared_discrimination_recovered():
     rng = np.random.default_rng(2)
     n_s, n_i, a = 1500, 15, 1.6

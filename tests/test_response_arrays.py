@@ -62,3 +62,31 @@ def test_repeats_found_when_the_matrix_is_too_large_to_count():
     i = np.array([0, 4_000, 2, 4_000])
     with pytest.raises(ValueError, match="2 rows repeat"):
         ResponseTable.from_arrays(s, i, np.ones(4))
+
+
+def test_connectedness_shortcut_agrees_with_the_graph_search():
+    # check_connected first tries a cheap sufficient test (every subject shares an item with
+    # the busiest subject); it must never accept a split graph, and a connected graph that
+    # fails it (a chain) must still pass through the full search.
+    rng = np.random.default_rng(3)
+    dense_s, dense_i = np.divmod(np.arange(40 * 9), 9)
+    keep = rng.random(len(dense_s)) > 0.3
+    keep[::9] = True  # every subject keeps item 0
+    dense = ResponseTable.from_arrays(dense_s[keep], dense_i[keep], np.ones(keep.sum()))
+    assert dense._linked_through_busiest() and len(dense.components()) == 1
+    dense.check_connected()
+
+    # a chain s0-i0-s1-i1-s2-...: connected, but no subject shares an item with all others
+    s = np.array([0, 1, 1, 2, 2, 3, 3, 4])
+    i = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    chain = ResponseTable.from_arrays(s, i, np.ones(len(s)))
+    assert not chain._linked_through_busiest() and len(chain.components()) == 1
+    chain.check_connected()
+
+    # two blocks that share nothing
+    s2 = np.concatenate([dense_s, dense_s + 40])
+    i2 = np.concatenate([dense_i, dense_i + 9])
+    split = ResponseTable.from_arrays(s2, i2, np.ones(len(s2)))
+    assert not split._linked_through_busiest() and len(split.components()) == 2
+    with pytest.raises(ValueError, match="2 disconnected components"):
+        split.check_connected()

@@ -279,7 +279,7 @@ class ResponseTable:
             if arr.min() < 0:
                 raise ValueError(f"{name}: {what} has negative positions (row "
                                  f"{int(np.argmin(arr))}); positions count from 0")
-        s, i = s.astype(np.int64), i.astype(np.int64)
+        s, i = s.astype(np.int64, copy=False), i.astype(np.int64, copy=False)
         s_names = None if subjects is None else [str(x) for x in subjects]
         i_names = None if items is None else [str(x) for x in items]
         for what, names, arr in (("subjects", s_names, s), ("items", i_names, i)):
@@ -309,7 +309,10 @@ class ResponseTable:
         s_codes, s_used = _compact(s)
         i_codes, i_used = _compact(i)
         n_s, n_i = len(s_used), len(i_used)
-        flat = s_codes.astype(np.int64) * n_i + i_codes
+        # In place: every fresh array of this length costs page faults on first touch.
+        flat = s_codes.astype(np.int64)
+        flat *= n_i
+        flat += i_codes
         if n_s * n_i <= 4 * n + 1_000_000:
             dup = np.bincount(flat, minlength=n_s * n_i) > 1
             repeated = np.flatnonzero(dup[flat]) if dup.any() else np.zeros(0, np.int64)
@@ -454,8 +457,26 @@ class ResponseTable:
         ]
         return sorted(comps, key=lambda c: -(len(c[0]) + len(c[1])))
 
+    def _linked_through_busiest(self) -> bool:
+        """A sufficient test of connectedness in a few passes over the rows: every subject
+        answers an item that the busiest subject answers (so all subjects are linked through
+        it), and every item has a response (so each hangs on one of those subjects). Nearly
+        dense matrices pass; False means only that the full graph search must decide."""
+        s = np.asarray(self.subject_index)
+        i = np.asarray(self.item_index)
+        if np.bincount(i, minlength=self.n_items).min() == 0:
+            return False
+        busiest = int(np.argmax(np.bincount(s, minlength=self.n_subjects)))
+        hub = np.zeros(self.n_items, dtype=bool)
+        hub[i[s == busiest]] = True
+        linked = np.zeros(self.n_subjects, dtype=bool)
+        linked[s[hub[i]]] = True
+        return bool(linked.all())
+
     def check_connected(self) -> None:
         """Raise naming the components when the subject-item graph falls apart."""
+        if self._linked_through_busiest():
+            return
         comps = self.components()
         if len(comps) <= 1:
             return
