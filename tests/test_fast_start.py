@@ -333,3 +333,22 @@ def test_stitching_fit_from_a_loaded_solver_is_the_same_fit(scores_long_csv, exe
     assert f"{built.cost:.6f}" == "3.447380"  # the paper start's minimum (README, SciPy agrees)
     assert loaded.cost == built.cost and loaded.iterations == built.iterations
     np.testing.assert_array_equal(loaded.theta, built.theta)
+
+
+# ---------------------------------------------------------------------- links on NumPy input
+@pytest.mark.parametrize("name", ["sigmoid", "clipped_linear"])
+def test_links_give_numpy_results_equal_to_the_jax_ones(name):
+    """Reading predictions from a finished fit evaluates the link on NumPy arrays (no compiled
+    call); the values must be the JAX link's, overflow-free at extreme arguments."""
+    from scipy.special import expit
+
+    from platinum_jax.models.rosetta import LINKS
+
+    z = np.concatenate([np.linspace(-40.0, 40.0, 101), [-800.0, 800.0, 0.0]])
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        got = LINKS[name](z)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, np.asarray(LINKS[name](jnp.asarray(z))), rtol=1e-14,
+                               atol=1e-300)
+    want = expit(z) if name == "sigmoid" else np.clip(0.5 + 0.25 * z, 0.0, 1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)

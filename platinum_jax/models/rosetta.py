@@ -42,12 +42,23 @@ from .likelihoods import Gaussian
 __all__ = ["Rosetta", "LINKS"]
 
 
+# Each link takes JAX arrays (and tracers) or NumPy arrays; NumPy in gives NumPy out, so reading
+# predictions from a finished fit runs no compiled call.
+
+
+def _sigmoid(z):
+    if isinstance(z, np.ndarray):
+        return np.exp(-np.logaddexp(0.0, -z))  # 1 / (1 + e^-z), without overflow
+    return jax.nn.sigmoid(z)
+
+
 def _clipped_linear(z):
     # Same value (1/2) and slope (1/4) as the sigmoid at z = 0, so both links share a start.
-    return jnp.clip(0.5 + 0.25 * z, 0.0, 1.0)
+    xp = np if isinstance(z, np.ndarray) else jnp
+    return xp.clip(0.5 + 0.25 * z, 0.0, 1.0)
 
 
-LINKS = {"sigmoid": jax.nn.sigmoid, "clipped_linear": _clipped_linear}
+LINKS = {"sigmoid": _sigmoid, "clipped_linear": _clipped_linear}
 
 
 class Rosetta(MeasurementModel):
