@@ -22,8 +22,11 @@ the whole estimator is re-run on the resampled subjects:
 
 Subjects are the unit resampled because a subject's scores share its ability and its shock;
 resampling rows would break that dependence.  The resulting draws go through
-:func:`posterior_decisions` as any other, and its equal-tailed intervals are percentile
-bootstrap intervals.
+:func:`posterior_decisions` as any other.  The same vmapped solver also runs the full-data
+estimator (all counts 1) and a grouped jackknife (each group of subjects given count 0), which
+the draws carry as ``estimate`` and ``jackknife``: :func:`posterior_decisions` then reads BCa
+intervals (:func:`bca_interval`) instead of percentile ones, correcting the median bias of the
+re-estimated weights that percentile intervals keep.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ def bootstrap_subjects(
     cost=None,
     seed: int = 0,
     batch_size: int = 50,
+    jackknife_groups: int | None = 20,
     **options,
 ) -> PrimitiveDraws:
     """Primitives per replicate of a bootstrap over subjects that re-estimates everything.
@@ -85,11 +89,15 @@ def bootstrap_subjects(
         residual_rank: rank of the correlated residual factor; ``"auto"`` takes the rank BIC
             chooses on the full data's residuals and holds it in every replicate.
         cost: as :func:`primitives_from_fit` (default identity).
+        jackknife_groups: subjects are split at random into this many groups and the
+            estimator re-run with each group left out, for the acceleration of the BCa
+            intervals (``min(groups, S)`` extra fits); ``None`` or ``0`` skips it (BC intervals,
+            acceleration 0).
         options: passed to :func:`fit_heteroscedastic` (and its MAP fits).
 
     Returns:
-        :class:`PrimitiveDraws` with one draw per replicate whose refit converged; its notes
-        say how many did.  Run in float64 (``jax.config.update("jax_enable_x64", True)``).
+        :class:`PrimitiveDraws` with one draw per replicate whose refit converged (its notes
+        say how many did), carrying the full-data ``estimate`` and the ``jackknife`` draws.  Run in float64 (``jax.config.update("jax_enable_x64", True)``).
     """
     from platinum_jax.inference import Theta
     from platinum_jax.inference._map import map_solver
@@ -136,15 +144,29 @@ def bootstrap_subjects(
     resid0 = y - np.asarray(predict(*(jnp.asarray(x)[None] for x in base.theta)))[0]
     _, _, rank = _residual_factor(resid0, t, residual_rank)
 
+    if jackknife_groups is None:
+        jackknife_groups = 0
+    if not (isinstance(jackknife_groups, int) and (jackknife_groups == 0
+                                                   or jackknife_groups >= 2)):
+        raise ValueError(f"jackknife_groups must be None, 0 or an integer >= 2, got "
+                         f"{jackknife_groups!r}")
     rng = np.random.default_rng(seed)
     sub_counts = rng.multinomial(S, np.full(S, 1.0 / S), size=replicates).astype(np.float64)
+    # Extra rows through the same solver: the full-data estimator, then the jackknife.
+    G = min(jackknife_groups, S)
+    extra = [np.ones((1, S))]
+    if G:
+        group = rng.permutation(np.arange(S) % G)
+        extra.append((group[None, :] != np.arange(G)[:, None]).astype(np.float64))
+    sub_counts = np.concatenate([sub_counts, *extra])
+    n_rows = sub_counts.shape[0]
     counts = sub_counts[:, s_idx]  # (R, n)
     omega0 = np.asarray(t.weight)  # the full-data fit's noise weights, 1/σ̂_b² (mean 1)
-    omega = np.broadcast_to(omega0, (replicates, n)).copy()
+    omega = np.broadcast_to(omega0, (n_rows, n)).copy()
 
     def fit_all(omega):
         out = []
-        for k in range(0, replicates, batch_size):
+        for k in range(0, n_rows, batch_size):
             wts = jnp.asarray(counts[k:k + batch_size] * omega[k:k + batch_size])
             out.append(solve(start, dataclasses.replace(jdata, weight=wts)))
         return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *out)
@@ -152,7 +174,7 @@ def bootstrap_subjects(
     def noise(res, omega):
         resid = y[None] - np.asarray(predict(*(jnp.asarray(x) for x in res.theta)))
         ss = np.stack([np.bincount(i_idx, counts[r] * resid[r] ** 2, minlength=m)
-                       for r in range(replicates)])
+                       for r in range(n_rows)])
         return ss / _dof(problem, counts, omega), resid
 
     res = fit_all(omega)
@@ -168,13 +190,18 @@ def bootstrap_subjects(
         res = fit_all(omega)
     var, resid = noise(res, omega)
     ok = np.asarray(res.converged) & np.all(var > 0, axis=1)
+    if not ok[replicates:].all():
+        raise ValueError("the full-data or a jackknife refit did not converge, so the "
+                         "bootstrap intervals cannot be bias-corrected; check the full-data "
+                         "fit, or pass jackknife_groups=0")
+    ok = ok[:replicates]
     if ok.sum() < 2:
         raise ValueError("fewer than 2 bootstrap replicates converged; check the full-data fit")
 
     A = np.asarray(loadings(*(jnp.asarray(x) for x in res.theta), jnp.asarray(sub_counts)))
-    d = np.empty((replicates, m))
-    F = np.zeros((replicates, m, rank))
-    for r in np.flatnonzero(ok):
+    d = np.empty((n_rows, m))
+    F = np.zeros((n_rows, m, rank))
+    for r in [*np.flatnonzero(ok), *range(replicates, n_rows)]:
         if rank:
             # Expand each resampled subject into its copies: the factor analysis sees the
             # bootstrap sample as it would see a data set of those subjects.
@@ -206,9 +233,19 @@ def bootstrap_subjects(
         "draws": int(ok.sum()),
         "fit_method": "bootstrap over subjects",
         "welfare_weights": w_note,
+        "jackknife_groups": G,
     }
+
+    def draws(idx, note):
+        return PrimitiveDraws(A[idx], C, d[idx], F[idx], np.broadcast_to(w, (len(idx), m)).copy(),
+                              items, abilities, {"draws": note})
+
+    estimate = draws(np.array([replicates]), "full-data estimator")
+    jack = (draws(np.arange(replicates + 1, n_rows), f"jackknife, {G} groups of subjects")
+            if G else None)
     return PrimitiveDraws(A[keep], C, d[keep], F[keep],
-                          np.broadcast_to(w, (len(keep), m)).copy(), items, abilities, notes)
+                          np.broadcast_to(w, (len(keep), m)).copy(), items, abilities, notes,
+                          estimate=estimate, jackknife=jack)
 
 
 @dataclasses.dataclass(frozen=True)
