@@ -178,22 +178,29 @@ def bootstrap_subjects(
         return ss / _dof(problem, counts, omega), resid
 
     res = fit_all(omega)
+    # A replicate (or jackknife group) that leaves an item with no residual dof has no noise
+    # estimate for it: it counts as failed, like a refit that did not converge.
+    failed = np.zeros(n_rows, bool)
     for _ in range(reweights):
         var, _ = noise(res, omega)
-        if np.any(var <= 0):
-            raise ValueError("a bootstrap replicate left an item with no residual noise (too "
-                             "few distinct subjects scored it); drop items with very few "
-                             "scores or fit with fewer reweights")
+        failed |= ~np.all(var > 0, axis=1)
+        var = np.where(failed[:, None], 1.0, var)
         inv = 1.0 / var
         omega = inv[:, i_idx] / (np.sum(counts * inv[:, i_idx], axis=1, keepdims=True)
                                  / counts.sum(axis=1, keepdims=True))
         res = fit_all(omega)
     var, resid = noise(res, omega)
-    ok = np.asarray(res.converged) & np.all(var > 0, axis=1)
-    if not ok[replicates:].all():
-        raise ValueError("the full-data or a jackknife refit did not converge, so the "
-                         "bootstrap intervals cannot be bias-corrected; check the full-data "
-                         "fit, or pass jackknife_groups=0")
+    ok = np.asarray(res.converged) & np.all(var > 0, axis=1) & ~failed
+    if not ok[replicates]:
+        raise ValueError("the refit of the full data (all subject counts 1) did not converge, "
+                         "so the bootstrap intervals cannot be bias-corrected; check the "
+                         "full-data fit (restarts, max_steps in options)")
+    # Jackknife groups whose refit did not converge are left out of the acceleration (as
+    # failed replicates are left out of the bootstrap); the notes count them.
+    jack_ok = replicates + 1 + np.flatnonzero(ok[replicates + 1:])
+    if G and len(jack_ok) < 2:
+        raise ValueError("fewer than 2 jackknife refits converged; pass jackknife_groups=0 "
+                         "for bias-corrected intervals without the acceleration")
     ok = ok[:replicates]
     if ok.sum() < 2:
         raise ValueError("fewer than 2 bootstrap replicates converged; check the full-data fit")
@@ -201,7 +208,7 @@ def bootstrap_subjects(
     A = np.asarray(loadings(*(jnp.asarray(x) for x in res.theta), jnp.asarray(sub_counts)))
     d = np.empty((n_rows, m))
     F = np.zeros((n_rows, m, rank))
-    for r in [*np.flatnonzero(ok), *range(replicates, n_rows)]:
+    for r in [*np.flatnonzero(ok), replicates, *jack_ok]:
         if rank:
             # Expand each resampled subject into its copies: the factor analysis sees the
             # bootstrap sample as it would see a data set of those subjects.
@@ -234,6 +241,7 @@ def bootstrap_subjects(
         "fit_method": "bootstrap over subjects",
         "welfare_weights": w_note,
         "jackknife_groups": G,
+        "jackknife_groups_converged": len(jack_ok) if G else 0,
     }
 
     def draws(idx, note):
@@ -241,7 +249,7 @@ def bootstrap_subjects(
                               items, abilities, {"draws": note})
 
     estimate = draws(np.array([replicates]), "full-data estimator")
-    jack = (draws(np.arange(replicates + 1, n_rows), f"jackknife, {G} groups of subjects")
+    jack = (draws(jack_ok, f"jackknife, {len(jack_ok)} of {G} groups of subjects converged")
             if G else None)
     return PrimitiveDraws(A[keep], C, d[keep], F[keep],
                           np.broadcast_to(w, (len(keep), m)).copy(), items, abilities, notes,
