@@ -534,9 +534,15 @@ def test_subject_bootstrap_covers_the_true_weights_in_a_small_world():
     assert 0.5 < np.median(spread) < 2.0, spread
     log_ratio = np.log(np.median(prims.d, axis=0) / np.diag(world.Sigma))
     assert abs(log_ratio.mean()) < 3 * np.sqrt(np.mean(2 / n_b) / len(n_b)) + 0.1, log_ratio
-    post = posterior_decisions(prims, 1.0)
+    # Percentile intervals (BCa is the default for these draws; the benchmark compares both).
+    post = posterior_decisions(prims, 1.0, interval_method="percentile")
     v_true = np.asarray(optimal_weights(world.A @ world.A.T, world.Sigma, w, 1.0))
     _assert_nominal_coverage((v_true >= post.items["lo"]) & (v_true <= post.items["hi"]))
+    # The BCa intervals are read from the same replicates around the full-data estimator.
+    assert prims.estimate.n_draws == 1 and prims.jackknife.n_draws >= 2
+    bca = posterior_decisions(prims, 1.0)
+    assert bca.summary["interval_method"] == "bca"
+    np.testing.assert_allclose(bca.draws, post.draws)
 
 
 def test_subject_bootstrap_refuses_what_it_cannot_refit():
