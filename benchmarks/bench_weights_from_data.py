@@ -21,8 +21,11 @@ NumPy's on the same draws), plus case-specific figures:
   rank set to the world's 1 instead of chosen by BIC.  With ``--subject-bootstrap R`` the
   suffix ``_subject_bootstrap`` gives them for :func:`platinum_jax.design.bootstrap_subjects`
   (``R`` replicates resampling the models, each refitting the per-benchmark noise weights, the
-  noise variances and the residual factor; percentile intervals), with its time as
-  ``subject_bootstrap_s``.  ``ours_s`` is the time
+  noise variances and the residual factor, plus the full-data refit and a 20-group jackknife;
+  BCa intervals), the suffix ``_subject_bootstrap_percentile`` the percentile intervals of the
+  same replicates, ``misses_subject_bootstrap`` which benchmarks' true ``v*`` fall outside the
+  BCa interval and on which side, with its time as ``subject_bootstrap_s``.  ``--small`` runs
+  worlds of 100 models × 24 benchmarks instead.  ``ours_s`` is the time
   of the decisions over all draws (v*, flags, welfare at five ``r``; the fit and the primitives
   are timed apart as ``fit_s`` and ``primitives_s``); the baseline is a dense NumPy
   ``solve(M + rΣ, Mw)`` per draw at the one ``r`` on the same primitives.
@@ -203,8 +206,9 @@ def main() -> int:
     parser.add_argument("--baseline-draws", type=int, default=20,
                         help="draws NumPy is timed on in the 4,000 x 1,000 case (default 20)")
     parser.add_argument("--subject-bootstrap", type=int, default=0, metavar="R",
-                        help="also run bootstrap_subjects with R replicates per world (slow: "
-                             "minutes per world at R = 100; default off)")
+                        help="also run bootstrap_subjects with R replicates per world, BCa and "
+                             "percentile intervals (slow: minutes per world at R = 100; default "
+                             "off)")
     parser.add_argument("--small", action="store_true",
                         help="worlds of 100 models x 24 benchmarks (30%% scored) instead of the "
                              "Epoch table's size")
