@@ -32,6 +32,7 @@ re-estimated weights that percentile intervals keep.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -191,10 +192,15 @@ def bootstrap_subjects(
         res = fit_all(omega)
     var, resid = noise(res, omega)
     ok = np.asarray(res.converged) & np.all(var > 0, axis=1) & ~failed
-    if not ok[replicates]:
-        raise ValueError("the refit of the full data (all subject counts 1) did not converge, "
-                         "so the bootstrap intervals cannot be bias-corrected; check the "
-                         "full-data fit (restarts, max_steps in options)")
+    estimate_converged = bool(ok[replicates])
+    if not np.all(var[replicates] > 0) or failed[replicates]:
+        raise ValueError("the refit of the full data (all subject counts 1) left an item "
+                         "without residual noise; drop items with very few scores")
+    if not estimate_converged:
+        # It starts at the converged full-data fit, so it is close; it is used and reported.
+        warnings.warn("the refit of the full data (the centre of the BCa intervals) did not "
+                      "meet the solver's convergence test; it is used as it stands (see "
+                      "notes['estimate_converged'])", stacklevel=2)
     # Jackknife groups whose refit did not converge are left out of the acceleration (as
     # failed replicates are left out of the bootstrap); the notes count them.
     jack_ok = replicates + 1 + np.flatnonzero(ok[replicates + 1:])
@@ -240,6 +246,7 @@ def bootstrap_subjects(
         "draws": int(ok.sum()),
         "fit_method": "bootstrap over subjects",
         "welfare_weights": w_note,
+        "estimate_converged": estimate_converged,
         "jackknife_groups": G,
         "jackknife_groups_converged": len(jack_ok) if G else 0,
     }
