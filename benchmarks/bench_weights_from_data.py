@@ -21,8 +21,11 @@ NumPy's on the same draws), plus case-specific figures:
   rank set to the world's 1 instead of chosen by BIC.  With ``--subject-bootstrap R`` the
   suffix ``_subject_bootstrap`` gives them for :func:`platinum_jax.design.bootstrap_subjects`
   (``R`` replicates resampling the models, each refitting the per-benchmark noise weights, the
-  noise variances and the residual factor; percentile intervals), with its time as
-  ``subject_bootstrap_s``.  ``ours_s`` is the time
+  noise variances and the residual factor, plus the full-data refit and a 20-group jackknife;
+  BCa intervals), the suffix ``_subject_bootstrap_percentile`` the percentile intervals of the
+  same replicates, ``misses_subject_bootstrap`` which benchmarks' true ``v*`` fall outside the
+  BCa interval and on which side, with its time as ``subject_bootstrap_s``.  ``--small`` runs
+  worlds of 100 models × 24 benchmarks instead.  ``ours_s`` is the time
   of the decisions over all draws (v*, flags, welfare at five ``r``; the fit and the primitives
   are timed apart as ``fit_s`` and ``primitives_s``); the baseline is a dense NumPy
   ``solve(M + rΣ, Mw)`` per draw at the one ``r`` on the same primitives.
@@ -91,8 +94,10 @@ def _check(world, post, w, r):
             "z_mean": float(z.mean()), "z_sd": float(z.std())}
 
 
-def world_case(kind: str, seed: int, draws: int, r: float = 1.0, replicates: int = 0) -> dict:
-    world = weights_world(shared=0.0 if kind == "diag" else 0.03, seed=seed)
+def world_case(kind: str, seed: int, draws: int, r: float = 1.0, replicates: int = 0,
+               small: bool = False) -> dict:
+    size = dict(n_subjects=100, n_items=24, observed=0.3, noise=(0.01, 0.1)) if small else {}
+    world = weights_world(shared=0.0 if kind == "diag" else 0.03, seed=seed, **size)
     table = ResponseTable.from_frame(world.scores)
     model = Rosetta(anchor=BenchmarkAnchor("b000"), likelihood=Gaussian())
     w = welfare_from_items(world.items, world.items[:5])
@@ -130,8 +135,16 @@ def world_case(kind: str, seed: int, draws: int, r: float = 1.0, replicates: int
         boot = bootstrap_subjects(model, table, w, replicates=replicates, seed=seed)
         row["subject_bootstrap_s"] = time.perf_counter() - t0
         row["subject_bootstrap_converged"] = boot.notes["replicates_converged"]
-        row.update({f"{k}_subject_bootstrap": v
-                    for k, v in _check(world, posterior_decisions(boot, r), w, r).items()})
+        for method, suffix in (("bca", "subject_bootstrap"),
+                               ("percentile", "subject_bootstrap_percentile")):
+            post_b = posterior_decisions(boot, r, interval_method=method)
+            row.update({f"{k}_{suffix}": v for k, v in _check(world, post_b, w, r).items()})
+            if method == "bca":
+                v_true = np.asarray(optimal_weights(world.A @ world.A.T, world.Sigma, w, r))
+                row["misses_subject_bootstrap"] = {
+                    str(i): "above" if v_true[j] > post_b.items["hi"].iloc[j] else "below"
+                    for j, i in enumerate(post_b.items.index)
+                    if not post_b.items["lo"].iloc[j] <= v_true[j] <= post_b.items["hi"].iloc[j]}
     return row
 
 
@@ -193,16 +206,31 @@ def main() -> int:
     parser.add_argument("--baseline-draws", type=int, default=20,
                         help="draws NumPy is timed on in the 4,000 x 1,000 case (default 20)")
     parser.add_argument("--subject-bootstrap", type=int, default=0, metavar="R",
-                        help="also run bootstrap_subjects with R replicates per world (slow: "
-                             "minutes per world at R = 100; default off)")
+                        help="also run bootstrap_subjects with R replicates per world, BCa and "
+                             "percentile intervals (slow: minutes per world at R = 100; default "
+                             "off)")
+    parser.add_argument("--small", action="store_true",
+                        help="worlds of 100 models x 24 benchmarks (30%% scored) instead of the "
+                             "Epoch table's size")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seed of the first world (default 0; other seeds to develop on)")
+    parser.add_argument("--kinds", default="diag,corr", help="world kinds (default diag,corr)")
+    parser.add_argument("--no-timing", action="store_true",
+                        help="skip the 4,000 x 1,000 timing case")
     args = parser.parse_args()
     seeds = 1 if args.quick else args.seeds
     rows = []
-    print(json.dumps(timing_case(1000 if args.quick else 4000, 1000, args.baseline_draws)),
-          flush=True)
-    for kind in ("diag", "corr"):
-        for seed in range(seeds):
-            rows.append(world_case(kind, seed, args.draws, replicates=args.subject_bootstrap))
+    if not args.no_timing:
+        print(json.dumps(timing_case(1000 if args.quick else 4000, 1000, args.baseline_draws)),
+              flush=True)
+    for kind in args.kinds.split(","):
+        if kind not in ("diag", "corr"):
+            parser.error(f"--kinds takes diag and/or corr, got {kind!r}")
+        for seed in range(args.first_seed, args.first_seed + seeds):
+            rows.append(world_case(kind, seed, args.draws, replicates=args.subject_bootstrap,
+                                   small=args.small))
+            if args.small:
+                rows[-1]["name"] += "_small"
             print(json.dumps(rows[-1]), flush=True)
     for kind in ("diag", "corr"):
         sub = [row for row in rows if row["name"].startswith(f"world_{kind}")]
@@ -211,7 +239,8 @@ def main() -> int:
         keys = ["welfare_loss", "corr", "coverage", "z_mean", "z_sd", "coverage_single_noise",
                 "z_mean_single_noise", "z_sd_single_noise"]
         keys += ["coverage_rank1", "welfare_loss_rank1"] if kind == "corr" else []
-        keys += (["coverage_subject_bootstrap", "welfare_loss_subject_bootstrap",
+        keys += (["coverage_subject_bootstrap", "coverage_subject_bootstrap_percentile",
+                  "welfare_loss_subject_bootstrap",
                   "z_mean_subject_bootstrap", "z_sd_subject_bootstrap", "subject_bootstrap_s"]
                  if args.subject_bootstrap else [])
         for key in keys:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -99,6 +100,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "run-to-run covariance (rank by --residual-rank; auto: Marchenko-Pastur)")
     m.add_argument("--current", metavar="CSV",
                    help="columns item,weight: the benchmark's current weights (default uniform)")
+    u = p.add_argument_group("uncertainty (Gaussian fits of benchmarks as items)")
+    u.add_argument("--subject-bootstrap", type=int, default=0, metavar="R",
+                   help="instead of the fit's draws, resample the subjects (AI models) R times "
+                        "and re-estimate the fit, each benchmark's noise and the residual "
+                        "correlation per replicate (needs a Gaussian fit with free noise, e.g. "
+                        "--noise-per-item). Costs R + 1 + --jackknife-groups refits: minutes "
+                        "at R = 100 on the Epoch table. Default 0: use the fit's draws")
+    u.add_argument("--jackknife-groups", type=int, default=20, metavar="G",
+                   help="with --subject-bootstrap: leave out each of G random groups of "
+                        "subjects once, for the acceleration of the BCa intervals (G refits; "
+                        "default 20; 0: bias-corrected intervals without acceleration)")
+    u.add_argument("--interval-method", choices=("auto", "percentile", "bca"), default="auto",
+                   help="intervals of v*: percentile (quantiles of the draws), bca "
+                        "(bias-corrected and accelerated, bootstrap only) or auto (default: "
+                        "bca with --subject-bootstrap, else percentile)")
     d = p.add_argument_group("decisions")
     d.add_argument("--r", type=float, default=1.0, help="risk aversion r > 0 (default 1)")
     d.add_argument("--r-factors", default="0.25,0.5,1,2,4",
@@ -283,14 +299,34 @@ def run(args: argparse.Namespace) -> int:
         prims = primitives_from_fit(fit, cost=cost, operating_point=args.operating_point,
                                     residual_rank=rank, runs=runs, seed=args.seed)
     w, w_note = _welfare(args, fit, prims)
-    prims = type(prims)(prims.A, prims.C, prims.d, prims.F,
-                        np.broadcast_to(w, prims.d.shape), prims.items, prims.abilities,
-                        {**prims.notes, "welfare_weights": w_note})
+    if args.subject_bootstrap:
+        from platinum_jax.design import bootstrap_subjects
+
+        if fit is None:
+            raise ValueError("--subject-bootstrap refits the measurement model, so it needs a "
+                             "`platinum-jax fit` directory, not a stitch-bayes posterior")
+        if args.operating_point != "average":
+            raise ValueError("--subject-bootstrap averages the loadings over each replicate's "
+                             "subjects; it does not take --operating-point")
+        if args.runs is not None:
+            raise ValueError("--subject-bootstrap estimates the noise from the residuals; it "
+                             "does not take --runs")
+        print(f"bootstrap over subjects: {args.subject_bootstrap} replicates and "
+              f"{args.jackknife_groups} jackknife groups, each a refit")
+        prims = bootstrap_subjects(fit.model, dataclasses.replace(fit.table, weight=None), w,
+                                   replicates=args.subject_bootstrap, residual_rank=rank,
+                                   cost=cost, seed=args.seed,
+                                   jackknife_groups=args.jackknife_groups)
+    elif args.interval_method == "bca":
+        raise ValueError("--interval-method bca needs bootstrap replicates with the full-data "
+                         "estimate: add --subject-bootstrap R")
+    prims = dataclasses.replace(prims, w=np.broadcast_to(w, prims.d.shape),
+                                 notes={**prims.notes, "welfare_weights": w_note})
     current = None if args.current is None else _two_columns(args.current, "item", "weight",
                                                              "--current")
     post = posterior_decisions(prims, args.r, r_factors=factors, tau_w=args.tau_w,
                                tau_m=args.tau_m, tau_e=args.tau_e, current=current,
-                               interval=args.interval)
+                               interval=args.interval, interval_method=args.interval_method)
     table = post.items.copy()
     for r_value in post.p_platinum_by_r.columns:
         table[f"p_platinum_r={r_value:g}"] = post.p_platinum_by_r[r_value]

@@ -11,7 +11,8 @@ For Gaussian scores whose noise differs between items (benchmarks as items),
 :func:`fit_heteroscedastic` gives the fit whose draws carry each item's own noise level: with a
 single noise level the intervals of ``v*`` are too narrow.  :func:`bootstrap_subjects` resamples
 the subjects and re-estimates the fit, the noise variances and the residual correlation per
-replicate, so that their uncertainty reaches the intervals too.
+replicate, so that their uncertainty reaches the intervals too; its intervals are
+bias-corrected and accelerated (:func:`bca_interval`).
 """
 
 from ._cluster_bootstrap import bootstrap_subjects
@@ -25,11 +26,13 @@ from ._from_fit import (
     welfare_from_regression,
 )
 from ._heteroscedastic import fit_heteroscedastic
+from ._intervals import bca_interval
 from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions
 from ._runs import noise_from_runs
 from ._stitching import primitives_from_stitching
 
 __all__ = [
+    "bca_interval",
     "bootstrap_subjects",
     "DecisionDraws",
     "PrimitiveDraws",

@@ -22,13 +22,17 @@ the whole estimator is re-run on the resampled subjects:
 
 Subjects are the unit resampled because a subject's scores share its ability and its shock;
 resampling rows would break that dependence.  The resulting draws go through
-:func:`posterior_decisions` as any other, and its equal-tailed intervals are percentile
-bootstrap intervals.
+:func:`posterior_decisions` as any other.  The same vmapped solver also runs the full-data
+estimator (all counts 1) and a grouped jackknife (each group of subjects given count 0), which
+the draws carry as ``estimate`` and ``jackknife``: :func:`posterior_decisions` then reads BCa
+intervals (:func:`bca_interval`) instead of percentile ones, correcting the median bias of the
+re-estimated weights that percentile intervals keep.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -70,6 +74,7 @@ def bootstrap_subjects(
     cost=None,
     seed: int = 0,
     batch_size: int = 50,
+    jackknife_groups: int | None = 20,
     **options,
 ) -> PrimitiveDraws:
     """Primitives per replicate of a bootstrap over subjects that re-estimates everything.
@@ -85,11 +90,15 @@ def bootstrap_subjects(
         residual_rank: rank of the correlated residual factor; ``"auto"`` takes the rank BIC
             chooses on the full data's residuals and holds it in every replicate.
         cost: as :func:`primitives_from_fit` (default identity).
+        jackknife_groups: subjects are split at random into this many groups and the
+            estimator re-run with each group left out, for the acceleration of the BCa
+            intervals (``min(groups, S)`` extra fits); ``None`` or ``0`` skips it (BC intervals,
+            acceleration 0).
         options: passed to :func:`fit_heteroscedastic` (and its MAP fits).
 
     Returns:
-        :class:`PrimitiveDraws` with one draw per replicate whose refit converged; its notes
-        say how many did.  Run in float64 (``jax.config.update("jax_enable_x64", True)``).
+        :class:`PrimitiveDraws` with one draw per replicate whose refit converged (its notes
+        say how many did), carrying the full-data ``estimate`` and the ``jackknife`` draws.  Run in float64 (``jax.config.update("jax_enable_x64", True)``).
     """
     from platinum_jax.inference import Theta
     from platinum_jax.inference._map import map_solver
@@ -136,15 +145,29 @@ def bootstrap_subjects(
     resid0 = y - np.asarray(predict(*(jnp.asarray(x)[None] for x in base.theta)))[0]
     _, _, rank = _residual_factor(resid0, t, residual_rank)
 
+    if jackknife_groups is None:
+        jackknife_groups = 0
+    if not (isinstance(jackknife_groups, int) and (jackknife_groups == 0
+                                                   or jackknife_groups >= 2)):
+        raise ValueError(f"jackknife_groups must be None, 0 or an integer >= 2, got "
+                         f"{jackknife_groups!r}")
     rng = np.random.default_rng(seed)
     sub_counts = rng.multinomial(S, np.full(S, 1.0 / S), size=replicates).astype(np.float64)
+    # Extra rows through the same solver: the full-data estimator, then the jackknife.
+    G = min(jackknife_groups, S)
+    extra = [np.ones((1, S))]
+    if G:
+        group = rng.permutation(np.arange(S) % G)
+        extra.append((group[None, :] != np.arange(G)[:, None]).astype(np.float64))
+    sub_counts = np.concatenate([sub_counts, *extra])
+    n_rows = sub_counts.shape[0]
     counts = sub_counts[:, s_idx]  # (R, n)
     omega0 = np.asarray(t.weight)  # the full-data fit's noise weights, 1/σ̂_b² (mean 1)
-    omega = np.broadcast_to(omega0, (replicates, n)).copy()
+    omega = np.broadcast_to(omega0, (n_rows, n)).copy()
 
     def fit_all(omega):
         out = []
-        for k in range(0, replicates, batch_size):
+        for k in range(0, n_rows, batch_size):
             wts = jnp.asarray(counts[k:k + batch_size] * omega[k:k + batch_size])
             out.append(solve(start, dataclasses.replace(jdata, weight=wts)))
         return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *out)
@@ -152,29 +175,46 @@ def bootstrap_subjects(
     def noise(res, omega):
         resid = y[None] - np.asarray(predict(*(jnp.asarray(x) for x in res.theta)))
         ss = np.stack([np.bincount(i_idx, counts[r] * resid[r] ** 2, minlength=m)
-                       for r in range(replicates)])
+                       for r in range(n_rows)])
         return ss / _dof(problem, counts, omega), resid
 
     res = fit_all(omega)
+    # A replicate (or jackknife group) that leaves an item with no residual dof has no noise
+    # estimate for it: it counts as failed, like a refit that did not converge.
+    failed = np.zeros(n_rows, bool)
     for _ in range(reweights):
         var, _ = noise(res, omega)
-        if np.any(var <= 0):
-            raise ValueError("a bootstrap replicate left an item with no residual noise (too "
-                             "few distinct subjects scored it); drop items with very few "
-                             "scores or fit with fewer reweights")
+        failed |= ~np.all(var > 0, axis=1)
+        var = np.where(failed[:, None], 1.0, var)
         inv = 1.0 / var
         omega = inv[:, i_idx] / (np.sum(counts * inv[:, i_idx], axis=1, keepdims=True)
                                  / counts.sum(axis=1, keepdims=True))
         res = fit_all(omega)
     var, resid = noise(res, omega)
-    ok = np.asarray(res.converged) & np.all(var > 0, axis=1)
+    ok = np.asarray(res.converged) & np.all(var > 0, axis=1) & ~failed
+    estimate_converged = bool(ok[replicates])
+    if not np.all(var[replicates] > 0) or failed[replicates]:
+        raise ValueError("the refit of the full data (all subject counts 1) left an item "
+                         "without residual noise; drop items with very few scores")
+    if not estimate_converged:
+        # It starts at the converged full-data fit, so it is close; it is used and reported.
+        warnings.warn("the refit of the full data (the centre of the BCa intervals) did not "
+                      "meet the solver's convergence test; it is used as it stands (see "
+                      "notes['estimate_converged'])", stacklevel=2)
+    # Jackknife groups whose refit did not converge are left out of the acceleration (as
+    # failed replicates are left out of the bootstrap); the notes count them.
+    jack_ok = replicates + 1 + np.flatnonzero(ok[replicates + 1:])
+    if G and len(jack_ok) < 2:
+        raise ValueError("fewer than 2 jackknife refits converged; pass jackknife_groups=0 "
+                         "for bias-corrected intervals without the acceleration")
+    ok = ok[:replicates]
     if ok.sum() < 2:
         raise ValueError("fewer than 2 bootstrap replicates converged; check the full-data fit")
 
     A = np.asarray(loadings(*(jnp.asarray(x) for x in res.theta), jnp.asarray(sub_counts)))
-    d = np.empty((replicates, m))
-    F = np.zeros((replicates, m, rank))
-    for r in np.flatnonzero(ok):
+    d = np.empty((n_rows, m))
+    F = np.zeros((n_rows, m, rank))
+    for r in [*np.flatnonzero(ok), replicates, *jack_ok]:
         if rank:
             # Expand each resampled subject into its copies: the factor analysis sees the
             # bootstrap sample as it would see a data set of those subjects.
@@ -206,9 +246,21 @@ def bootstrap_subjects(
         "draws": int(ok.sum()),
         "fit_method": "bootstrap over subjects",
         "welfare_weights": w_note,
+        "estimate_converged": estimate_converged,
+        "jackknife_groups": G,
+        "jackknife_groups_converged": len(jack_ok) if G else 0,
     }
+
+    def draws(idx, note):
+        return PrimitiveDraws(A[idx], C, d[idx], F[idx], np.broadcast_to(w, (len(idx), m)).copy(),
+                              items, abilities, {"draws": note})
+
+    estimate = draws(np.array([replicates]), "full-data estimator")
+    jack = (draws(jack_ok, f"jackknife, {len(jack_ok)} of {G} groups of subjects converged")
+            if G else None)
     return PrimitiveDraws(A[keep], C, d[keep], F[keep],
-                          np.broadcast_to(w, (len(keep), m)).copy(), items, abilities, notes)
+                          np.broadcast_to(w, (len(keep), m)).copy(), items, abilities, notes,
+                          estimate=estimate, jackknife=jack)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,6 +48,11 @@ def draws_bytes(fit) -> bytes:
         "has_draws": fit.draws is not None,
         "identification": fit.problem.identification.description,
     }
+    from platinum_jax.models import BenchmarkAnchor
+
+    if isinstance(getattr(model, "anchor", None), BenchmarkAnchor):
+        # So that a refit from the file (the subject bootstrap) pins the same benchmark.
+        meta["anchor"] = dataclasses.asdict(model.anchor)
     arrays = {
         "meta": np.asarray(json.dumps(meta)),
         "subject": np.asarray(t.subjects[t.subject_index], dtype=str),
@@ -123,7 +128,12 @@ def read_fit(directory: str | Path):
         raise ValueError(f"{path} has format {meta.get('format')!r}; this version reads "
                          f"format {_FORMAT}")
     lik = LIKELIHOODS[meta["likelihood"]](**meta["likelihood_options"])
-    model = MODELS[meta["model"]](likelihood=lik, **meta["model_options"])
+    options = dict(meta["model_options"])
+    if "anchor" in meta:
+        from platinum_jax.models import BenchmarkAnchor
+
+        options["anchor"] = BenchmarkAnchor(**meta["anchor"])
+    model = MODELS[meta["model"]](likelihood=lik, **options)
     frame = pd.DataFrame({"subject": z["subject"], "item": z["item"], "response": z["response"]})
     if "trials" in z:
         frame["trials"] = z["trials"]

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ._decisions import decisions_per_draw
+from ._intervals import bca_interval
 
 __all__ = ["PrimitiveDraws", "WeightsPosterior", "posterior_decisions"]
 
@@ -29,6 +30,10 @@ class PrimitiveDraws:
         w: welfare weights (D, m).
         items: item names (m); abilities: ability names (K).
         notes: how each primitive was obtained (written to ``summary.json``).
+        estimate: for bootstrap draws, the primitives of the full-data fit (one draw); with it
+            :func:`posterior_decisions` gives bias-corrected (BC) intervals by default.
+        jackknife: for bootstrap draws, the primitives with one group of resampled units
+            left out per draw; with ``estimate``, the intervals are BCa.
     """
 
     A: np.ndarray
@@ -39,6 +44,8 @@ class PrimitiveDraws:
     items: tuple[str, ...]
     abilities: tuple[str, ...]
     notes: dict = field(default_factory=dict)
+    estimate: PrimitiveDraws | None = None
+    jackknife: PrimitiveDraws | None = None
 
     def __post_init__(self):
         A, C, d, F, w = (np.asarray(x, dtype=np.float64) for x in
@@ -111,6 +118,7 @@ def posterior_decisions(
     tau_e: float = 1.0,
     current: Mapping[str, float] | Sequence[float] | None = None,
     interval: float = 0.9,
+    interval_method: str = "auto",
 ) -> WeightsPosterior:
     """Posterior of ``v*``, of Definition-1 platinum flags and of welfare gains (Haupt et al.).
 
@@ -124,7 +132,15 @@ def posterior_decisions(
             :func:`platinum_jax.platinum_items`).
         current: the benchmark's current weights (default: uniform).  Welfare is compared at
             the best scale of each weight vector, so only their shape matters.
-        interval: probability of the equal-tailed intervals (default 0.9).
+        interval: probability of the intervals of ``v*`` (default 0.9).
+        interval_method: how the intervals of ``v*`` are read from the draws:
+            ``"percentile"`` (equal-tailed quantiles of the draws: posterior intervals for
+            Laplace or MCMC draws, percentile intervals for bootstrap draws); ``"bca"``
+            (bias-corrected and accelerated bootstrap intervals, :func:`bca_interval`; needs
+            ``prims.estimate``, and ``prims.jackknife`` for the acceleration, else ``a = 0``);
+            ``"auto"`` (default): ``"bca"`` when ``prims`` carries a full-data estimate (as
+            :func:`bootstrap_subjects` gives), else ``"percentile"``.  The welfare-gain
+            intervals are always percentile intervals.
 
     The welfare gain of ``v*`` over weights ``u`` is ``(W(v*) − W_u) / W(v*)``, the share of the
     attainable welfare that ``u`` leaves behind (``W_u`` at ``u``'s best scale).
@@ -142,17 +158,31 @@ def posterior_decisions(
             raise ValueError(f"{name} must lie in (0, 1) (Definition 1), got {value}")
     if not tau_e > 0:
         raise ValueError(f"tau_e (signal-to-noise-cost threshold) must be > 0, got {tau_e}")
+    if interval_method not in ("auto", "percentile", "bca"):
+        raise ValueError(f"interval_method must be 'auto', 'percentile' or 'bca', got "
+                         f"{interval_method!r}")
+    if interval_method == "bca" and prims.estimate is None:
+        raise ValueError("interval_method='bca' needs bootstrap draws with their full-data "
+                         "estimate (prims.estimate), as bootstrap_subjects gives; use "
+                         "'percentile' for Laplace or MCMC draws")
+    method = interval_method
+    if method == "auto":
+        method = "bca" if prims.estimate is not None else "percentile"
     items = list(prims.items)
     m = len(items)
     cur = _current_weights(current, items)
     r_grid = np.asarray([r * f for f in factors])
-    out = decisions_per_draw(
-        jnp.asarray(prims.A, jnp.float64), jnp.asarray(prims.C, jnp.float64),
-        jnp.asarray(prims.d, jnp.float64), jnp.asarray(prims.F, jnp.float64),
-        jnp.asarray(prims.w, jnp.float64), jnp.asarray(cur, jnp.float64),
-        jnp.asarray(r_grid, jnp.float64), jnp.asarray(tau_w, jnp.float64),
-        jnp.asarray(tau_m, jnp.float64), jnp.asarray(tau_e, jnp.float64),
-    )
+
+    def run(p):
+        return decisions_per_draw(
+            jnp.asarray(p.A, jnp.float64), jnp.asarray(p.C, jnp.float64),
+            jnp.asarray(p.d, jnp.float64), jnp.asarray(p.F, jnp.float64),
+            jnp.asarray(p.w, jnp.float64), jnp.asarray(cur, jnp.float64),
+            jnp.asarray(r_grid, jnp.float64), jnp.asarray(tau_w, jnp.float64),
+            jnp.asarray(tau_m, jnp.float64), jnp.asarray(tau_e, jnp.float64),
+        )
+
+    out = run(prims)
     v = np.asarray(out.weights)
     if not np.all(np.isfinite(v)):
         raise ValueError("the optimal weights are not finite for some draw: the noise "
@@ -160,7 +190,15 @@ def posterior_decisions(
     flags = np.asarray(out.platinum)
     k = factors.index(1.0)
     vr = v[:, k, :]
-    lo, hi = _quantiles(vr, interval)
+    if method == "bca":
+        if tuple(prims.estimate.items) != tuple(items):
+            raise ValueError("prims.estimate must have the same items as prims")
+        est = np.asarray(run(prims.estimate).weights)[0, k, :]
+        jack = (None if prims.jackknife is None
+                else np.asarray(run(prims.jackknife).weights)[:, k, :])
+        lo, hi = bca_interval(vr, est, jack, interval)
+    else:
+        lo, hi = _quantiles(vr, interval)
     total = vr.sum(axis=1, keepdims=True)
     share = np.where(np.abs(total) > 0, vr / np.where(total == 0, 1.0, total), np.nan)
     frame = pd.DataFrame({
@@ -191,7 +229,10 @@ def posterior_decisions(
     v_by_r = pd.DataFrame(v.mean(axis=0).T, index=frame.index, columns=cols)
     main = sens.loc[r]
     summary = {
-        "r": r, "interval": interval, "n_draws": prims.n_draws, "n_items": m,
+        "r": r, "interval": interval,
+        "interval_method": ("bca" if prims.jackknife is not None else "bc (bca with a = 0)")
+        if method == "bca" else "percentile",
+        "n_draws": prims.n_draws, "n_items": m,
         "abilities": list(prims.abilities), "C": np.asarray(prims.C).tolist(),
         "thresholds": {"tau_w": tau_w, "tau_m": tau_m, "tau_e": tau_e},
         "current_weights": "uniform" if current is None else "given",
