@@ -470,11 +470,11 @@ def test_fit_command_noise_per_item_saves_weights_that_read_back(tmp_path):
     np.testing.assert_allclose(back.table.weight, omega / omega.mean(), rtol=0.011)
     assert main(["fit", str(tmp_path / "scores.csv"), "--model", "rosetta", "--noise-per-item",
                  "--method", "nuts", "--out", str(tmp_path / "x")]) == 2
-    # The subject bootstrap from the same fit directory: BCa intervals around the full-data
-    # estimate; BCa without bootstrap replicates is refused.
+    # The subject bootstrap from the same fit directory, with BCa intervals around the
+    # full-data estimate when asked; BCa without bootstrap replicates is refused.
     assert main(["weights", str(tmp_path / "fit"), "--target", "b001,b002",
-                 "--subject-bootstrap", "12", "--jackknife-groups", "4",
-                 "--residual-rank", "0", "--out", str(tmp_path / "wb")]) == 0
+                 "--subject-bootstrap", "12", "--jackknife-groups", "4", "--interval-method",
+                 "bca", "--residual-rank", "0", "--out", str(tmp_path / "wb")]) == 0
     summary = json.loads((tmp_path / "wb" / "summary.json").read_text())
     assert summary["interval_method"] == "bca"
     assert summary["primitives"]["fit_method"] == "bootstrap over subjects"
@@ -534,13 +534,14 @@ def test_subject_bootstrap_covers_the_true_weights_in_a_small_world():
     assert 0.5 < np.median(spread) < 2.0, spread
     log_ratio = np.log(np.median(prims.d, axis=0) / np.diag(world.Sigma))
     assert abs(log_ratio.mean()) < 3 * np.sqrt(np.mean(2 / n_b) / len(n_b)) + 0.1, log_ratio
-    # Percentile intervals (BCa is the default for these draws; the benchmark compares both).
-    post = posterior_decisions(prims, 1.0, interval_method="percentile")
+    # Percentile intervals (what "auto" gives; the benchmark compares them with BCa).
+    post = posterior_decisions(prims, 1.0)
+    assert post.summary["interval_method"] == "percentile"
     v_true = np.asarray(optimal_weights(world.A @ world.A.T, world.Sigma, w, 1.0))
     _assert_nominal_coverage((v_true >= post.items["lo"]) & (v_true <= post.items["hi"]))
     # The BCa intervals are read from the same replicates around the full-data estimator.
     assert prims.estimate.n_draws == 1 and prims.jackknife.n_draws >= 2
-    bca = posterior_decisions(prims, 1.0)
+    bca = posterior_decisions(prims, 1.0, interval_method="bca")
     assert bca.summary["interval_method"] == "bca"
     np.testing.assert_allclose(bca.draws, post.draws)
 
