@@ -195,7 +195,7 @@ class _Counts:
                            and np.dtype(d) == np.float64)
         self.grouped = bool(grouped and self.complete and binary
                             and t.n_items + 1 < t.n_subjects)
-        # The 1PL with missing cells: the float32 [K N] and K's row and column sums only.
+        # The 1PL with missing cells: the float32 N and K's row and column sums only.
         self.split = bool(self.single and logistic == "global" and not self.complete)
         self.groups = None  # each subject's row (its score) when grouped
         s_idx, i_idx = t.subject_index, t.item_index
@@ -212,33 +212,33 @@ class _Counts:
                                                              M))
             if self.single:
                 self.arrays += (jnp.asarray(M, np.float32),)
-        elif self.split:
-            # The 1PL's E-step reads K only through its row sums ((K a)_s = a (K 1)_s) and the
-            # log-likelihood's total through its column sums.
-            both = np.zeros((t.n_subjects, 2 * t.n_items), np.float32)
-            both[s_idx, i_idx] = k
-            both[s_idx, t.n_items + i_idx] = 1.0
-            self.arrays = (jnp.asarray(np.bincount(s_idx, k, t.n_subjects), d),
-                           jnp.asarray(np.bincount(i_idx, k, t.n_items), d),
-                           jnp.asarray(both))
         elif self.dense:
             flat = s_idx.astype(np.int64)  # in place: one array of this length
             flat *= t.n_items
             flat += i_idx
             shape = (t.n_subjects, t.n_items)
-            K = np.bincount(flat, k, cells).reshape(shape)
-            mats = [K]
-            # The 1PL/2PL path reads N only through the float32 copy; others need it in full.
-            if not self.complete and not (self.single and logistic):
-                mats.append(np.bincount(flat, n, cells).reshape(shape).astype(np.float64))
-            self.arrays = tuple(jnp.asarray(x, d) for x in mats)
+            if self.split:
+                # The 1PL reads K only through its row sums ((K a)_s = a (K 1)_s) and column
+                # sums (see _logistic_loglik and moments): no K matrix at all.
+                self.arrays = (jnp.asarray(np.bincount(s_idx, k, t.n_subjects), d),
+                               jnp.asarray(np.bincount(i_idx, k, t.n_items), d))
+            else:
+                K = np.bincount(flat, k, cells).reshape(shape)
+                mats = [K]
+                # The 1PL/2PL path reads N only through the float32 copy; others need it.
+                if not self.complete and not (self.single and logistic):
+                    mats.append(np.bincount(flat, n, cells).reshape(shape).astype(np.float64))
+                self.arrays = tuple(jnp.asarray(x, d) for x in mats)
             if self.single:
-                both = np.zeros((t.n_subjects, t.n_items * (1 if self.complete else 2)),
-                                np.float32)
-                both[:, :t.n_items] = K
-                if not self.complete:  # one attempt in every observed cell
-                    both[s_idx, t.n_items + i_idx] = 1.0
-                self.arrays += (jnp.asarray(both),)
+                # Float32 copies at the end of the arrays: K (not for the split 1PL), then N
+                # (one attempt in every observed cell) when some cells are missing. Two
+                # arrays, not one [K N]: a slice of a joint matrix is copied at every use.
+                f32 = () if self.split else (K.astype(np.float32),)
+                if not self.complete:
+                    N32 = np.zeros(cells, np.float32)
+                    N32[flat] = 1.0
+                    f32 += (N32.reshape(shape),)
+                self.arrays += tuple(jnp.asarray(x) for x in f32)
         else:
             n = np.ones(t.n_responses) if n is None else n
             self.arrays = (jnp.asarray(t.subject_index), jnp.asarray(t.item_index),
@@ -269,13 +269,21 @@ class _Counts:
         rows = k[:, None] * logit_p[ii] + n[:, None] * log_q[ii]
         return jax.ops.segment_sum(rows, si, self.n_subjects)
 
+    def k32(self, arrays):
+        """The float32 copy of the successes (``single``, not ``split``)."""
+        return arrays[-1] if self.complete else arrays[-2]
+
+    def n32(self, arrays):
+        """The float32 attempts, 0/1 (``single`` with missing cells)."""
+        return arrays[-1]
+
     def expected(self, arrays, post):
         """``r_iq`` and ``n_iq`` ``(n_items, Q)`` from the node posteriors ``(n_subjects, Q)``."""
         if self.single:
-            both = (arrays[-1].T @ post.astype(jnp.float32)).astype(post.dtype)
+            p32 = post.astype(jnp.float32)
+            r = (self.k32(arrays).T @ p32).astype(post.dtype)
             if not self.complete:
-                return both[:self.n_items], both[self.n_items:]
-            r = both
+                return r, (self.n32(arrays).T @ p32).astype(post.dtype)
         elif self.complete:
             r = (arrays[2] if self.grouped else arrays[0]).T @ post
         if self.complete:
@@ -288,6 +296,36 @@ class _Counts:
         ps = post[si]
         return (jax.ops.segment_sum(k[:, None] * ps, ii, self.n_items),
                 jax.ops.segment_sum(n[:, None] * ps, ii, self.n_items))
+
+    def moments(self, arrays, post, nodes):
+        """What the 1PL/2PL M-step reads of the expected counts on a dense matrix:
+        ``r0_i = sum_q r_iq`` and ``r1_i = sum_q theta_q r_iq`` (n_items,), and ``n_iq``.
+
+        The curve's objective and derivatives are linear in ``r_iq`` through
+        ``sum_q r_iq z_iq = a_i (r1_i - b_i r0_i)`` and ``sum_q r_iq`` alone, so the successes
+        enter through one product of ``K`` with two columns, ``[1, E[theta | s]]``, instead of
+        ``Q``; only ``n_iq`` needs the nodes (and is a column sum when every cell is observed)."""
+        e_theta = post @ nodes
+        two = jnp.stack([jnp.ones_like(e_theta), e_theta], axis=1)
+        if self.split:
+            # The 1PL reads r1 only through its sum over items (its slope is shared), which is
+            # sum_s (K 1)_s E[theta | s]: every item carries the mean.
+            r1 = jnp.full((self.n_items,), arrays[0] @ e_theta / self.n_items)
+            rk = jnp.stack([arrays[1], r1], axis=1)
+        elif self.grouped:
+            rk = arrays[2].T @ two
+        elif self.single:
+            rk = (self.k32(arrays).T @ two.astype(jnp.float32)).astype(post.dtype)
+        else:
+            rk = arrays[0].T @ two
+        if self.complete:
+            per_node = arrays[1] @ post if self.grouped else jnp.sum(post, axis=0)
+            n = jnp.broadcast_to(per_node, (self.n_items, post.shape[1]))
+        elif self.single:
+            n = (self.n32(arrays).T @ post.astype(jnp.float32)).astype(post.dtype)
+        else:
+            n = arrays[1].T @ post
+        return rk[:, 0], rk[:, 1], n
 
 
 def _probabilities(problem: Problem, nodes, items, g):
@@ -332,18 +370,19 @@ def _logistic_loglik(cols, counts, arrays, nodes, items, g):
         # 1PL: (K a)_s = a (K 1)_s. The per-subject constant (K (a b))_s does not move the
         # posterior; only its total enters the log-likelihood, so every subject carries the
         # mean sum_i a b_i (K^T 1)_i / n_subjects instead.
-        rows, cols_k, both = arrays
-        n32 = both[:, counts.n_items:]
+        rows, cols_k, n32 = arrays
         rest = (n32 @ log_q.astype(jnp.float32)).astype(log_q.dtype)
         shift = jnp.sum(a * b * cols_k) / counts.n_subjects
         return (a[0] * rows)[:, None] * nodes[None, :] - shift + rest
-    K = arrays[0]
-    lin = K @ jnp.stack([a, a * b], axis=1)
+    ab = jnp.stack([a, a * b], axis=1)
+    if counts.single and not counts.grouped:  # float32 K (exact), (a, a b) rounded ~1e-7
+        lin = (counts.k32(arrays) @ ab.astype(jnp.float32)).astype(ab.dtype)
+    else:
+        lin = arrays[0] @ ab
     if counts.complete:
         rest = jnp.sum(log_q, axis=0)[None, :]
-    elif counts.single:  # float32 N (exact) and log(1 - p): rounding of about 1e-7 relative
-        n32 = arrays[-1][:, counts.n_items:]
-        rest = (n32 @ log_q.astype(jnp.float32)).astype(log_q.dtype)
+    elif counts.single:  # float32 N (exact) and log(1 - p), as above
+        rest = (counts.n32(arrays) @ log_q.astype(jnp.float32)).astype(log_q.dtype)
     else:
         rest = arrays[1] @ log_q
     return lin[:, :1] * nodes[None, :] - lin[:, 1:] + rest
@@ -473,7 +512,7 @@ def _joint_step(problem, nodes, r, n, items, g, free_I, free_G, steps):
     return items - steps[best] * dI, g - steps[best] * dG
 
 
-def _logistic_m_step(problem, cols, nodes, r, n, items, g, free_I, free_G, newton_steps):
+def _logistic_m_step(problem, cols, nodes, r0, r1, n, items, g, free_I, free_G, newton_steps):
     """The M-step of :func:`_m_step` for the 1PL and 2PL, with the curve's derivatives in
     closed form on the ``(n_items, Q)`` grid (the penalties' by autodiff, as there).
 
@@ -486,7 +525,10 @@ def _logistic_m_step(problem, cols, nodes, r, n, items, g, free_I, free_G, newto
     each difficulty (a scalar) and solves the one global by its Schur complement. Of the
     generic step's step sizes the first at which the objective does not rise (beyond a
     rounding-level slack) is kept, where the generic step tries them all and keeps the best:
-    the EM's fixed point is the same, and one evaluation usually suffices."""
+    the EM's fixed point is the same, and one evaluation usually suffices.
+
+    The successes ``r_iq`` enter only through ``r0_i = sum_q r_iq`` and
+    ``r1_i = sum_q theta_q r_iq`` (:meth:`_Counts.moments`): ``sum_q r z = a_i (r1_i - b_i r0_i)``."""
     ib, where, ia = cols
     steps = jnp.asarray(_STEPS, items.dtype)
     p_i = items.shape[1]
@@ -497,18 +539,23 @@ def _logistic_m_step(problem, cols, nodes, r, n, items, g, free_I, free_G, newto
         a = jnp.exp(la)
         return a, a[..., None] * (nodes - items[..., ib, None])
 
+    def r_dot_z(a, items):  # sum_q r_iq z_iq
+        return a * (r1 - items[..., ib] * r0)
+
     def item_nll(items, g):  # (..., n_items)
-        _, z = curve(items, g)
-        return jnp.sum(n * jax.nn.softplus(z) - r * z, axis=-1)
+        a, z = curve(items, g)
+        return jnp.sum(n * jax.nn.softplus(z), axis=-1) - r_dot_z(a, items)
 
     def derivatives(items, g):
         a, z = curve(items, g)
         p = jax.nn.sigmoid(z)
-        e, v = r - n * p, n * p * (1.0 - p)
+        np_, v = n * p, n * p * (1.0 - p)
+        sum_e = r0 - jnp.sum(np_, 1)  # sum_q e_iq
+        sum_ze = r_dot_z(a, items) - jnp.sum(z * np_, 1)  # sum_q z_iq e_iq
         zpen = jnp.concatenate([items, jnp.broadcast_to(g, (items.shape[0], g.shape[0]))], 1)
         pg = jax.vmap(jax.grad(pen_z))(zpen, free_I)
         ph = jax.vmap(jax.hessian(pen_z))(zpen, free_I)
-        return (a * jnp.sum(e, 1), -jnp.sum(z * e, 1), a**2 * jnp.sum(v, 1),
+        return (a * sum_e, -sum_ze, a**2 * jnp.sum(v, 1),
                 -a * jnp.sum(v * z, 1), jnp.sum(v * z * z, 1), pg, ph)
 
     def first_no_worse(objective, f0):
@@ -601,7 +648,7 @@ def _logistic_start(cols, counts, arrays, items, g, free_I):
     if counts.complete:
         n = jnp.full_like(k, counts.n_subjects)
     else:
-        n = jnp.sum(arrays[-1][:, counts.n_items:] if counts.single else arrays[1], axis=0)
+        n = jnp.sum(counts.n32(arrays) if counts.single else arrays[1], axis=0)
     share = (k + 0.5) / (n + 1.0)
     b = -jnp.log(share / (1.0 - share)) * jnp.sqrt(1.0 + jnp.pi * a**2 / 8.0) / a
     return items.at[:, ib].set(jnp.where(free_I[:, ib] > 0, b, items[:, ib]))
@@ -640,12 +687,13 @@ def _em_map(problem, counts, arrays, nodes, log_w, free_I, free_G, newton_steps,
     """One EM step ``(items, g) -> F(items, g)`` and the objective at its input:
     ``-log L(items, g) + penalty``."""
     post, ll = _e_step(problem, counts, arrays, nodes, log_w, items, g)
-    r, n = counts.expected(arrays, post)
     cols = _logistic_columns(problem) if counts.dense else None
     if cols is None:
+        r, n = counts.expected(arrays, post)
         new_items, new_g = _m_step(problem, nodes, r, n, items, g, free_I, free_G, newton_steps)
     else:
-        new_items, new_g = _logistic_m_step(problem, cols, nodes, r, n, items, g, free_I,
+        r0, r1, n = counts.moments(arrays, post, nodes)
+        new_items, new_g = _logistic_m_step(problem, cols, nodes, r0, r1, n, items, g, free_I,
                                             free_G, newton_steps)
     return new_items, new_g, -ll + _penalty(problem, items, free_I, g)
 
