@@ -319,6 +319,27 @@ def test_solver_key_names_what_the_program_depends_on(scores_long_csv, executabl
     assert _map._disk_key(Problem(WithArray(), table), None, None, {}) is None
 
 
+def test_solvers_are_kept_in_memory_without_the_disk_cache(monkeypatch):
+    """A second fit of the same structure in one process reuses the compiled solver whether
+    or not the disk cache is on (a library session that never called
+    enable_compilation_cache, a test run): it is neither traced nor compiled again."""
+    from platinum_jax.inference import Problem, _map, fit_map, simulate
+    from platinum_jax.models import TwoPL
+
+    monkeypatch.setattr(_runtime, "_EXECUTABLES", None)
+    monkeypatch.setattr(_map, "_SOLVERS", {})
+    model = TwoPL()
+    first, _ = simulate(model, 30, 6, seed=1)
+    second, _ = simulate(model, 30, 6, seed=2)
+    assert _map.map_solver(Problem(model, first)) is _map.map_solver(Problem(model, second))
+    fit_map(model, first)
+    traced = []
+    real = _map.solve_map
+    monkeypatch.setattr(_map, "solve_map", lambda *a, **k: traced.append(1) or real(*a, **k))
+    fit_map(model, second)
+    assert not traced
+
+
 def test_stitching_fit_from_a_loaded_solver_is_the_same_fit(scores_long_csv, executables,
                                                              monkeypatch):
     from platinum_jax.inference import _map

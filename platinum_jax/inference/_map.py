@@ -455,8 +455,10 @@ def map_solver(problem: Problem, *, batched: str | None = None,
     fn = jax.jit(fn, compiler_options=compiler_options)
     from platinum_jax._runtime import disk_cached, executables_directory
 
-    if key is not None and executables_directory() is not None:
-        fn = disk_cached(fn, _disk_key(problem, batched, compiler_options, options))
+    if key is not None:
+        # Kept in memory whether or not the disk cache is on (a library session, a test run).
+        if executables_directory() is not None:
+            fn = disk_cached(fn, _disk_key(problem, batched, compiler_options, options))
         if len(_SOLVERS) >= _MAX_SOLVERS:
             _SOLVERS.pop(next(iter(_SOLVERS)))  # the oldest
         _SOLVERS[key] = fn
