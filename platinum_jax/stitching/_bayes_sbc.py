@@ -266,14 +266,27 @@ def _world_sampler(model, problem, design: SBCDesign, warmup, samples, thin, tar
     return run
 
 
-def rank_uniformity(result: pd.DataFrame, *, bins: int = 10) -> pd.DataFrame:
-    """Per group: chi-square and Kolmogorov-Smirnov tests of uniform ranks, and coverage.
+def rank_uniformity(result: pd.DataFrame, *, bins: int = 10, world_bins: int = 5) -> pd.DataFrame:
+    """Per group: tests of uniform ranks, and coverage.
 
     Ranks r in {0..L} are binned into ``bins`` equal bins (chi-square against equal counts) and,
     jittered as (r + U) / (L + 1) with U ~ Uniform(0, 1), compared with Uniform(0, 1) (KS).
-    Entries of one world share the world's data, so the tests treat dependent ranks as
-    independent: read small p-values with that in mind.  Returns a frame indexed by group
-    with ``n_ranks, chi2, chi2_p, ks_p, coverage_50, coverage_90``.
+    These two pool every entry as if independent, but the entries of one world share its data
+    and its scale (a world whose shift of the capability scale is mis-estimated moves all 180
+    capability ranks together), so with many entries per world they reject a calibrated sampler.
+
+    Two tests take the world as the unit instead, so dependence within a world is allowed
+    for (both need a ``world`` column, NaN otherwise):
+
+    * ``world_t2_p``: each world's shares of its ranks in ``world_bins`` equal bins form one
+      vector, and Hotelling's T² asks whether their mean over worlds is the uniform one
+      (``1 / world_bins`` each), with the covariance estimated across worlds (needs more
+      worlds than bins);
+    * ``ks_p_one_per_world``: the KS test on one entry per world, drawn at random (independent
+      ranks, but only as many as worlds: it misses all but gross departures).
+
+    Returns a frame indexed by group with ``n_ranks, chi2, chi2_p, ks_p, world_t2_p,
+    ks_p_one_per_world, coverage_50, coverage_90``.
     """
     from scipy import stats
 
@@ -291,9 +304,46 @@ def rank_uniformity(result: pd.DataFrame, *, bins: int = 10) -> pd.DataFrame:
             "chi2": float(chi2),
             "chi2_p": float(chi2_p),
             "ks_p": float(stats.kstest(u, "uniform").pvalue),
+            "world_t2_p": _world_t2_p(part, L, world_bins),
+            "ks_p_one_per_world": _one_per_world_ks_p(part, L, rng),
             "coverage_50": float(part["in_50"].mean()),
             "coverage_90": float(part["in_90"].mean()),
         }
     frame = pd.DataFrame.from_dict(out, orient="index")
     frame.index.name = "group"
     return frame
+
+
+def _world_t2_p(part: pd.DataFrame, L: int, bins: int) -> float:
+    """Hotelling T² p-value that the mean over worlds of each world's rank-bin shares is
+    uniform (see :func:`rank_uniformity`); NaN without a ``world`` column or with too few
+    worlds."""
+    from scipy import stats
+
+    if "world" not in part:
+        return float("nan")
+    edges = np.linspace(0, L + 1, bins + 1)
+    shares = np.array([np.histogram(g["rank"].to_numpy(), bins=edges)[0] / len(g)
+                       for _, g in part.groupby("world")])
+    n, k = shares.shape[0], bins - 1  # the last share is 1 minus the others
+    if n <= k:
+        return float("nan")
+    x = shares[:, :k]
+    diff = x.mean(axis=0) - 1.0 / bins
+    cov = np.cov(x, rowvar=False).reshape(k, k)
+    if not np.all(np.isfinite(cov)) or np.linalg.matrix_rank(cov) < k:
+        return float("nan")  # e.g. one entry per world that always lands in one bin
+    t2 = n * diff @ np.linalg.solve(cov, diff)
+    f = t2 * (n - k) / (k * (n - 1))
+    return float(stats.f.sf(f, k, n - k))
+
+
+def _one_per_world_ks_p(part: pd.DataFrame, L: int, rng) -> float:
+    """KS p-value of uniform ranks over one entry per world, drawn at random."""
+    from scipy import stats
+
+    if "world" not in part or part["world"].nunique() < 2:
+        return float("nan")
+    picked = part.groupby("world")["rank"].apply(lambda r: r.iloc[rng.integers(len(r))])
+    u = (picked.to_numpy() + rng.random(len(picked))) / (L + 1)
+    return float(stats.kstest(u, "uniform").pvalue)
