@@ -4,8 +4,9 @@ For each size (subjects x items) and missing share, binary responses are drawn f
 (abilities ~ N(0, 1), difficulties ~ N(0, 1), discriminations ~ LogNormal(0, 0.3^2)), and
 1PL and 2PL models are fitted by:
 
-* ``ours``: ``platinum_jax.inference.fit(..., method="marginal")`` (Gauss-Hermite EM over the
-  abilities, 31 nodes, abilities by EAP; the 1PL/2PL take its closed-form dense path), float64;
+* ``ours``: ``platinum_jax.inference.fit(..., method="marginal")`` (EM over the abilities on
+  61 nodes evenly spaced over +-6 prior SDs, abilities by EAP; the 1PL/2PL take its
+  closed-form dense path), float64;
 * ``girth``: girth 0.8.0's marginal maximum likelihood (``onepl_mml``/``twopl_mml``), abilities
   by its ``ability_eap``;
 * ``py-irt``: py-irt 0.7.1's defaults (Pyro SVI, 2,000 epochs), run only up to

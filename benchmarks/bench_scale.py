@@ -3,8 +3,8 @@
 Binary 2PL responses of 100,000 subjects on 100 items (10 million cells, complete; abilities
 ~ N(0, 1), difficulties ~ N(0, 1), discriminations ~ LogNormal(0, 0.3^2)) are drawn in NumPy,
 turned into a :class:`~platinum_jax.data.ResponseTable` (``from_arrays``) and fitted with
-``fit(TwoPL(), table, method="marginal")`` (Gauss-Hermite EM over the abilities, EAP
-abilities). Times: table construction, the fit (compilation included), both together; the
+``fit(TwoPL(), table, method="marginal")`` (EM over the abilities on an even quadrature
+grid, EAP abilities). Times: table construction, the fit (compilation included), both together; the
 process's peak resident memory; recovery of the discriminations and difficulties.
 
 ``--first-order`` also runs the first-order MAP path (``fit_map(..., solver="first_order")``,

@@ -1,4 +1,4 @@
-"""Marginal estimation over abilities (Gauss-Hermite EM, EAP abilities).
+"""Marginal estimation over abilities (EM over a quadrature grid, EAP abilities).
 
 Expected numbers come from SciPy quadrature written here, or from a synthetic truth drawn here.
 """
@@ -77,6 +77,43 @@ def test_marginal_log_likelihood_with_guessing_and_a_shared_slope():
                                     nodes=61)
     expected1 = _quad_loglik(table, lambda t, i: expit(np.exp(0.3) * (t - b[i])))
     assert ours1 == pytest.approx(expected1, rel=1e-9)
+
+
+def test_even_rule_resolves_subjects_with_many_items():
+    """With 400 items per subject each subject's likelihood peaks about 0.1 prior SD wide: the
+    default rule (61 nodes 0.2 SD apart) still integrates it to a few thousandths per subject,
+    where 31 Gauss-Hermite nodes (0.56 SD apart at the centre) are off by whole units."""
+    table, _, b, a = _world(12, 400, seed=21)
+    items = np.stack([b, np.log(a)], axis=1)
+    expected = _quad_loglik(table, lambda t, i: expit(a[i] * (t - b[i])))
+    problem = Problem(TwoPL(), table)
+    even = marginal_log_likelihood(problem, items, np.zeros(0))
+    assert abs(even - expected) < 0.05  # 12 subjects
+    finer = marginal_log_likelihood(problem, items, np.zeros(0), nodes=81)
+    assert abs(finer - expected) < 0.002
+    hermite = marginal_log_likelihood(problem, items, np.zeros(0), nodes=31,
+                                      rule="gauss-hermite")
+    assert abs(hermite - expected) > 1.0
+    with pytest.raises(ValueError, match="rule"):
+        marginal_log_likelihood(problem, items, np.zeros(0), rule="simpson")
+
+
+def test_default_rule_keeps_the_scale_of_the_exact_marginal_fit():
+    """A coarse rule does not only add noise: it shrinks the fitted scale. Against a fit on 201
+    nodes (the integral, for these purposes), 300 items per subject: the default keeps the
+    difficulties' scale and location to 1e-3; 31 Gauss-Hermite nodes shrink the scale by over
+    10%."""
+    table, _, _, _ = _world(600, 300, seed=22, missing=0.2)
+    exact = fit(TwoPL(), table, method="marginal", nodes=201).items["difficulty"]
+    for kwargs, ok in (({}, True), ({"nodes": 31, "rule": "gauss-hermite"}, False)):
+        got = fit(TwoPL(), table, method="marginal", **kwargs).items["difficulty"]
+        scale, _ = np.polyfit(got, exact, 1)
+        shift = float(np.mean(exact - got))
+        if ok:
+            assert abs(scale - 1) < 1e-3 and abs(shift) < 1e-3
+            np.testing.assert_allclose(got, exact, atol=3e-3)
+        else:
+            assert scale < 0.9
 
 
 @pytest.mark.parametrize("missing", [0.0, 0.2])  # complete: the all-ones shortcut
@@ -189,7 +226,8 @@ def test_accelerated_em_reaches_the_optimum_scipy_finds(model):
 
     table, _, _, _ = _world(60, 8, seed=13, missing=0.2)
     cls = {"1pl": OnePL, "2pl": TwoPL}[model]
-    res = fit(cls(), table, method="marginal", nodes=21, tol=1e-9)
+    res = fit(cls(), table, method="marginal", nodes=21, rule="gauss-hermite",
+              tol=1e-9)
     assert res.converged
     objective = _numpy_objective(table, 21, model)
     n_x = 16 if model == "2pl" else 9

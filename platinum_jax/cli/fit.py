@@ -43,7 +43,7 @@ Methods (--method):
   laplace    MAP plus a Gaussian from the exact Hessian: _sd, _lo, _hi columns (90% intervals)
   bootstrap  --replicates refits over resampled responses: _sd and percentile intervals
   marginal   one-ability binary models: item parameters with the abilities integrated out
-             (Gauss-Hermite EM), abilities by EAP with an ability_sd column
+             (EM over a quadrature grid), abilities by EAP with an ability_sd column
   svi        variational Bayes (NumPyro, AutoNormal guide), --steps
   nuts       NUTS (NumPyro), --chains x --samples draws after --warmup; divergences, R-hat
              and ESS in fit.json

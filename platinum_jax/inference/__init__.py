@@ -11,7 +11,7 @@
 Methods: ``map`` (penalised MAP by bipartite Levenberg-Marquardt, with restarts; or by a
 first-order optax solver with ``solver="first_order"``, for data too large for the
 Levenberg-Marquardt system, optionally sharded over devices), ``marginal`` (item parameters
-with the abilities integrated out by Gauss-Hermite quadrature, abilities by EAP), ``laplace``
+with the abilities integrated out by quadrature, abilities by EAP), ``laplace``
 (Gaussian at the MAP), ``bootstrap`` (refits over resampled responses), ``svi`` and ``nuts``
 (NumPyro, the model built from the protocol); :func:`cross_validate` (K-fold) and :func:`loo`
 (PSIS-LOO) compare models; :func:`score_subjects` estimates new subjects against fixed items.

@@ -152,7 +152,8 @@ def _dense_hessian(problem: Problem, theta: Theta, data: Data):
     of the solver (one pass over the responses instead of one per parameter)."""
     from ._map import gauss_newton_system
 
-    sys = jax.jit(lambda th: gauss_newton_system(problem, th, data, "newton"))(theta)
+    # The rows as an argument, not constants folded into the program.
+    sys = jax.jit(lambda th, d: gauss_newton_system(problem, th, d, "newton"))(theta, data)
     n_s, p_s = sys.gS.shape
     n_i, p_i = sys.gI.shape
     a, b = n_s * p_s, n_i * p_i
