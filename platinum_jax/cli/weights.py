@@ -48,7 +48,10 @@ examples:
       what deserves weight when performance on two hard benchmarks is what matters
   platinum-jax fit scores_long.csv --model rosetta --likelihood gaussian --noise-per-item \
       --method laplace --save-draws --out fit
-      a noise level per benchmark (calibrated intervals when benchmarks differ in noise)
+  platinum-jax weights fit --target "GPQA diamond" --out w
+      a noise level per benchmark; weights then resamples the models (200 refits, about a
+      minute) for intervals that cover the true weights at their nominal rate
+      (--subject-bootstrap 0: the fit's Laplace draws, seconds)
   platinum-jax stitch-bayes scores_long.csv --out bayes
   platinum-jax weights bayes --target "GPQA diamond" --out w
       the posterior draws of the Bayesian stitching model (noise per benchmark)
@@ -101,12 +104,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     m.add_argument("--current", metavar="CSV",
                    help="columns item,weight: the benchmark's current weights (default uniform)")
     u = p.add_argument_group("uncertainty (Gaussian fits of benchmarks as items)")
-    u.add_argument("--subject-bootstrap", type=int, default=0, metavar="R",
+    u.add_argument("--subject-bootstrap", type=_replicates, default="auto", metavar="R",
                    help="instead of the fit's draws, resample the subjects (AI models) R times "
                         "and re-estimate the fit, each benchmark's noise and the residual "
-                        "correlation per replicate (needs a Gaussian fit with free noise, e.g. "
-                        "--noise-per-item). Costs R + 1 + --jackknife-groups refits: minutes "
-                        "at R = 100 on the Epoch table. Default 0: use the fit's draws")
+                        "correlation per replicate (needs a Gaussian fit with free noise). "
+                        f"Default auto: {AUTO_REPLICATES} replicates for a fit with a noise "
+                        "level per benchmark (fit --noise-per-item), whose Laplace draws hold "
+                        "the noise estimates fixed and under-cover (0.76 of true weights in "
+                        "90%% intervals on synthetic worlds with a shared shock, against 0.93 "
+                        "for the bootstrap), the fit's own draws otherwise. 0: the fit's draws "
+                        "(seconds instead of about a minute on the Epoch table)")
     u.add_argument("--jackknife-groups", type=int, default=None, metavar="G",
                    help="with --subject-bootstrap and --interval-method bca: leave out each of "
                         "G random groups of subjects once, for the acceleration of the BCa "
@@ -129,6 +136,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--seed", type=int, default=0,
                    help="seed of the residual-variance draws (default 0)")
     p.set_defaults(func=run)
+
+
+AUTO_REPLICATES = 200  # replicates of --subject-bootstrap auto
+
+
+def _replicates(text: str):
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a whole number, got {text!r}") \
+            from None
+    if value != 0 and value < 2:
+        raise argparse.ArgumentTypeError(f"must be 0 (the fit's draws) or at least 2 "
+                                         f"replicates, got {value}")
+    return value
+
+
+def _noise_per_item(fit_dir: Path) -> bool:
+    """Whether ``platinum-jax fit --noise-per-item`` wrote ``fit_dir`` (its fit.json says so)."""
+    try:
+        info = json.loads((fit_dir / "fit.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return "noise_per_item_refits" in info.get("diagnostics", {})
 
 
 def _numbers(text: str, option: str) -> list[float]:
@@ -300,7 +333,18 @@ def run(args: argparse.Namespace) -> int:
         prims = primitives_from_fit(fit, cost=cost, operating_point=args.operating_point,
                                     residual_rank=rank, runs=runs, seed=args.seed)
     w, w_note = _welfare(args, fit, prims)
-    if args.subject_bootstrap:
+    replicates = args.subject_bootstrap
+    if replicates == "auto":
+        # Not with --runs (the noise comes from the runs) or one subject's operating point
+        # (the bootstrap averages the loadings over each replicate's subjects).
+        replicates = AUTO_REPLICATES if (fit is not None and _noise_per_item(fit_dir)
+                                         and args.runs is None
+                                         and args.operating_point == "average") else 0
+        if replicates:
+            print(f"intervals: bootstrap over subjects ({replicates} replicates; the default for "
+                  "a fit with a noise level per benchmark; --subject-bootstrap 0 uses the fit's "
+                  "draws instead)")
+    if replicates:
         from platinum_jax.design import bootstrap_subjects
 
         if fit is None:
@@ -315,10 +359,10 @@ def run(args: argparse.Namespace) -> int:
         groups = args.jackknife_groups
         if groups is None:
             groups = 20 if args.interval_method == "bca" else 0
-        print(f"bootstrap over subjects: {args.subject_bootstrap} replicates and "
+        print(f"bootstrap over subjects: {replicates} replicates and "
               f"{groups} jackknife groups, each a refit")
         prims = bootstrap_subjects(fit.model, dataclasses.replace(fit.table, weight=None), w,
-                                   replicates=args.subject_bootstrap, residual_rank=rank,
+                                   replicates=replicates, residual_rank=rank,
                                    cost=cost, seed=args.seed,
                                    jackknife_groups=groups)
     elif args.interval_method == "bca":
