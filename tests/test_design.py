@@ -481,7 +481,21 @@ def test_fit_command_noise_per_item_saves_weights_that_read_back(tmp_path):
     got = pd.read_csv(tmp_path / "wb" / "weights.csv", index_col="item")
     assert (got["lo"] <= got["hi"]).all() and np.isfinite(got[["lo", "hi"]].to_numpy()).all()
     assert main(["weights", str(tmp_path / "fit"), "--target", "b001", "--interval-method",
-                 "bca", "--out", str(tmp_path / "y")]) == 2
+                 "bca", "--subject-bootstrap", "0", "--out", str(tmp_path / "y")]) == 2
+    # By default a fit with a noise level per benchmark gets the bootstrap (200 replicates);
+    # --subject-bootstrap 0 keeps the fit's own draws.
+    assert main(["weights", str(tmp_path / "fit"), "--target", "b001,b002", "--residual-rank",
+                 "0", "--out", str(tmp_path / "auto")]) == 0
+    auto = json.loads((tmp_path / "auto" / "summary.json").read_text())["primitives"]
+    assert auto["fit_method"] == "bootstrap over subjects"
+    assert auto["uncertainty"].startswith("bootstrap over subjects (200 replicates")
+    assert main(["weights", str(tmp_path / "fit"), "--target", "b001,b002", "--residual-rank",
+                 "0", "--subject-bootstrap", "0", "--out", str(tmp_path / "draws")]) == 0
+    own = json.loads((tmp_path / "draws" / "summary.json").read_text())["primitives"]
+    assert own["fit_method"] == "map"
+    with pytest.raises(SystemExit):
+        main(["weights", str(tmp_path / "fit"), "--target", "b001", "--subject-bootstrap", "1",
+              "--out", str(tmp_path / "z")])
 
 
 def test_subject_bootstrap_dof_counts_each_copy_as_a_subject():

@@ -328,7 +328,9 @@ def solve_map(
         nu_next = jnp.where(accept, 2.0, 2.0 * state["nu"])
         theta_scale = jnp.max(jnp.abs(jnp.concatenate([t.ravel() for t in theta])))
         small_grad = gnorm <= gtol
-        small_gain = accept & ((sys.cost - new_cost) <= ftol * jnp.maximum(sys.cost, 1e-300))
+        # Relative to |cost|: a Gaussian likelihood with a free noise has a negative objective.
+        small_gain = accept & ((sys.cost - new_cost)
+                               <= ftol * jnp.maximum(jnp.abs(sys.cost), 1e-300))
         small_step = accept & (jnp.max(jnp.abs(step_vec)) <= xtol * (theta_scale + xtol))
         stuck = mu_next > 1e16 * diag_max
         done = small_grad | small_gain | small_step | stuck
