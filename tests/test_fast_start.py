@@ -340,6 +340,17 @@ def test_solvers_are_kept_in_memory_without_the_disk_cache(monkeypatch):
     assert not traced
 
 
+def test_a_misspelt_solver_option_is_named_not_hashed():
+    """An option the solver does not take (e.g. a dict passed as ``solver_options=``) fails
+    with the option's name and the accepted ones, not with an unhashable-type error."""
+    from platinum_jax.inference import Problem, _map, simulate
+    from platinum_jax.models import TwoPL
+
+    table, _ = simulate(TwoPL(), 20, 5, seed=0)
+    with pytest.raises(TypeError, match=r"unknown solver option\(s\) \['solver_options'\].*max_steps"):
+        _map.map_solver(Problem(TwoPL(), table), solver_options={"max_steps": 10})
+
+
 def test_stitching_fit_from_a_loaded_solver_is_the_same_fit(scores_long_csv, executables,
                                                              monkeypatch):
     from platinum_jax.inference import _map

@@ -269,7 +269,7 @@ def solve_map(
     theta0: Theta,
     data: Data,
     *,
-    max_steps: int = 300,
+    max_steps: int = 1000,
     gtol: float = 1e-9,
     ftol: float = 1e-13,
     xtol: float = 1e-12,
@@ -431,6 +431,9 @@ def _disk_key(problem: Problem, batched, compiler_options, options) -> str | Non
     ])
 
 
+_SOLVER_OPTIONS = frozenset({"max_steps", "gtol", "ftol", "xtol", "curvature", "penalty_scale"})
+
+
 def map_solver(problem: Problem, *, batched: str | None = None,
                compiler_options: dict | None = None, **options):
     """A jitted ``(theta0, data) -> MAPResult`` for ``problem``; ``batched`` = ``"theta"``
@@ -441,8 +444,13 @@ def map_solver(problem: Problem, *, batched: str | None = None,
     Solvers are kept by problem structure (model, sizes, fixed entries, options), so a second
     call for an equal problem returns the same compiled function. The kept solver never sees
     the problem's table: its data always come in as the ``data`` argument."""
+    unknown = sorted(set(options) - _SOLVER_OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown solver option(s) {unknown}; the Levenberg-Marquardt solver "
+                        f"takes {sorted(_SOLVER_OPTIONS)} as keywords")
     try:
         key = _structure_key(problem, batched, compiler_options, options)
+        hash(key)
     except TypeError:  # an option value that cannot be hashed: build afresh
         key = None
     if key is not None and key in _SOLVERS:
