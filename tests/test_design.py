@@ -496,6 +496,37 @@ def test_fit_command_noise_per_item_saves_weights_that_read_back(tmp_path):
     with pytest.raises(SystemExit):
         main(["weights", str(tmp_path / "fit"), "--target", "b001", "--subject-bootstrap", "1",
               "--out", str(tmp_path / "z")])
+    # An item with fewer than 25 scores: auto keeps the fit's draws and says why.
+    sparse = world.scores[(world.scores["item"] != "b005")
+                          | (world.scores.groupby("item").cumcount() < 6)]
+    sparse.to_csv(tmp_path / "sparse.csv", index=False)
+    assert main(["fit", str(tmp_path / "sparse.csv"), "--model", "rosetta", "--likelihood",
+                 "gaussian", "--anchor-benchmark", "b000", "--noise-per-item", "--method", "map",
+                 "--save-draws", "--out", str(tmp_path / "fit_sparse")]) == 0
+    assert main(["weights", str(tmp_path / "fit_sparse"), "--target", "b001,b002",
+                 "--residual-rank", "0", "--out", str(tmp_path / "auto_sparse")]) == 0
+    kept = json.loads((tmp_path / "auto_sparse" / "summary.json").read_text())["primitives"]
+    assert kept["fit_method"] == "map"
+    assert "fewer than 25 scores (fewest: 'b005' with 6)" in kept["interval_source"]
+
+
+def test_subject_bootstrap_warns_when_many_replicates_fail():
+    """Resampling the subjects of an item with 5 scores leaves it without residual dof in
+    many replicates: the result says how many converged and that they are not a random
+    sample, naming the sparse item."""
+    from platinum_jax.data import ResponseTable
+    from platinum_jax.design import bootstrap_subjects
+    from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
+
+    world = weights_world(40, 6, 0.8, noise=(0.01, 0.06), shared=0.0, seed=5)
+    sc = world.scores
+    table = ResponseTable.from_frame(sc[(sc["item"] != "b005")
+                                        | (sc.groupby("item").cumcount() < 5)])
+    with pytest.warns(RuntimeWarning, match=r"only \d+ of 20 bootstrap replicates converged.*"
+                                            r"'b005' with 5"):
+        out = bootstrap_subjects(Rosetta(anchor=BenchmarkAnchor("b000"), likelihood=Gaussian()),
+                                 table, None, replicates=20, residual_rank=0)
+    assert 2 <= out.notes["replicates_converged"] < 18
 
 
 def test_subject_bootstrap_dof_counts_each_copy_as_a_subject():

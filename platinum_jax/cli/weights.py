@@ -109,11 +109,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "and re-estimate the fit, each benchmark's noise and the residual "
                         "correlation per replicate (needs a Gaussian fit with free noise). "
                         f"Default auto: {AUTO_REPLICATES} replicates for a fit with a noise "
-                        "level per benchmark (fit --noise-per-item), whose Laplace draws hold "
-                        "the noise estimates fixed and under-cover (on 20 synthetic worlds of the "
-                        "Epoch table's size, 0.75 of true weights in 90%% intervals, against "
-                        "0.86 for the bootstrap), the fit's own draws otherwise. 0: the fit's draws "
-                        "(seconds instead of about a minute on the Epoch table)")
+                        "level per benchmark (fit --noise-per-item) when every item has at "
+                        f"least {AUTO_MIN_SCORES} scores; its Laplace draws hold the noise "
+                        "estimates fixed and under-cover (on 20 synthetic worlds of the Epoch "
+                        "table's size, 0.75 of true weights in 90%% intervals, against 0.86 for "
+                        "the bootstrap). The fit's own draws otherwise, and when an item has "
+                        "fewer scores (the real Epoch table: most replicates fail there). 0: the "
+                        "fit's draws")
     u.add_argument("--jackknife-groups", type=int, default=None, metavar="G",
                    help="with --subject-bootstrap and --interval-method bca: leave out each of "
                         "G random groups of subjects once, for the acceleration of the BCa "
@@ -139,6 +141,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 AUTO_REPLICATES = 200  # replicates of --subject-bootstrap auto
+# ... which runs only when every item has this many scores: the synthetic worlds it was checked
+# on have 25 to 50 per benchmark; on the Epoch table (6 for some) most replicates fail.
+AUTO_MIN_SCORES = 25
 
 
 def _replicates(text: str):
@@ -153,6 +158,15 @@ def _replicates(text: str):
         raise argparse.ArgumentTypeError(f"must be 0 (the fit's draws) or at least 2 "
                                          f"replicates, got {value}")
     return value
+
+
+def _sparse_items(fit) -> list[tuple[str, int]]:
+    """Items with fewer than AUTO_MIN_SCORES scores in the fit's table, with their counts."""
+    import numpy as np
+
+    t = fit.table
+    counts = np.bincount(np.asarray(t.item_index), minlength=t.n_items)
+    return [(str(t.items[i]), int(c)) for i, c in enumerate(counts) if c < AUTO_MIN_SCORES]
 
 
 def _noise_per_item(fit_dir: Path) -> bool:
@@ -334,16 +348,28 @@ def run(args: argparse.Namespace) -> int:
                                     residual_rank=rank, runs=runs, seed=args.seed)
     w, w_note = _welfare(args, fit, prims)
     replicates = args.subject_bootstrap
+    auto_note = None
     if replicates == "auto":
         # Not with --runs (the noise comes from the runs) or one subject's operating point
         # (the bootstrap averages the loadings over each replicate's subjects).
         replicates = AUTO_REPLICATES if (fit is not None and _noise_per_item(fit_dir)
                                          and args.runs is None
                                          and args.operating_point == "average") else 0
-        if replicates:
-            print(f"intervals: bootstrap over subjects ({replicates} replicates; the default for "
-                  "a fit with a noise level per benchmark; --subject-bootstrap 0 uses the fit's "
-                  "draws instead)")
+        sparse = _sparse_items(fit) if replicates else []
+        if sparse:
+            replicates = 0
+            fewest = min(sparse, key=lambda x: x[1])
+            auto_note = (f"the fit's draws, not the bootstrap over subjects: {len(sparse)} "
+                         f"item(s) have fewer than {AUTO_MIN_SCORES} scores (fewest: "
+                         f"{fewest[0]!r} with {fewest[1]}), where resampling the subjects "
+                         "leaves too few distinct ones to estimate an item's noise and many "
+                         "replicates fail; --subject-bootstrap R runs it anyway")
+            print(f"intervals: {auto_note}")
+        elif replicates:
+            auto_note = (f"bootstrap over subjects ({replicates} replicates), the default for a "
+                         f"fit with a noise level per benchmark and at least {AUTO_MIN_SCORES} "
+                         "scores per item")
+            print(f"intervals: {auto_note}; --subject-bootstrap 0 uses the fit's draws instead")
     if replicates:
         from platinum_jax.design import bootstrap_subjects
 
@@ -368,8 +394,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.interval_method == "bca":
         raise ValueError("--interval-method bca needs bootstrap replicates with the full-data "
                          "estimate: add --subject-bootstrap R")
-    prims = dataclasses.replace(prims, w=np.broadcast_to(w, prims.d.shape),
-                                 notes={**prims.notes, "welfare_weights": w_note})
+    notes = {**prims.notes, "welfare_weights": w_note}
+    if args.subject_bootstrap == "auto" and auto_note is not None:
+        notes["interval_source"] = auto_note
+    prims = dataclasses.replace(prims, w=np.broadcast_to(w, prims.d.shape), notes=notes)
     current = None if args.current is None else _two_columns(args.current, "item", "weight",
                                                              "--current")
     post = posterior_decisions(prims, args.r, r_factors=factors, tau_w=args.tau_w,

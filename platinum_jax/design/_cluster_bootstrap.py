@@ -210,6 +210,16 @@ def bootstrap_subjects(
     ok = ok[:replicates]
     if ok.sum() < 2:
         raise ValueError("fewer than 2 bootstrap replicates converged; check the full-data fit")
+    if ok.sum() < 0.9 * replicates:
+        counts_per_item = np.bincount(i_idx, minlength=m)
+        fewest = int(np.argmin(counts_per_item))
+        warnings.warn(
+            f"only {int(ok.sum())} of {replicates} bootstrap replicates converged; the intervals "
+            "are read from those, which are not a random sample of the replicates. Items with "
+            f"few scores are the usual cause (fewest: {items[fewest]!r} with "
+            f"{int(counts_per_item[fewest])}): resampling the subjects leaves them with too few "
+            "distinct ones to estimate their noise. Prefer the fit's Laplace draws here, or drop "
+            "such items", RuntimeWarning, stacklevel=2)
 
     A = np.asarray(loadings(*(jnp.asarray(x) for x in res.theta), jnp.asarray(sub_counts)))
     d = np.empty((n_rows, m))
