@@ -47,3 +47,24 @@ def pytest_collection_modifyitems(config, items):
         elif getattr(item.module, "XDIST_GROUP_BY_PARAMETER", False) and hasattr(item, "callspec"):
             group = f"{group}[{item.callspec.id}]"
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt in every test, as in a terminal. A test run started in
+    the background of a non-interactive shell inherits SIGINT ignored, and Python then installs
+    no handler of its own, so the tests that press Ctrl-C would see nothing happen."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if before == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, before)
