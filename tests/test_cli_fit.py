@@ -67,3 +67,72 @@ def test_percentages_get_a_hint(tmp_path, capsys):
                   "score": [40, 60, 80]}).to_csv(path, index=False)
     assert main(["fit", str(path), "--model", "2pl", "--out", str(tmp_path / "o")]) == 2
     assert "divide by 100" in capsys.readouterr().err
+
+
+def _fraction_table(tmp_path):
+    """Pass rates over 4 samples from a simulated 2PL: exact 0s and 1s and values between."""
+    rng = np.random.default_rng(3)
+    theta, b = rng.normal(size=40), rng.normal(size=12)
+    p = 1 / (1 + np.exp(-(theta[:, None] - b[None])))
+    k = rng.binomial(4, p)
+    frame = pd.DataFrame({"model": np.repeat([f"m{i}" for i in range(40)], 12),
+                          "benchmark": np.tile([f"q{j}" for j in range(12)], 40),
+                          "score": (k / 4).ravel()})
+    path = tmp_path / "fractions.csv"
+    frame.to_csv(path, index=False)
+    return frame, path
+
+
+def test_from_fractions_derives_what_graded_and_beta_need(tmp_path, capsys):
+    frame, path = _fraction_table(tmp_path)
+    # none-some-all: the same fit as the categories derived by hand.
+    by_hand = frame.assign(score=np.select([frame.score == 0, frame.score == 1], [0, 2], 1))
+    by_hand.to_csv(tmp_path / "categories.csv", index=False)
+    assert main(["fit", str(path), "--model", "graded", "--from-fractions", "none-some-all",
+                 "--out", str(tmp_path / "g")]) == 0
+    assert main(["fit", str(tmp_path / "categories.csv"), "--model", "graded",
+                 "--out", str(tmp_path / "h")]) == 0
+    got = json.loads((tmp_path / "g" / "fit.json").read_text())
+    want = json.loads((tmp_path / "h" / "fit.json").read_text())
+    assert got["objective"] == pytest.approx(want["objective"], rel=1e-10)
+    n0, n2 = int((frame.score == 0).sum()), int((frame.score == 1).sum())
+    assert got["diagnostics"]["responses_derived"] == (
+        f"responses derived from fractions: 0 = none ({n0}), 1 = some "
+        f"({len(frame) - n0 - n2}), 2 = all ({n2})")
+    # squeeze: (y (n - 1) + 0.5) / n, the same fit as that column written by hand.
+    n = len(frame)
+    frame.assign(score=(frame.score * (n - 1) + 0.5) / n).to_csv(tmp_path / "sq.csv",
+                                                                 index=False)
+    assert main(["fit", str(path), "--model", "beta", "--from-fractions", "squeeze",
+                 "--out", str(tmp_path / "b")]) == 0
+    assert main(["fit", str(tmp_path / "sq.csv"), "--model", "beta",
+                 "--out", str(tmp_path / "c")]) == 0
+    got = json.loads((tmp_path / "b" / "fit.json").read_text())
+    want = json.loads((tmp_path / "c" / "fit.json").read_text())
+    assert got["objective"] == pytest.approx(want["objective"], rel=1e-10)
+    assert f"n = {n}" in got["diagnostics"]["responses_derived"]
+    # Without the option both models refuse the fractions and name it.
+    capsys.readouterr()
+    assert main(["fit", str(path), "--model", "graded", "--out", str(tmp_path / "x")]) == 2
+    assert "--from-fractions none-some-all" in capsys.readouterr().err
+    assert main(["fit", str(path), "--model", "beta", "--out", str(tmp_path / "y")]) == 2
+    assert "--from-fractions squeeze" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--model", "2pl", "--from-fractions", "squeeze"], "is for --model beta"),
+    (["--model", "beta", "--from-fractions", "none-some-all"], "is for --model graded"),
+])
+def test_from_fractions_with_the_wrong_model_is_refused(tmp_path, capsys, extra, message):
+    _, path = _fraction_table(tmp_path)
+    assert main(["fit", str(path), *extra, "--out", str(tmp_path / "z")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_from_fractions_refuses_percentages(tmp_path, capsys):
+    frame, _ = _fraction_table(tmp_path)
+    frame.assign(score=frame.score * 100).to_csv(tmp_path / "pct.csv", index=False)
+    assert main(["fit", str(tmp_path / "pct.csv"), "--model", "graded", "--from-fractions",
+                 "none-some-all", "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "needs responses in [0, 1]" in err and "percentages" in err

@@ -30,8 +30,10 @@ Models (--model):
   4pl      adds an upper asymptote d_i
   mirt     P = sigmoid(a_i . theta_s - d_i) with --dims abilities per subject
   graded   Samejima's graded response model: responses are ordered categories 0..K-1
-           (whole numbers; K = --categories, or the largest category + 1)
-  beta     the 2PL mean with a Beta likelihood, for fractions strictly inside (0, 1)
+           (whole numbers; K = --categories, or the largest category + 1); from pass rates
+           with --from-fractions none-some-all
+  beta     the 2PL mean with a Beta likelihood, for fractions strictly inside (0, 1); with
+           exact 0s and 1s add --from-fractions squeeze
   hierarchical
            2PL whose item difficulties and log discriminations are drawn around their
            benchmark's (the group column), with learned spreads (non-centred)
@@ -118,9 +120,44 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dims", type=int, default=2, help="abilities of the mirt model (default 2)")
     p.add_argument("--categories", type=int, default=None,
                    help="ordered categories K of the graded model (default: largest response + 1)")
+    p.add_argument("--from-fractions", choices=("none-some-all", "squeeze"), default=None,
+                   help="derive the responses a model needs from fractions in [0, 1] (the "
+                        "file is not changed; fit.json records it): none-some-all gives the "
+                        "graded model three categories, 0 = score 0, 2 = score 1, 1 = anything "
+                        "between; squeeze maps y to (y (n - 1) + 0.5) / n, n the number of "
+                        "responses (Smithson and Verkuilen 2006), for the beta model")
     p.add_argument("--diagnostics", action="store_true",
                    help="also write items_diagnostics.csv and item_curves.png")
     p.set_defaults(func=run)
+
+
+_FROM_FRACTIONS_MODEL = {"none-some-all": "graded", "squeeze": "beta"}
+
+
+def derive_responses(table, how: str):
+    """The table with responses derived from fractions in [0, 1] (see ``--from-fractions``),
+    and a sentence saying what was done."""
+    import dataclasses
+
+    import numpy as np
+
+    y = np.asarray(table.response, np.float64)
+    if y.min() < 0 or y.max() > 1:
+        raise ValueError(f"{table.source}: --from-fractions {how} needs responses in [0, 1], "
+                         f"but they range over [{y.min():g}, {y.max():g}]; divide "
+                         "percentages by 100 first")
+    if how == "none-some-all":
+        new = np.where(y == 0, 0.0, np.where(y == 1, 2.0, 1.0))
+        counts = np.bincount(new.astype(int), minlength=3)
+        note = (f"responses derived from fractions: 0 = none ({counts[0]}), 1 = some "
+                f"({counts[1]}), 2 = all ({counts[2]})")
+    else:
+        n = len(y)
+        new = (y * (n - 1) + 0.5) / n
+        note = (f"responses squeezed into (0, 1): (y (n - 1) + 0.5) / n with n = {n}; "
+                f"{int(np.sum((y == 0) | (y == 1)))} exact 0s and 1s moved to "
+                f"{new.min():.3g} and {new.max():.6g}")
+    return dataclasses.replace(table, response=new), note
 
 
 def build_model(args, table):
@@ -161,8 +198,9 @@ def _categories(args, table) -> int:
         raise ValueError(
             f"{table.source}: --model graded needs ordered categories 0, 1, ..., K-1 (whole "
             f"numbers) as responses, but they range over [{y.min():g}, {y.max():g}] with "
-            "fractions; derive a category column first (e.g. the number of passing samples, "
-            "or 0 = none, 1 = some, 2 = all), or fit fractions with --likelihood binomial"
+            "fractions; add --from-fractions none-some-all for 0 = none, 1 = some, 2 = all, or "
+            "derive a category column yourself (e.g. the number of passing samples), or fit "
+            "fractions with another model and --likelihood binomial"
         )
     if args.categories is not None:
         return args.categories
@@ -176,6 +214,12 @@ def _check(args) -> None:
     for name in ("restarts",):
         if getattr(args, name) < 0:
             raise ValueError(f"--{name} must be >= 0 (got {getattr(args, name)})")
+    if args.from_fractions is not None and args.model != _FROM_FRACTIONS_MODEL[
+            args.from_fractions]:
+        raise ValueError(f"--from-fractions {args.from_fractions} is for --model "
+                         f"{_FROM_FRACTIONS_MODEL[args.from_fractions]} (got --model "
+                         f"{args.model}); other models read fractions as they are, e.g. with "
+                         "--likelihood binomial and a trials column")
     if args.categories is not None and args.categories < 2:
         raise ValueError(f"--categories must be >= 2 (got {args.categories})")
     for name in ("replicates", "chains", "warmup", "samples", "steps"):
@@ -218,6 +262,10 @@ def run(args: argparse.Namespace) -> int:
 
     table = ResponseTable.read(args.data, duplicates=args.duplicates)
     print(f"read {table}")
+    derived = None
+    if args.from_fractions is not None:
+        table, derived = derive_responses(table, args.from_fractions)
+        print(derived)
     model = build_model(args, table)
     options = {} if args.method == "marginal" else {"seed": args.seed}
     if args.method in ("map", "laplace", "bootstrap"):
@@ -242,6 +290,8 @@ def run(args: argparse.Namespace) -> int:
                   f"noise per item: weights still moving after {refits} refits")
         else:
             result = fit(model, table, method=args.method, **options)
+        if derived is not None:
+            result.diagnostics["responses_derived"] = derived
         written = [out.write_text(name, text) for name, text in result.files().items()]
         if args.save_draws:
             from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes

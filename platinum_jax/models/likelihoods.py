@@ -186,7 +186,8 @@ class Beta(Likelihood):
                 f"{int((response == 1.0).sum())} exactly 1 (rows {rows}{more}); use the binomial "
                 "or beta_binomial likelihood with a trials column for k-of-n scores, or derive a "
                 "response inside (0, 1) yourself, e.g. (k + 0.5) / (n + 1) for k successes out "
-                "of n (the package never moves your data)"
+                "of n, or on the command line `fit --from-fractions squeeze` (the package never moves "
+                "your data unasked)"
             )
 
 
