@@ -395,7 +395,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--interval-method bca needs bootstrap replicates with the full-data "
                          "estimate: add --subject-bootstrap R")
     notes = {**prims.notes, "welfare_weights": w_note}
-    if args.subject_bootstrap == "auto" and auto_note is not None:
+    if auto_note is not None:  # set only by --subject-bootstrap auto
         notes["interval_source"] = auto_note
     prims = dataclasses.replace(prims, w=np.broadcast_to(w, prims.d.shape), notes=notes)
     current = None if args.current is None else _two_columns(args.current, "item", "weight",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 from typing import NamedTuple
 
 import jax
@@ -431,7 +432,10 @@ def _disk_key(problem: Problem, batched, compiler_options, options) -> str | Non
     ])
 
 
-_SOLVER_OPTIONS = frozenset({"max_steps", "gtol", "ftol", "xtol", "curvature", "penalty_scale"})
+# The keyword options of solve_map, read from its signature so the two cannot drift apart.
+_SOLVER_OPTIONS = frozenset(
+    name for name, prm in inspect.signature(solve_map).parameters.items()
+    if prm.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 def map_solver(problem: Problem, *, batched: str | None = None,
