@@ -14,6 +14,10 @@ records without a usable score (reported, never dropped in silence). ``.table()`
 | ``tidy`` | :func:`read_tidy` | long CSV / Parquet |
 | ``epoch`` | :func:`read_epoch` | Epoch AI ``raw/`` export |
 
+The per-item primitives release of Haupt et al. (noise, cost and welfare per item, the judges'
+work-activity rankings) is read by :func:`read_principal_agent_release` into a
+:class:`PrincipalAgentRelease` of labelled tables, not a response table.
+
 Example::
 
     from platinum_jax.importers import read_lm_eval
@@ -27,17 +31,27 @@ from platinum_jax.importers._every_eval_ever import read_every_eval_ever
 from platinum_jax.importers._helm import read_helm
 from platinum_jax.importers._inspect import read_inspect
 from platinum_jax.importers._lm_eval import read_lm_eval
+from platinum_jax.importers._principal_agent import (
+    PrincipalAgentRelease,
+    ReleaseFileMissingError,
+    ReleaseFormatError,
+    read_principal_agent_release,
+)
 from platinum_jax.importers._tables import read_epoch, read_tidy
 
 __all__ = [
     "FORMATS",
     "ImportedResponses",
     "LogFormatError",
+    "PrincipalAgentRelease",
+    "ReleaseFileMissingError",
+    "ReleaseFormatError",
     "read_epoch",
     "read_every_eval_ever",
     "read_helm",
     "read_inspect",
     "read_lm_eval",
+    "read_principal_agent_release",
     "read_tidy",
 ]
 
