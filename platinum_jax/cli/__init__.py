@@ -35,6 +35,8 @@ _COMMANDS = (
      "optimal weights and platinum items with posterior intervals, from a fit"),
     ("certify", "platinum_jax.cli.certify",
      "score items with an LLM judge and certify platinum items"),
+    ("findings", "platinum_jax.cli.findings",
+     "the principal-agent paper's tables, figures and robustness checks from its release"),
     ("analyze", "platinum_jax.cli.analyze",
      "trends, forecasts, algorithmic progress, accelerations, time horizons, robustness"),
     ("sweep", "platinum_jax.cli.sweep",

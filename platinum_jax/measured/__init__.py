@@ -9,8 +9,35 @@ read_principal_agent_release` reads the tables they shipped.
 | quantity | estimator | from |
 |---|---|---|
 | welfare w | :func:`welfare_from_rankings`, :func:`rescale_welfare` | judge GWA rankings × GWA scores |
+
+The paper's findings from the release: Tables 1, 2 and 4 (:func:`cost_quantile_table`,
+:func:`noise_quantile_table`, :func:`noise_decomposition`), Figure 2 (:func:`concept_quadrants`),
+Figure 3 (:func:`welfare_frontier`, :func:`pareto_frontier`), robustness sets 1 and 2
+(:func:`welfare_robustness`, :func:`heldout_rater_check`), all at once with
+:func:`reproduce_findings` (``platinum-jax findings``).
 """
 
+from platinum_jax.measured._findings import Findings, compute_findings, reproduce_findings
+from platinum_jax.measured._findings_tables import (
+    benchmark_label,
+    cost_quantile_table,
+    noise_decomposition,
+    noise_quantile_table,
+    quantile_bands,
+)
+from platinum_jax.measured._findings_welfare import (
+    ConceptQuadrants,
+    HeldoutCheck,
+    WelfareFrontier,
+    concept_quadrants,
+    dominated_by,
+    heldout_rater_check,
+    judge_welfare,
+    pareto_frontier,
+    task_family,
+    welfare_frontier,
+    welfare_robustness,
+)
 from platinum_jax.measured._welfare import (
     rank_weights,
     rescale_welfare,
@@ -18,4 +45,10 @@ from platinum_jax.measured._welfare import (
     welfare_from_rankings,
 )
 
-__all__ = ["rank_weights", "rescale_welfare", "welfare_bounds", "welfare_from_rankings"]
+__all__ = ["rank_weights", "rescale_welfare", "welfare_bounds", "welfare_from_rankings",
+           # the paper's findings from the release
+           "ConceptQuadrants", "Findings", "HeldoutCheck", "WelfareFrontier", "benchmark_label",
+           "compute_findings", "concept_quadrants", "cost_quantile_table", "dominated_by",
+           "heldout_rater_check", "judge_welfare", "noise_decomposition",
+           "noise_quantile_table", "pareto_frontier", "quantile_bands", "reproduce_findings",
+           "task_family", "welfare_frontier", "welfare_robustness"]
