@@ -290,7 +290,8 @@ def _pct_math_dominated(w: pd.DataFrame) -> float:
 def _compare(default: pd.DataFrame, variant: pd.DataFrame) -> dict:
     from scipy import stats
 
-    both = default.join(variant, lsuffix="_def", rsuffix="_var", how="inner").dropna()
+    both = default.merge(variant, left_index=True, right_index=True,
+                         suffixes=("_def", "_var")).dropna()
     f_def = set(default.index[pareto_frontier(default)])
     f_var = set(variant.index[pareto_frontier(variant)])
     out = dict(n_compared=len(both))
