@@ -143,6 +143,8 @@ def compute_findings(release, *, allow_missing: bool = False, n_resamples: int =
         summary["robustness_set1"] = rs.round(3).to_dict(orient="index")
         if rs.attrs.get("skipped"):
             skipped["robustness_set1 variants"] = ", ".join(rs.attrs["skipped"])
+        if rs.attrs.get("items_without_welfare"):  # left out of that variant's comparison
+            summary["robustness_set1_items_without_welfare"] = rs.attrs["items_without_welfare"]
     if "robustness_set2" not in skipped:
         hc = results["robustness_set2"] = heldout_rater_check(release.heldout,
                                                               release.concept_scores)

@@ -233,6 +233,11 @@ def welfare_frontier(welfare: pd.DataFrame, *, rescale: bool = True, n_resamples
     """
     from scipy import stats
 
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) \
+            or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
     flat = welfare.reset_index()
     if flat[["w_auto", "w_aug"]].isna().any().any():
         raise ValueError("welfare: some items lack w_auto or w_aug; Figure 3 needs both")
