@@ -19,7 +19,7 @@ from platinum_jax.importers import (
     ReleaseFormatError,
     read_principal_agent_release,
 )
-from platinum_jax.measured import welfare_from_rankings
+from platinum_jax.measured import welfare_from_rankings, welfare_table
 
 RELEASE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / \
     "principal-agent-benchmarks"
@@ -101,6 +101,10 @@ def test_welfare_from_shipped_loadings_is_the_shipped_welfare(release):
     w = w.reindex(shipped.index)
     np.testing.assert_array_equal(w["automation"].round(6), shipped["w_auto"])
     np.testing.assert_array_equal(w["augmentation"].round(6), shipped["w_aug"])
+    table = welfare_table(release.loadings, release.concept_scores).reindex(shipped.index)
+    np.testing.assert_array_equal(table.round(6), shipped[["w_auto", "w_aug"]])
+    openai = welfare_table(release.loadings, release.concept_scores, judge="openai")
+    assert len(openai) == 317 and not openai.equals(table)
 
 
 # --- bad input, on a small copy of the release ---------------------------------------------

@@ -10,17 +10,16 @@ Principal–Agent Theory of Optimal Benchmark Item Aggregation") built its table
 |---|---|---|
 | noise σ² | :func:`estimate_noise` (:func:`pooled_variance`) | p̂ per item × seed × checkpoint |
 | cost C | :func:`estimate_cost`, :func:`cost_from_slopes` | p̂ per item along intervention axes |
-| welfare w | :func:`welfare_from_rankings`, :func:`rescale_welfare` | judge GWA rankings × GWA scores |
+| welfare w | :func:`welfare_from_rankings`, :func:`welfare_table`, :func:`rescale_welfare` | judge GWA rankings × GWA scores |
 
 Example::
 
     from platinum_jax.importers import read_principal_agent_release
-    from platinum_jax.measured import welfare_from_rankings
+    from platinum_jax.measured import rescale_welfare, welfare_table
 
     release = read_principal_agent_release("principal-agent-benchmarks/data")
-    claude = release.loadings.query("judge == 'claude'").drop(columns="judge")
-    w = welfare_from_rankings(claude, release.concept_scores, top_k=3,
-                              column={"automation": "p_auto_15", "augmentation": "p_aug_15"})
+    w = welfare_table(release.loadings, release.concept_scores, judge="openai", top_k=3)
+    w15 = rescale_welfare(w, top_k=3)   # onto [1, 5]
 """
 
 from platinum_jax.measured._cost import RELEASE_PRICES_USD, cost_from_slopes, estimate_cost
@@ -30,6 +29,7 @@ from platinum_jax.measured._welfare import (
     rescale_welfare,
     welfare_bounds,
     welfare_from_rankings,
+    welfare_table,
 )
 
 __all__ = [
@@ -42,4 +42,5 @@ __all__ = [
     "rescale_welfare",
     "welfare_bounds",
     "welfare_from_rankings",
+    "welfare_table",
 ]
