@@ -225,6 +225,23 @@ def test_cost_bad_input():
         estimate_cost(grid, anchor.iloc[:5], prices=RELEASE_PRICES_USD, response="p")
 
 
+def test_cost_with_task_and_doc_id_columns():
+    rng = np.random.default_rng(2)
+    grid, anchor, _ = _cost_grid(rng, m=12)
+    one = estimate_cost(grid, anchor, prices=RELEASE_PRICES_USD, response="p")
+    keyed = grid.assign(task=np.where(grid["item"] % 2, "odd", "even"),
+                        doc_id=grid["item"] // 2).drop(columns="item")
+    keys = pd.MultiIndex.from_arrays([np.where(anchor.index % 2, "odd", "even"),
+                                      anchor.index // 2], names=["task", "doc_id"])
+    two = estimate_cost(keyed, pd.Series(anchor.to_numpy(), index=keys),
+                        prices=RELEASE_PRICES_USD, item=["task", "doc_id"], response="p")
+    assert two.index.names == ["task", "doc_id"]
+    np.testing.assert_array_equal(two.loc[list(keys), "beta_rl"], one["beta_rl"])
+    with pytest.raises(ValueError, match="missing values"):
+        estimate_cost(grid.assign(axis=grid["axis"].where(grid.index > 0)), anchor,
+                      prices=RELEASE_PRICES_USD, response="p")
+
+
 def test_release_costs_from_its_slopes():
     """cost.csv's dollar costs and cheapest axis from its own slopes and the stated prices (the
     slopes are printed to a few digits, hence the tolerance)."""

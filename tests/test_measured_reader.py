@@ -194,6 +194,17 @@ def test_duplicated_item(tmp_path):
         read_principal_agent_release(root)
     r = read_principal_agent_release(root, bad="exclude")
     assert len(r.cost) == len(cost) - 1 and len(r.exclusions) == 2
+    first = (cost.iloc[0]["task"], int(cost.iloc[0]["doc_id"]))
+    assert set(zip(r.exclusions["task"], r.exclusions["doc_id"], strict=True)) == {first}
+    assert first not in r.cost.index
+
+
+def test_heldout_folder_without_its_family_map(tmp_path):
+    root = _small_release(tmp_path)
+    shutil.copytree(RELEASE / "heldout_raters", root / "heldout_raters")
+    (root / "heldout_raters" / "family_map.json").unlink()
+    with pytest.raises(ReleaseFileMissingError, match="family_map.json"):
+        read_principal_agent_release(root)
 
 
 def test_failed_judge_call_is_counted_not_dropped_silently(tmp_path):

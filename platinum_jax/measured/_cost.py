@@ -15,7 +15,7 @@ at least one axis improves it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,13 @@ ANCHOR_RANGE = (0.05, 0.95)
 # authors' code does not state them; cost_*_usd · beta_* / 0.10 in their cost.csv is constant
 # per axis up to the rounding of the printed slopes (820.0, 2.0, 5.0 on average).
 RELEASE_PRICES_USD = {"PT": 820.0, "SFT": 2.0, "RL": 5.0}
+
+
+def _label(key):
+    """A label as plain Python values, for messages."""
+    if isinstance(key, tuple):
+        return tuple(_label(k) for k in key)
+    return key.item() if isinstance(key, np.generic) else key
 
 
 def _prices(prices: Mapping[str, float], axes) -> dict[str, float]:
@@ -84,14 +91,15 @@ def cost_from_slopes(slopes: pd.DataFrame, prices: Mapping[str, float], *,
 
 
 def estimate_cost(grid: pd.DataFrame, anchor: pd.Series, *, prices: Mapping[str, float],
-                  item: str = "item", axis: str = "axis", value: str = "value",
+                  item: str | Sequence[str] = "item", axis: str = "axis", value: str = "value",
                   response: str = "response", lift: float = LIFT,
                   anchor_range: tuple[float, float] = ANCHOR_RANGE) -> pd.DataFrame:
     """Per-item OLS slopes along each axis, dollar costs and eligibility.
 
     Args:
-        grid: long frame, one row per (item, axis, axis value): the item, the axis name, the
-            axis value in native units and p̂ (``response``). Every item needs two or more
+        grid: long frame, one row per (item, axis, axis value): the item (one column, or
+            several such as ``["task", "doc_id"]``), the axis name, the axis value in native
+            units and p̂ (``response``). Every item needs two or more
             distinct values on every axis.
         anchor: p̂ of the reference model per item (Series indexed by item): the eligibility
             filter's anchor, reported as ``anchor_phat``.
@@ -104,7 +112,8 @@ def estimate_cost(grid: pd.DataFrame, anchor: pd.Series, *, prices: Mapping[str,
         :func:`cost_from_slopes`, ``eligible`` and ``reason`` (why not; empty when eligible).
         Every item of the grid is returned.
     """
-    need = [item, axis, value, response]
+    ids = [item] if isinstance(item, str) else list(item)
+    need = [*ids, axis, value, response]
     if not isinstance(grid, pd.DataFrame) or not set(need) <= set(grid.columns):
         have = list(grid.columns) if isinstance(grid, pd.DataFrame) else type(grid).__name__
         raise ValueError(f"grid must be a frame with columns {need} (got {have}); name them "
@@ -115,7 +124,15 @@ def estimate_cost(grid: pd.DataFrame, anchor: pd.Series, *, prices: Mapping[str,
         raise ValueError(f"grid: columns {value!r} and {response!r} must be finite numbers")
     if ((y < 0) | (y > 1)).any():
         raise ValueError(f"grid: column {response!r} must hold probabilities in [0, 1]")
-    code, items = pd.factorize(grid[item])
+    absent = [c for c in [*ids, axis] if grid[c].isna().any()]
+    if absent:
+        raise ValueError(f"grid: column(s) {absent} have missing values")
+    if len(ids) > 1:
+        code, items = pd.factorize(pd.MultiIndex.from_frame(grid[ids]))
+        items = items.set_names(ids)
+    else:
+        code, items = pd.factorize(grid[ids[0]])
+        items = pd.Index(items, name=ids[0])
     ax, axes = pd.factorize(grid[axis], sort=True)
     _prices(prices, list(axes))
     cell = code.astype(np.int64) * len(axes) + ax
@@ -129,18 +146,18 @@ def estimate_cost(grid: pd.DataFrame, anchor: pd.Series, *, prices: Mapping[str,
     flat = sxx <= 1e-12 * np.maximum(np.bincount(cell, x * x, minlength=n_cells), 1e-300)
     if flat.any():
         c = int(np.flatnonzero(flat)[0])
-        raise ValueError(f"grid: item {np.asarray(items)[c // len(axes)].tolist()!r} has {int(size[c])} point(s) "
+        raise ValueError(f"grid: item {_label(items[c // len(axes)])!r} has {int(size[c])} point(s) "
                          f"and fewer than two distinct values on axis {axes[c % len(axes)]!r}: "
                          "a slope needs two or more distinct axis values (every item on every "
                          "axis)")
     beta = pd.DataFrame((sxy / sxx).reshape(len(items), len(axes)),
-                        index=pd.Index(items, name=item), columns=list(axes))
+                        index=items, columns=list(axes))
     if not isinstance(anchor, pd.Series):
         raise TypeError("anchor must be a Series of the reference model's p̂ indexed by item")
     missing = beta.index.difference(anchor.index)
     if len(missing):
         raise ValueError(f"anchor has no p̂ for {len(missing)} item(s) of the grid, e.g. "
-                         f"{np.asarray(missing)[0].tolist()!r}")
+                         f"{_label(missing[0])!r}")
     anchor_phat = pd.to_numeric(anchor.reindex(beta.index), errors="coerce").astype(float)
     if not anchor_phat.between(0, 1).all():
         raise ValueError("anchor must hold probabilities in [0, 1] for every item of the grid")

@@ -103,6 +103,10 @@ def estimate_noise(responses, *, item: str | Sequence[str] = "item", run: str = 
     """
     frame, items, run, checkpoint, response = _long_frame(
         responses, item, run, checkpoint, response, split_subject)
+    absent = [c for c in [*items, run, checkpoint] if frame[c].isna().any()]
+    if absent:
+        raise ValueError(f"responses: column(s) {absent} have missing values; every row needs "
+                         "its item, run and checkpoint")
     lo, hi = map(float, phat_range)
     if not 0 <= lo <= hi <= 1:
         raise ValueError(f"phat_range must be (low, high) within [0, 1], got {phat_range!r}")
