@@ -142,11 +142,15 @@ def test_missing_required_files_are_listed(tmp_path):
         read_principal_agent_release(root)
 
 
-def test_renamed_column_names_file_and_column(tmp_path):
+@pytest.mark.parametrize("file, column", [
+    ("noise.csv", "noise_sigma2"), ("cost.csv", "cost_min_usd"), ("welfare.csv", "w_aug"),
+    ("gwa_welfare_scores.csv", "p_auto_15"), ("judge_loadings.jsonl", "ranked_gwa_ids"),
+])
+def test_renamed_column_names_file_and_column(tmp_path, file, column):
     root = _small_release(tmp_path)
-    noise = pd.read_csv(root / "noise.csv").rename(columns={"noise_sigma2": "sigma2"})
-    noise.to_csv(root / "noise.csv", index=False)
-    with pytest.raises(ReleaseFormatError, match=r"noise\.csv.*noise_sigma2"):
+    text = (root / file).read_text()
+    (root / file).write_text(text.replace(column, column + "_v2"))
+    with pytest.raises(ReleaseFormatError, match=rf"{file}.*{column}"):
         read_principal_agent_release(root)
 
 
