@@ -19,7 +19,7 @@ from platinum_jax.importers import (
     ReleaseFormatError,
     read_principal_agent_release,
 )
-from platinum_jax.measured import welfare_from_rankings
+from platinum_jax.measured import welfare_from_rankings, welfare_table
 
 RELEASE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / \
     "principal-agent-benchmarks"
@@ -101,6 +101,10 @@ def test_welfare_from_shipped_loadings_is_the_shipped_welfare(release):
     w = w.reindex(shipped.index)
     np.testing.assert_array_equal(w["automation"].round(6), shipped["w_auto"])
     np.testing.assert_array_equal(w["augmentation"].round(6), shipped["w_aug"])
+    table = welfare_table(release.loadings, release.concept_scores).reindex(shipped.index)
+    np.testing.assert_array_equal(table.round(6), shipped[["w_auto", "w_aug"]])
+    openai = welfare_table(release.loadings, release.concept_scores, judge="openai")
+    assert len(openai) == 317 and not openai.equals(table)
 
 
 # --- bad input, on a small copy of the release ---------------------------------------------
@@ -138,11 +142,15 @@ def test_missing_required_files_are_listed(tmp_path):
         read_principal_agent_release(root)
 
 
-def test_renamed_column_names_file_and_column(tmp_path):
+@pytest.mark.parametrize("file, column", [
+    ("noise.csv", "noise_sigma2"), ("cost.csv", "cost_min_usd"), ("welfare.csv", "w_aug"),
+    ("gwa_welfare_scores.csv", "p_auto_15"), ("judge_loadings.jsonl", "ranked_gwa_ids"),
+])
+def test_renamed_column_names_file_and_column(tmp_path, file, column):
     root = _small_release(tmp_path)
-    noise = pd.read_csv(root / "noise.csv").rename(columns={"noise_sigma2": "sigma2"})
-    noise.to_csv(root / "noise.csv", index=False)
-    with pytest.raises(ReleaseFormatError, match=r"noise\.csv.*noise_sigma2"):
+    text = (root / file).read_text()
+    (root / file).write_text(text.replace(column, column + "_v2"))
+    with pytest.raises(ReleaseFormatError, match=rf"{file}.*{column}"):
         read_principal_agent_release(root)
 
 
@@ -190,6 +198,17 @@ def test_duplicated_item(tmp_path):
         read_principal_agent_release(root)
     r = read_principal_agent_release(root, bad="exclude")
     assert len(r.cost) == len(cost) - 1 and len(r.exclusions) == 2
+    first = (cost.iloc[0]["task"], int(cost.iloc[0]["doc_id"]))
+    assert set(zip(r.exclusions["task"], r.exclusions["doc_id"], strict=True)) == {first}
+    assert first not in r.cost.index
+
+
+def test_heldout_folder_without_its_family_map(tmp_path):
+    root = _small_release(tmp_path)
+    shutil.copytree(RELEASE / "heldout_raters", root / "heldout_raters")
+    (root / "heldout_raters" / "family_map.json").unlink()
+    with pytest.raises(ReleaseFileMissingError, match="family_map.json"):
+        read_principal_agent_release(root)
 
 
 def test_failed_judge_call_is_counted_not_dropped_silently(tmp_path):

@@ -23,10 +23,10 @@ from platinum_jax.measured._findings_tables import (
 from platinum_jax.measured._findings_welfare import (
     concept_quadrants,
     heldout_rater_check,
-    judge_welfare,
     welfare_frontier,
     welfare_robustness,
 )
+from platinum_jax.measured._welfare import welfare_table
 
 __all__ = ["Findings", "compute_findings", "reproduce_findings", "ARTIFACTS"]
 
@@ -134,7 +134,7 @@ def compute_findings(release, *, allow_missing: bool = False, n_resamples: int =
             for k in ("gap_general_minus_math", "gap_ci_lo", "gap_ci_hi",
                       "cluster_permutation_p")}}
         # The headline welfare recomputed from the judge's rankings, against welfare.csv.
-        again = judge_welfare(release.loadings, release.concept_scores)
+        again = welfare_table(release.loadings, release.concept_scores)
         diff = (release.welfare[["w_auto", "w_aug"]] - again.reindex(release.welfare.index))
         summary["figure3"]["welfare_recomputed_max_abs_diff"] = float(diff.abs().max().max())
     if "robustness_set1" not in skipped:

@@ -13,8 +13,9 @@ Improvability, and Noise: A Principal–Agent Theory of Optimal Benchmark Item A
 * Robustness set 2 -- :func:`heldout_rater_check`: two human raters and a few-shot judge on 28
   held-out items (slot mass per quadrant split at 3.0, math–general gaps).
 
-Welfare always comes from :func:`~platinum_jax.measured.welfare_from_rankings`, so the variants
-and the headline share one aggregation.
+Welfare always comes from :func:`~platinum_jax.measured.welfare_table` (one judge's or rater's
+rankings through :func:`~platinum_jax.measured.welfare_from_rankings`), so the variants, the
+raters and the headline share one aggregation.
 """
 
 from __future__ import annotations
@@ -25,18 +26,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from platinum_jax.measured._welfare import rescale_welfare, welfare_from_rankings
+from platinum_jax.measured._welfare import rescale_welfare, welfare_table
 
-__all__ = ["QUADRANTS", "SCORE_COLUMNS", "ROBUSTNESS_VARIANTS", "ConceptQuadrants",
+__all__ = ["QUADRANTS", "ROBUSTNESS_VARIANTS", "ConceptQuadrants",
            "WelfareFrontier", "HeldoutCheck", "quadrant_of", "task_family", "dominated_by",
-           "pareto_frontier", "judge_welfare", "concept_quadrants", "welfare_frontier",
+           "pareto_frontier", "concept_quadrants", "welfare_frontier",
            "welfare_robustness", "heldout_rater_check"]
 
 # quadrant -> (label, colour); the order of every per-quadrant table.
 QUADRANTS = {"green": ("Green-Light", "#2ca02c"), "automate": ("Automate-Only", "#ff7f0e"),
              "augment": ("Augment-Only", "#1f77b4"), "low": ("Red-Light", "#d62728")}
-SCORE_COLUMNS = {"automation": "p_auto_15", "augmentation": "p_aug_15"}
-AXES = {"automation": "w_auto", "augmentation": "w_aug"}
+PERSPECTIVES = ("automation", "augmentation")
 # Figure 3 counts quantitative MMLU subjects (statistics, physics, econometrics, formal logic)
 # as math; robustness set 1 only the mathematics subjects.
 _MATH_FIGURE3 = re.compile(
@@ -100,23 +100,9 @@ def pareto_frontier(points: pd.DataFrame, x: str = "w_auto", y: str = "w_aug") -
     return pd.Series(dominated_by(xy, xy) == 0, index=points.index, name="on_frontier")
 
 
-def judge_welfare(loadings: pd.DataFrame, concept_scores: pd.DataFrame, *,
-                  judge: str = "claude", top_k: int = 5,
-                  weighting: str = "reciprocal") -> pd.DataFrame:
-    """``w_auto, w_aug`` (raw units, rounded to ``TIE_DECIMALS`` so that equal sums are equal)
-    per ``(task, doc_id)`` from one judge's rankings in ``release.loadings``, through
-    :func:`welfare_from_rankings`."""
-    missing = {"judge", "perspective", "rank", "concept_id"} - set(loadings.columns)
-    if missing:
-        raise ValueError(f"loadings lacks column(s) {sorted(missing)}")
-    mine = loadings[loadings["judge"] == judge]
-    if mine.empty:
-        raise ValueError(f"loadings has no rankings by judge {judge!r} (judges: "
-                         f"{sorted(set(loadings['judge']))})")
-    w = welfare_from_rankings(mine.drop(columns="judge"), concept_scores, column=SCORE_COLUMNS,
-                              top_k=top_k, weighting=weighting)
-    wide = w.unstack("perspective").rename(columns=AXES)
-    return wide[list(AXES.values())].rename_axis(columns=None).round(TIE_DECIMALS)
+def _welfare(loadings, concept_scores, **options) -> pd.DataFrame:
+    """:func:`welfare_table`, rounded to ``TIE_DECIMALS`` so that equal sums are equal."""
+    return welfare_table(loadings, concept_scores, **options).round(TIE_DECIMALS)
 
 
 @dataclass(frozen=True)
@@ -150,7 +136,7 @@ def concept_quadrants(concept_scores: pd.DataFrame, loadings: pd.DataFrame, *,
     concepts["quadrant"] = quadrant_of(concepts["p_auto_15"], concepts["p_aug_15"], threshold)
     mine = loadings[loadings["judge"] == judge]
     n_items, rows = {}, []
-    for persp in AXES:
+    for persp in PERSPECTIVES:
         rk = mine[mine["perspective"] == persp]
         n = len(rk[["task", "doc_id"]].drop_duplicates())
         if n == 0:
@@ -327,7 +313,7 @@ def welfare_robustness(loadings: pd.DataFrame, concept_scores: pd.DataFrame,
     """
 
     def welfare(judge, top_k, weighting, scores):
-        w = judge_welfare(loadings, scores, judge=judge, top_k=top_k, weighting=weighting)
+        w = _welfare(loadings, scores, judge=judge, top_k=top_k, weighting=weighting)
         w["family"] = task_family(w.index.get_level_values("task"), definition="robustness")
         return w
 
@@ -375,14 +361,13 @@ def heldout_rater_check(heldout: pd.DataFrame, concept_scores: pd.DataFrame, *,
     mass, gaps = [], []
     for rater in raters:
         mine = heldout[heldout["rater"] == rater]
-        for persp in AXES:
+        for persp in PERSPECTIVES:
             rk = mine[mine["perspective"] == persp]
             slots = rk.loc[rk["rank"] <= top_k, "concept_id"].map(quad).dropna()
             mass.append(dict(rater=rater, perspective=persp, n_items=rk["item"].nunique(),
                              **{q: 100.0 * float((slots == q).mean()) for q in QUADRANTS}))
-        w = welfare_from_rankings(mine[["item", "perspective", "rank", "concept_id"]],
-                                  concept_scores, column=SCORE_COLUMNS, top_k=top_k)
-        w = w.unstack("perspective").rename(columns=AXES).round(TIE_DECIMALS).dropna()
+        w = _welfare(mine[["item", "perspective", "rank", "concept_id"]], concept_scores,
+                     judge=None, top_k=top_k).dropna()
         w["family"] = mine.groupby("item")["family"].first().reindex(w.index)
         w = w[w["family"].isin(["math", "general"])]
         m, g = w[w["family"] == "math"], w[w["family"] == "general"]
