@@ -1,0 +1,3 @@
+from ._data import *  # noqa
+from ._intervals import accuracy  # noqa
+from ._paired import *  # noqa
