@@ -35,6 +35,8 @@ _COMMANDS = (
      "optimal weights and platinum items with posterior intervals, from a fit"),
     ("certify", "platinum_jax.cli.certify",
      "score items with an LLM judge and certify platinum items"),
+    ("compare", "platinum_jax.cli.compare",
+     "is model A better than model B: accuracy intervals, paired tests, P(A > B), power"),
     ("analyze", "platinum_jax.cli.analyze",
      "trends, forecasts, algorithmic progress, accelerations, time horizons, robustness"),
     ("sweep", "platinum_jax.cli.sweep",
