@@ -25,6 +25,7 @@ column says which was used.
 
 from __future__ import annotations
 
+import warnings
 from itertools import combinations
 
 import numpy as np
@@ -100,14 +101,15 @@ def _group_pairs(data, label, cols, pa, pb, clus, level, replicates, rng, unpair
     na, nb = data.n[pa][:, cols], data.n[pb][:, cols]
     shared = (na > 0) & (nb > 0)
     N = shared.sum(1)
-    rows = pd.DataFrame({"group": label, "a": data.subjects[pa], "b": data.subjects[pb],
-                         "n_shared": N, "n_only_a": ((na > 0) & ~shared).sum(1),
-                         "n_only_b": ((nb > 0) & ~shared).sum(1)})
+    P = len(pa)
+    rows = {"group": np.full(P, label, dtype=object), "a": np.asarray(data.subjects[pa]),
+            "b": np.asarray(data.subjects[pb]), "n_shared": N,
+            "n_only_a": ((na > 0) & ~shared).sum(1), "n_only_b": ((nb > 0) & ~shared).sum(1)}
     none = N == 0
     if none.any() and not unpaired:
         k = int(np.flatnonzero(none)[0])
         raise NoSharedItemsError(
-            f"{data.source}: {rows.a[k]!r} and {rows.b[k]!r} share no items in {label!r}, so "
+            f"{data.source}: {rows['a'][k]!r} and {rows['b'][k]!r} share no items in {label!r}, so "
             "they cannot be compared paired; pass unpaired=True (--unpaired) for an unpaired "
             "comparison of their accuracies, or give them responses on common items"
         )
@@ -127,28 +129,30 @@ def _group_pairs(data, label, cols, pa, pb, clus, level, replicates, rng, unpair
         ea, eb = np.where(shared, ya - acc_a[:, None], 0), np.where(shared, yb - acc_b[:, None], 0)
         rho = (ea * eb).sum(1) / np.sqrt((ea ** 2).sum(1) * (eb ** 2).sum(1))
         boot = bootstrap_means(d, shared.astype(float), clus, replicates, rng)
-        lo, hi = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        with warnings.catch_warnings():  # pairs with no shared items have no resamples
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lo, hi = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=0)
         post_normal = np.where(se > 0, special.ndtr(diff / se), np.sign(diff) / 2 + 0.5)
-    rows = rows.assign(design="paired", accuracy_a=acc_a, accuracy_b=acc_b, diff=diff, se=se,
-                       lo=lo, hi=hi, p_paired_t=p_t, rho=rho)
+    rows |= {"design": np.full(P, "paired", dtype=object), "accuracy_a": acc_a,
+             "accuracy_b": acc_b, "diff": diff, "se": se, "lo": lo, "hi": hi,
+             "p_paired_t": p_t, "rho": rho}
     single = (data.binary and not data.repeated
               and bool(np.all(np.where(shared, (na == 1) & (nb == 1), True))))
     if single:
         bb = (shared & (ya == 1) & (yb == 0)).sum(1)
         cc = (shared & (ya == 0) & (yb == 1)).sum(1)
         p_mc = mcnemar(bb, cc)
-        rows = rows.assign(b_only_a=bb, c_only_b=cc, p_mcnemar=p_mc,
-                           p_a_better=stats.beta.sf(0.5, bb + 0.5, cc + 0.5),
-                           posterior="dirichlet 2x2")
-        if clus is None:
-            rows = rows.assign(test="mcnemar", p_value=p_mc)
-        else:
-            rows = rows.assign(test="paired-t (clustered)", p_value=p_t)
+        rows |= {"b_only_a": bb.astype(float), "c_only_b": cc.astype(float), "p_mcnemar": p_mc,
+                 "p_a_better": stats.beta.sf(0.5, bb + 0.5, cc + 0.5),
+                 "posterior": np.full(P, "dirichlet 2x2", dtype=object)}
+        test, p_value = ("mcnemar", p_mc) if clus is None else ("paired-t (clustered)", p_t)
     else:
-        rows = rows.assign(b_only_a=np.nan, c_only_b=np.nan, p_mcnemar=np.nan,
-                           p_a_better=post_normal, posterior="normal",
-                           test="paired-t (clustered)" if clus is not None else "paired-t",
-                           p_value=p_t)
+        rows |= {"b_only_a": np.full(P, np.nan), "c_only_b": np.full(P, np.nan),
+                 "p_mcnemar": np.full(P, np.nan), "p_a_better": post_normal,
+                 "posterior": np.full(P, "normal", dtype=object)}
+        test = "paired-t (clustered)" if clus is not None else "paired-t"
+        p_value = p_t
+    rows |= {"test": np.full(P, test, dtype=object), "p_value": np.array(p_value, float)}
     if none.any():  # unpaired=True: Welch z on each model's own items
         both = np.concatenate([pa[none], pb[none]])
         ym, nm = data.y[both][:, cols], data.n[both][:, cols]
@@ -158,15 +162,15 @@ def _group_pairs(data, label, cols, pa, pb, clus, level, replicates, rng, unpair
         da = own["mean"][:k] - own["mean"][k:]
         s = np.sqrt(v[:k] + v[k:])
         pv = 2 * special.ndtr(-np.abs(da) / s)
-        rows.loc[none, ["accuracy_a", "accuracy_b", "diff", "se", "lo", "hi", "p_paired_t",
-                        "p_value", "p_a_better"]] = np.column_stack(
-            [own["mean"][:k], own["mean"][k:], da, s, da - z * s, da + z * s,
-             np.full(k, np.nan), pv, special.ndtr(da / s)])
-        rows.loc[none, "design"] = "unpaired"
-        rows.loc[none, "test"] = "welch-z"
-        rows.loc[none, "posterior"] = "normal"
-        rows.loc[none, ["rho", "p_mcnemar", "b_only_a", "c_only_b"]] = np.nan
-    return rows
+        new = {"accuracy_a": own["mean"][:k], "accuracy_b": own["mean"][k:], "diff": da,
+               "se": s, "lo": da - z * s, "hi": da + z * s, "p_value": pv,
+               "p_a_better": special.ndtr(da / s), "design": "unpaired", "test": "welch-z",
+               "posterior": "normal", "p_paired_t": np.nan, "rho": np.nan,
+               "p_mcnemar": np.nan, "b_only_a": np.nan, "c_only_b": np.nan}
+        for col, val in new.items():
+            rows[col] = np.array(rows[col], dtype=object if isinstance(val, str) else float)
+            rows[col][none] = val
+    return pd.DataFrame(rows)
 
 
 def compare_pairs(
