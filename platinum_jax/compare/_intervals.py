@@ -25,7 +25,9 @@ The count-based intervals (Wilson, Clopper-Pearson, Beta) use the successes and 
 when each item is one 0/1 sample and items are independent; otherwise they use effective counts
 ``n_eff = p̂(1-p̂)/v``, ``x_eff = p̂ n_eff`` (the design-effect idea of Korn and Graubard), so
 clusters widen and repeats narrow them by exactly the amount the variance says; ``n_eff`` is
-the item count where ``v`` says nothing (``p̂`` at 0 or 1).
+the number of independent units (clusters, else items) where ``v`` says nothing (``p̂`` at 0
+or 1), and it shrinks by Korn and Graubard's factor ``(z / t_{U-1})²`` for a variance estimated
+from U units.
 
 The default (``method="auto"``) is chosen by the data: the Jeffreys interval for scores in
 [0, 1] (it keeps near-nominal coverage at small N and near 0 or 1, where CLT intervals collapse
@@ -199,8 +201,13 @@ def accuracy(
         p, N = mo["mean"], mo["n_items"]
         v = mo["var_cluster"] if clus is not None else mo["var_iid"]
         exact = data.binary and not data.repeated and clus is None
+        units = mo["n_clusters"] if clus is not None else N  # independent units
         with np.errstate(invalid="ignore", divide="ignore"):
-            n_eff = np.where((v > 0) & (p > 0) & (p < 1), p * (1 - p) / v, N)
+            n_eff = np.where((v > 0) & (p > 0) & (p < 1), p * (1 - p) / v, units)
+            # Korn and Graubard's degrees-of-freedom factor: a variance estimated from few
+            # units is itself uncertain, so the effective count shrinks by (z / t_df)².
+            df = np.maximum(units - 1, 1)
+            n_eff = n_eff * (_z(level) / stats.t.ppf(0.5 + level / 2, df)) ** 2
         n_eff = np.minimum(n_eff, mo["n_samples"]) if not exact else N
         basis = "counts" if exact else "effective counts"
         x_eff = p * n_eff
