@@ -13,8 +13,8 @@ Cells: N items in {10, 30, 100, 300, 1000} x accuracy p in {0.02, 0.5, 0.98} x d
   error ±√(0.09/reps)), ours (default, and CLT with the cluster-robust variance) beside a CLT
   interval that ignores the clusters.
 
-The default interval is the Jeffreys (Beta posterior) interval on counts, or on effective
-counts under clustering; CLT intervals are shown beside it.  Then the paired test's false
+The default interval is Brown, Cai and DasGupta's modified Jeffreys (Beta posterior) interval
+on counts, or on effective counts under clustering; CLT intervals are shown beside it.  Then the paired test's false
 positive rate on null pairs (two models drawing from the same per-item accuracies) and its
 power beside an unpaired z-test on correlated pairs with a true difference, and the
 distinguishable LiveCodeBench pairs and the minimum detectable difference (MDAD) of a random
@@ -186,7 +186,7 @@ def main() -> None:
         for p in (0.02, 0.5, 0.98):
             cases.append(independent_cell(N, p, 0.9))
             cases.append(clustered_cell(N, p, 0.9, reps, rng))
-    cases += paired_cases(200 if args.quick else 1000, rng)
+    cases += paired_cases(500 if args.quick else 2000, rng)
     if LCB.exists():
         cases.append(livecodebench_case(rng))
     print(f"{'case':40s} {'default':>8s} {'clt':>8s} {'other':>8s}")

@@ -51,14 +51,27 @@ def test_accuracy_independent_binary_uses_counts_and_clt_is_the_textbook_one():
     rng = np.random.default_rng(1)
     y = (rng.random((3, 40)) < [[0.1], [0.5], [0.95]]).astype(float)
     df = _binary_frame(y)
-    acc = cmp.accuracy(df).xs("(all)", level="group")
+    acc = cmp.accuracy(df, method="jeffreys").xs("(all)", level="group")
     k = y.sum(1)
-    assert (acc["method"] == "jeffreys").all() and (acc["basis"] == "counts").all()
+    assert (acc["basis"] == "counts").all()
     assert np.allclose(acc["lo"], np.where(k > 0, stats.beta.ppf(0.05, k + .5, 40 - k + .5), 0))
     assert np.allclose(acc["hi"], np.where(k < 40, stats.beta.ppf(0.95, k + .5, 40 - k + .5), 1))
     clt = cmp.accuracy(df, method="clt").xs("(all)", level="group")
     se = y.std(1, ddof=1) / np.sqrt(40)
     assert np.allclose(clt["hi"] - clt["accuracy"], stats.norm.ppf(0.95) * se)
+
+
+def test_default_is_the_modified_jeffreys_interval():
+    n = 25
+    y = (np.arange(n)[None, :] < np.array([0, 1, 12, 24, 25])[:, None]).astype(float)
+    acc = cmp.accuracy(_binary_frame(y)).xs("(all)", level="group")
+    assert (acc["method"] == "jeffreys-modified").all()
+    exact0 = stats.binomtest(0, n).proportion_ci(0.9, method="exact").high  # 1 - 0.05^(1/n)
+    assert acc["hi"].iat[0] == pytest.approx(exact0) and acc["lo"].iat[0] == 0
+    assert acc["lo"].iat[1] == 0 and acc["hi"].iat[1] == pytest.approx(
+        stats.beta.ppf(0.95, 1.5, n - 0.5))
+    assert acc["lo"].iat[2] == pytest.approx(stats.beta.ppf(0.05, 12.5, 13.5))
+    assert acc["hi"].iat[3] == 1 and acc["lo"].iat[4] == pytest.approx(1 - exact0)
 
 
 def test_clustered_variance_is_the_cluster_robust_one():
@@ -109,8 +122,9 @@ def test_default_interval_covers_as_its_exact_binomial_coverage_says():
     acc = cmp.accuracy(_binary_frame(y)).xs("(all)", level="group")
     covered = ((acc["lo"] <= p) & (p <= acc["hi"])).mean()
     x = np.arange(N + 1)
-    lo = np.where(x > 0, stats.beta.ppf(0.05, x + .5, N - x + .5), 0)
-    hi = np.where(x < N, stats.beta.ppf(0.95, x + .5, N - x + .5), 1)
+    lo = np.where(x > 1, stats.beta.ppf(0.05, x + .5, N - x + .5), 0)
+    hi = np.where(x < N - 1, stats.beta.ppf(0.95, x + .5, N - x + .5), 1)
+    hi[0], lo[N] = 1 - 0.05 ** (1 / N), 0.05 ** (1 / N)
     exact = stats.binom.pmf(x, N, p)[(lo <= p) & (p <= hi)].sum()
     assert abs(exact - 0.9) < 0.03
     assert abs(covered - exact) < _tolerance(exact, reps)
@@ -273,7 +287,7 @@ def test_response_table_input_and_command(tmp_path, capsys):
     pairs = pd.read_csv(out / "pairs.csv")
     assert len(pairs) == 2 * 6 and set(pairs["design"]) == {"paired"}
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["interval"] == "jeffreys" and (out / "p_better_b1.png").exists()
+    assert summary["interval"] == "jeffreys-modified" and (out / "p_better_b1.png").exists()
     bad = tmp_path / "one.csv"
     df[df.subject == "w"].to_csv(bad, index=False)
     assert main(["compare", str(bad), "--out", str(tmp_path / "none")]) == 2

@@ -19,10 +19,12 @@ response or score; optional group or benchmark, cluster, run, trials) and write 
   forest_<benchmark>.png, p_better_<benchmark>.png   the pictures
   summary.json   what was used and how many pairs are distinguishable
 
-Intervals (--interval; default auto = Jeffreys for scores in [0, 1], bootstrap otherwise;
-CLT intervals are never the default: below a few hundred items, or near 0 or 1, they are too
-narrow):
-  wilson, clopper-pearson, jeffreys, uniform   count-based (Beta posteriors for the last two)
+Intervals (--interval; default auto = modified Jeffreys for scores in [0, 1], bootstrap
+otherwise; CLT intervals are never the default: below a few hundred items, or near 0 or 1,
+they are too narrow):
+  jeffreys-modified, jeffreys, uniform         Beta posterior intervals (Beta(1/2,1/2) or
+                                               Beta(1,1) prior; modified: exact ends at 0/N)
+  wilson, clopper-pearson                      score and exact binomial intervals
   clt, clustered                               normal, independent or cluster-robust variance
   bootstrap                                    items (or whole clusters) resampled
 
@@ -47,8 +49,8 @@ def register(sub) -> None:
     p.add_argument("data", metavar="DATA", help="response table (CSV or Parquet)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--interval", default="auto",
-                   choices=("auto", "wilson", "clopper-pearson", "jeffreys", "uniform", "clt",
-                            "clustered", "bootstrap"),
+                   choices=("auto", "jeffreys-modified", "jeffreys", "uniform", "wilson",
+                            "clopper-pearson", "clt", "clustered", "bootstrap"),
                    help="accuracy interval (default auto: chosen by the data, see above)")
     p.add_argument("--level", type=float, default=0.9,
                    help="coverage of the intervals (default 0.9)")

