@@ -43,7 +43,8 @@ Example:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compare", help="accuracy with intervals, paired tests, P(A > B), power",
+    p = sub.add_parser("compare", help="is model A better than model B: accuracy intervals, "
+                       "paired tests, P(A > B), power",
                        description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", metavar="DATA", help="response table (CSV or Parquet)")
