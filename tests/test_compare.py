@@ -47,6 +47,27 @@ def test_beta_intervals_are_posterior_quantiles():
     assert np.allclose(hi[:-1], stats.beta.ppf(0.95, k[:-1] + 0.5, n - k[:-1] + 0.5))
 
 
+def test_intervals_tests_and_adjustments_match_statsmodels():
+    sm_prop = pytest.importorskip("statsmodels.stats.proportion")
+    sm_multi = pytest.importorskip("statsmodels.stats.multitest")
+    sm_tables = pytest.importorskip("statsmodels.stats.contingency_tables")
+    k, n = np.array([0, 1, 4, 9, 17, 30]), 30
+    for ours, method in ((cmp.wilson_interval, "wilson"),
+                         (cmp.clopper_pearson_interval, "beta")):
+        lo, hi = sm_prop.proportion_confint(k, n, alpha=0.1, method=method)
+        assert np.allclose(ours(k, n, 0.9), (lo, hi), atol=1e-10)
+    lo, hi = sm_prop.proportion_confint(k, n, alpha=0.1, method="jeffreys")
+    ours_lo, ours_hi = cmp.beta_interval(k, n, 0.9)
+    assert np.allclose(ours_lo[1:], lo[1:]) and np.allclose(ours_hi[:-1], hi[:-1])
+    p = np.random.default_rng(12).uniform(0, 0.3, 40)
+    assert np.allclose(cmp.adjust_bh(p), sm_multi.multipletests(p, method="fdr_bh")[1])
+    assert np.allclose(cmp.adjust_holm(p), sm_multi.multipletests(p, method="holm")[1])
+    for b, c in ((7, 3), (20, 9), (40, 25)):
+        exact = b + c < 50
+        ref = sm_tables.mcnemar([[5, b], [c, 11]], exact=exact, correction=False).pvalue
+        assert cmp.mcnemar(b, c) == pytest.approx(ref)
+
+
 def test_accuracy_independent_binary_uses_counts_and_clt_is_the_textbook_one():
     rng = np.random.default_rng(1)
     y = (rng.random((3, 40)) < [[0.1], [0.5], [0.95]]).astype(float)
