@@ -4,8 +4,8 @@ Cells: N items in {10, 30, 100, 300, 1000} x accuracy p in {0.02, 0.5, 0.98} x d
 
 * ``independent``: each item one 0/1 outcome, X ~ Binomial(N, p).  Coverage is exact, not
   simulated: the intervals of all N + 1 possible outcomes are computed once (ours through
-  ``platinum_jax.compare.accuracy``, the peer through ``scipy.stats.binomtest(...)
-  .proportion_ci``) and weighted by the binomial probabilities.  Because X is discrete, the
+  ``platinum_jax.compare.accuracy``, the peers through ``scipy.stats.binomtest(...)
+  .proportion_ci`` and, where installed, statsmodels' ``proportion_confint``) and weighted by the binomial probabilities.  Because X is discrete, the
   coverage at one p jumps as p moves; ``local`` is the mean coverage over 21 accuracies in
   [0.8 p, 1.2 p] (mirrored near 1), which is what a user with an unknown p experiences.
 * ``clustered``: items in clusters of 5 sharing a cluster accuracy p_c ~ Beta with mean p and
@@ -80,6 +80,13 @@ def independent_cell(N: int, p: float, level: float) -> dict:
     ends = {"default": ours["auto"][["lo", "hi"]].to_numpy().T,
             "clt": ours["clt"][["lo", "hi"]].to_numpy().T,
             "scipy_wilson": peer["wilson"].T, "scipy_exact": peer["exact"].T}
+    try:  # statsmodels' Jeffreys interval (no boundary rule), where it is installed
+        from statsmodels.stats.proportion import proportion_confint
+
+        ends["statsmodels_jeffreys"] = np.array(
+            proportion_confint(x, N, alpha=1 - level, method="jeffreys"))
+    except ImportError:
+        pass
     for label, (lo, hi) in ends.items():
         out[f"coverage_{label}"] = round(cover(lo, hi, p), 4)
         out[f"local_{label}"] = round(float(np.mean([cover(lo, hi, q) for q in grid])), 4)
