@@ -309,6 +309,16 @@ def test_response_table_input_and_command(tmp_path, capsys):
     assert len(pairs) == 2 * 6 and set(pairs["design"]) == {"paired"}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interval"] == "jeffreys-modified" and (out / "p_better_b1.png").exists()
+    chosen = [f"q{i:04d}" for i in range(0, 60, 3)]  # 20 items
+    pd.DataFrame({"item": chosen, "weight": 1 / 20}).to_csv(tmp_path / "subset.csv", index=False)
+    out2 = tmp_path / "out2"
+    assert main(["compare", str(path), "--out", str(out2), "--replicates", "200", "--no-plots",
+                 "--subset", str(tmp_path / "subset.csv")]) == 0
+    power = pd.read_csv(out2 / "power.csv").set_index(["group", "a", "b"])
+    cols = [int(c[1:]) for c in chosen if int(c[1:]) < 30]  # the subset's items in b1
+    d = y[0, cols] - y[3, cols]
+    assert power.loc[("b1", "w", "z"), "n_shared"] == len(cols)
+    assert power.loc[("b1", "w", "z"), "sd_diff"] == pytest.approx(d.std(ddof=1))
     bad = tmp_path / "one.csv"
     df[df.subject == "w"].to_csv(bad, index=False)
     assert main(["compare", str(bad), "--out", str(tmp_path / "none")]) == 2

@@ -15,7 +15,9 @@ response or score; optional group or benchmark, cluster, run, trials) and write 
                  standard error and bootstrap interval, test and p-value, P(A > B), p-values
                  adjusted across all pairs and benchmarks (Benjamini-Hochberg and Holm)
   power.csv      per pair: correlation of the two models' item scores, the minimum detectable
-                 difference at --power and --alpha on the shared items, and the same unpaired
+                 difference at --power and --alpha on the shared items, and the same unpaired;
+                 with --subset (e.g. the subset.csv of `platinum-jax subset`), on those items
+                 only: what the reduced benchmark can and cannot tell apart (its MDAD)
   forest_<benchmark>.png, p_better_<benchmark>.png   the pictures
   summary.json   what was used and how many pairs are distinguishable
 
@@ -67,6 +69,9 @@ def register(sub) -> None:
     p.add_argument("--replicates", type=int, default=2000,
                    help="bootstrap resamples (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap")
+    p.add_argument("--subset", metavar="CSV",
+                   help="a CSV with an item column (the subset.csv of `platinum-jax subset`): "
+                        "power.csv gives the minimum detectable difference on those items")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG pictures")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the files of an earlier compare run in OUT")
@@ -95,7 +100,17 @@ def run(args: argparse.Namespace) -> int:
         acc = acc[acc.index.get_level_values("subject").isin(args.models)]
     pairs = compare_pairs(data, models=args.models, level=args.level, alpha=args.alpha,
                           replicates=args.replicates, seed=args.seed, unpaired=args.unpaired)
-    power = mdad(data, alpha=args.alpha, power=args.power)
+    subset = None
+    if args.subset:
+        import pandas as pd
+
+        sub = pd.read_csv(args.subset)
+        if "item" not in sub.columns:
+            raise ValueError(f"--subset {args.subset}: expected a CSV with an item column "
+                             f"(found {list(sub.columns)}); pass the subset.csv of "
+                             "`platinum-jax subset` or a one-column list of item ids")
+        subset = sub["item"].astype(str).tolist()
+    power = mdad(data, items=subset, alpha=args.alpha, power=args.power)
     keep = pairs.index.droplevel(0).unique()
     power = power[power.index.droplevel(0).isin(keep)]
     figures = {}
@@ -121,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
                            "tests": sorted(d.test.unique().tolist())}
                   for g, d in pairs.groupby(level="group")},
         "median_mde": {str(g): float(d.mde.median()) for g, d in power.groupby(level="group")},
+        "power_items": "all shared items" if subset is None else
+        f"the {len(subset)} items of {args.subset}",
     }
     from platinum_jax._outputs import output_directory
 
