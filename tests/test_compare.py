@@ -186,6 +186,21 @@ def test_mcnemar_and_posterior_against_scipy_and_monte_carlo():
     assert big == pytest.approx(stats.chi2.sf(25 ** 2 / 95, 1))
 
 
+def test_clustered_paired_test_uses_cluster_sums_and_g_minus_one_df():
+    rng = np.random.default_rng(13)
+    N, G = 48, 8
+    cluster = np.repeat(np.arange(G), N // G)
+    base = rng.uniform(0.1, 0.9, G)[cluster]
+    y = (rng.random((2, N)) < np.stack([base, base - 0.1])).astype(float)
+    row = cmp.compare_pairs(_binary_frame(y, ["A", "B"], cluster=cluster)).iloc[0]
+    d = y[0] - y[1]
+    e = pd.Series(d - d.mean()).groupby(cluster).sum()
+    se = np.sqrt(G / (G - 1) * (e ** 2).sum()) / N
+    assert row["test"] == "paired-t (clustered)"
+    assert row["se"] == pytest.approx(se)
+    assert row["p_value"] == pytest.approx(2 * stats.t.sf(abs(d.mean()) / se, G - 1))
+
+
 def test_bh_and_holm_match_their_definitions():
     p = np.random.default_rng(6).uniform(0, 0.2, 25)
     m = p.size
