@@ -150,9 +150,11 @@ def run(args: argparse.Namespace) -> int:
             written.append(out.write(name, fig.savefig, dpi=120))
         written.append(out.write_text("summary.json", json.dumps(summary, indent=2)))
     for g, s in summary["pairs"].items():
+        mde = summary["median_mde"].get(g)
+        tail = (f"median MDE {mde:.3f}" if mde is not None else
+                "no pair shares two items of the subset")
         print(f"{g}: {s['significant_bh']} of {s['compared']} pairs distinguishable "
-              f"(Benjamini-Hochberg, alpha {args.alpha}); median MDE "
-              f"{summary['median_mde'].get(g, float('nan')):.3f}")
+              f"(Benjamini-Hochberg, alpha {args.alpha}); {tail}")
     for path in written:
         print(f"wrote {path}")
     return 0
