@@ -35,6 +35,8 @@ _COMMANDS = (
      "optimal weights and platinum items with posterior intervals, from a fit"),
     ("certify", "platinum_jax.cli.certify",
      "score items with an LLM judge and certify platinum items"),
+    ("compare", "platinum_jax.cli.compare",
+     "is model A better than model B: accuracy intervals, paired tests, P(A > B), power"),
     ("findings", "platinum_jax.cli.findings",
      "the principal-agent paper's tables, figures and robustness checks from its release"),
     ("analyze", "platinum_jax.cli.analyze",
