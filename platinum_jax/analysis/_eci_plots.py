@@ -1,0 +1,113 @@
+"""Figures for the ECI views (matplotlib; each takes an optional ``ax`` and returns it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "plot_domain_index",
+    "plot_eci",
+    "plot_frontier_lag",
+    "plot_penalty_sweep",
+    "plot_slope_ratio",
+]
+
+
+def _axes(ax, figsize=(9, 5)):
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def _errorbars(ax, x, y, lo, hi, **kw):
+    err = np.vstack([y - lo, hi - y]) if np.isfinite(lo).any() else None
+    ax.errorbar(x, y, yerr=err, fmt="o", ms=3.5, elinewidth=0.8, capsize=0, **kw)
+
+
+def plot_eci(result: Any, ax: Any = None, label_top: int = 8):
+    """The index over release dates with its intervals; anchors as stars, the top models named."""
+    ax = _axes(ax)
+    shown = result.shown
+    _errorbars(ax, shown["release_date"], shown["eci"].to_numpy(), shown["lower"].to_numpy(),
+               shown["upper"].to_numpy(), color="C0", alpha=0.8,
+               label=f"ECI ({100 * result.level:.0f}% bootstrap interval)")
+    anchors = result.models[result.models["anchor"]]
+    ax.scatter(anchors["release_date"], anchors["eci"], marker="*", s=160, color="C3", zorder=3,
+               label="anchors: " + ", ".join(f"{m} = {v:g}" for m, v in result.anchors))
+    for name, row in shown.head(label_top).iterrows():
+        ax.annotate(name, (row["release_date"], row["eci"]), fontsize=7, xytext=(4, 2),
+                    textcoords="offset points")
+    ax.set_xlabel("release date")
+    ax.set_ylabel("Epoch Capabilities Index")
+    rule = "" if result.min_benchmarks is None else f"; models with >= {result.min_benchmarks} benchmarks"
+    ax.set_title(f"ECI of {len(shown)} models{rule}")
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+def plot_frontier_lag(lag: pd.DataFrame, ax: Any = None):
+    """Months behind the frontier against release date, with intervals where present."""
+    ax = _axes(ax)
+    _errorbars(ax, lag["release_date"], lag["lag_months"].to_numpy(), lag["lower"].to_numpy(),
+               lag["upper"].to_numpy(), color="C2")
+    ax.axhline(0, color="0.5", lw=0.8)
+    ax.set_xlabel("release date")
+    ax.set_ylabel("months behind the frontier")
+    ax.set_title(f"lag behind the frontier ({lag.attrs.get('method', 'observed')} method)")
+    return ax
+
+
+def plot_slope_ratio(sweep: pd.DataFrame, ax: Any = None, threshold: float | None = 2.0):
+    """Slope ratio s_2 / s_1 against the breakpoint, with the replicates' interval band."""
+    ax = _axes(ax)
+    ax.plot(sweep.index, sweep["ratio"], color="C1", marker="o", ms=3, label="slope ratio s2/s1")
+    if "lower" in sweep:
+        ax.fill_between(sweep.index, sweep["lower"], sweep["upper"], color="C1", alpha=0.25,
+                        label=f"{100 * sweep.attrs.get('level', 0.9):.0f}% bootstrap interval")
+    if threshold is not None:
+        ax.axhline(threshold, color="0.4", ls="--", lw=1, label=f"ratio {threshold:g}")
+    ax.axhline(1, color="0.6", lw=0.8)
+    ax.set_xlabel("breakpoint")
+    ax.set_ylabel("slope after / slope before")
+    ax.set_title("acceleration factor as a function of the breakpoint")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_penalty_sweep(sweep: Any, axes: Any = None):
+    """Trend per year and forecast (both on the ECI scale) against the penalty strength."""
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 2, figsize=(11, 4))
+    s = sweep.summary
+    for penalty, part in s.groupby("penalty", sort=False):
+        axes[0].plot(part["l2"], part["trend_eci_per_year"], marker="o", label=penalty)
+        axes[1].plot(part["l2"], part["forecast_eci"], marker="o", label=penalty)
+    for ax, what in zip(axes, ("frontier trend (ECI points / year)", "forecast (ECI)"), strict=True):
+        ax.set_xscale("log")
+        ax.axvline(sweep.baseline_l2, color="0.5", ls=":", lw=1)
+        ax.set_xlabel("penalty strength lambda")
+        ax.set_ylabel(what)
+        ax.legend(fontsize=8, title="penalty")
+    axes[1].set_title(f"forecast for {pd.Timestamp(sweep.until).date()}")
+    axes[0].set_title("trend per year")
+    return axes
+
+
+def plot_domain_index(result: Any, ax: Any = None):
+    """A basket's index against the full index, one point per model (the diagonal = agreement)."""
+    ax = _axes(ax, figsize=(6, 6))
+    m = result.models
+    ax.scatter(m["full"], m["basket"], s=12, color="C4")
+    lo, hi = np.nanmin(m[["full", "basket"]].to_numpy()), np.nanmax(m[["full", "basket"]].to_numpy())
+    ax.plot([lo, hi], [lo, hi], color="0.5", lw=0.8)
+    ax.set_xlabel(f"full index ({result.units})")
+    ax.set_ylabel(f"{result.name} index ({result.mode} mode)")
+    ax.set_title(f"{result.name}: {len(result.benchmarks)} benchmarks, {len(m)} models")
+    return ax
