@@ -240,3 +240,28 @@ def test_refit_mode_equals_subset_fit(world):
     res = an.domain_index(fit, basket, mode="refit", eci_anchors=None)
     sub = fit_stitching(table.select_benchmarks(basket), ANCHOR)
     np.testing.assert_allclose(res.models["basket"], sub.capabilities["capability"].reindex(res.models.index))
+
+
+# ---------------------------------------------------------------------- command line
+def test_cli_views(world, tmp_path):
+    from platinum_jax.cli import main
+
+    table, fit, _, anchors = world
+    data = tmp_path / "scores.csv"
+    table.data.to_csv(data, index=False)
+    (m_lo, _), (m_hi, _) = anchors
+    common = ["--anchor", "bench_00", "--eci-replicates", "0", "--eci-anchors", m_lo, "130", m_hi, "150"]
+    expected = {"eci": ("eci.csv", "edi.csv", "elo.csv", "eci.png"),
+                "lag": ("frontier_lag.csv", "frontier_lag.png"),
+                "breakpoints": ("slope_ratio_sweep.csv", "slope_ratio_sweep.png")}
+    for view, files in expected.items():
+        out = tmp_path / view
+        assert main(["analyze", view, str(data), "--out", str(out), *common]) == 0, view
+        for name in files:
+            assert (out / name).is_file(), (view, name)
+    eci = pd.read_csv(tmp_path / "eci" / "eci.csv", index_col=0)
+    assert eci.loc[[m_lo, m_hi], "eci"].tolist() == pytest.approx([130.0, 150.0])
+    # a basket view without a basket fails with a non-zero status and leaves no outputs behind
+    out = tmp_path / "baskets"
+    assert main(["analyze", "baskets", str(data), "--out", str(out), *common]) != 0
+    assert not (out / "domain_index.csv").exists()

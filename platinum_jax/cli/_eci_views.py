@@ -73,10 +73,13 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
 
     from platinum_jax import analysis as an
 
-    if table is None:
-        raise ValueError(f"analyze {args.analysis} refits DATA (for its bootstrap); drop --capabilities")
     if args.eci_replicates < 0:
         raise ValueError(f"--eci-replicates must be >= 0 (got {args.eci_replicates})")
+    if table is None and (args.analysis not in ("lag", "breakpoints") or args.eci_replicates):
+        raise ValueError(
+            f"analyze {args.analysis} needs a fit of DATA (the ECI scale, refits or a bootstrap); "
+            "drop --capabilities (only lag and breakpoints with --eci-replicates 0 can reuse one)"
+        )
     level, anchors = args.eci_level, _anchors(args)
     boot = None
     if args.eci_replicates and args.analysis != "penalty":
