@@ -29,7 +29,7 @@ def _errorbars(ax, x, y, lo, hi, **kw):
     ax.errorbar(x, y, yerr=err, fmt="o", ms=3.5, elinewidth=0.8, capsize=0, **kw)
 
 
-def plot_eci(result: Any, ax: Any = None, label_top: int = 8):
+def plot_eci(result: Any, ax: Any = None, label_top: int = 5):
     """The index over release dates with its intervals; anchors as stars, the top models named."""
     ax = _axes(ax)
     shown = result.shown
@@ -39,9 +39,12 @@ def plot_eci(result: Any, ax: Any = None, label_top: int = 8):
     anchors = result.models[result.models["anchor"]]
     ax.scatter(anchors["release_date"], anchors["eci"], marker="*", s=160, color="C3", zorder=3,
                label="anchors: " + ", ".join(f"{m} = {v:g}" for m, v in result.anchors))
-    for name, row in shown.head(label_top).iterrows():
-        ax.annotate(name, (row["release_date"], row["eci"]), fontsize=7, xytext=(4, 2),
-                    textcoords="offset points")
+    # the top models crowd one corner: their labels go in a column at the lower right (where the
+    # rising index leaves room), with leader lines
+    for k, (name, row) in enumerate(shown.head(label_top).iterrows()):
+        ax.annotate(f"{name} ({row['eci']:.1f})", (row["release_date"], row["eci"]), fontsize=7,
+                    xytext=(0.66, 0.32 - 0.045 * k), textcoords="axes fraction",
+                    arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.6"})
     ax.set_xlabel("release date")
     ax.set_ylabel("Epoch Capabilities Index")
     rule = "" if result.min_benchmarks is None else f"; models with >= {result.min_benchmarks} benchmarks"
