@@ -135,6 +135,35 @@ def test_frontier_lag_draws_interval():
     assert lag.loc["laggard", ["lower", "upper"]].to_numpy() == pytest.approx(want)
 
 
+def test_organization_lag_by_brute_force():
+    caps = _lag_world()
+    rng = np.random.default_rng(2)
+    orgs = pd.Series(rng.choice(["A", "B", "C"], len(caps)), index=caps.index)
+    orgs = orgs.drop(["f05", "f06"])  # unassigned models still make the frontier
+    draws = pd.DataFrame(caps["capability"].to_numpy() + 0.05 * rng.standard_normal((20, len(caps))),
+                         columns=caps.index)
+    got = an.organization_lag(caps, orgs, draws=draws, level=0.8)
+    assert got.attrs["unassigned"] == 2 and len(got) == len(caps) - 2
+    year = an.decimal_year(caps["release_date"])
+
+    def lags(c):  # plain loops over models, per organisation
+        out = {}
+        for i, m in enumerate(caps.index):
+            if m not in orgs:
+                continue
+            mine = [j for j, n in enumerate(caps.index) if orgs.get(n) == orgs[m] and year[j] <= year[i]]
+            best = max(c[j] for j in mine)
+            out[m] = 12 * (year[i] - min(year[j] for j in range(len(c)) if c[j] >= best))
+        return pd.Series(out)
+
+    want = lags(caps["capability"].to_numpy())
+    flat = got.droplevel(0)
+    np.testing.assert_allclose(flat["lag_months"], want[flat.index], atol=1e-9)
+    per_draw = pd.DataFrame([lags(row) for row in draws.to_numpy()])
+    np.testing.assert_allclose(flat["lower"], per_draw[flat.index].quantile(0.1), atol=1e-9)
+    assert (got.index.get_level_values(0) == orgs[flat.index].to_numpy()).all()
+
+
 # ---------------------------------------------------------------------- slope ratio against the breakpoint
 def test_slope_ratio_sweep_matches_lstsq():
     t = np.linspace(2022.0, 2026.0, 30)
@@ -232,6 +261,18 @@ def test_projection_matches_scalar_minimiser(world):
     assert res.models[["lower", "upper"]].notna().all().all()
     with pytest.raises(UnknownNameError):
         an.domain_index(fit, ["bench_99"], eci_anchors=anchors)
+
+
+def test_basket_tags_from_the_benchmark_flags(epoch_dir):
+    from platinum_jax.stitching import read_benchmark_info
+
+    info = read_benchmark_info(epoch_dir / "raw")
+    flags = pd.read_csv(epoch_dir / "raw" / "benchmark_optim.csv")
+    want = set(flags.loc[flags["is_math"].astype(str).str.upper() == "TRUE", "benchmark"].str.strip())
+    assert set(an.basket_benchmarks(info, "math")) == want
+    assert an.basket_benchmarks(info, "coding", available=["Aider polyglot", "GSM8K"]) == ["Aider polyglot"]
+    with pytest.raises(ValueError, match="tag"):
+        an.basket_benchmarks(info, "knowledge")
 
 
 def test_refit_mode_equals_subset_fit(world):

@@ -79,6 +79,7 @@ _EXPORTS = {
     "parameter_draws": "_eci",
     "frontier_lag": "_frontier_lag",
     "lag_months": "_frontier_lag",
+    "organization_lag": "_frontier_lag",
     "slope_ratio_sweep": "_frontier_lag",
     "PenaltySweep": "_penalty",
     "penalty_sweep": "_penalty",

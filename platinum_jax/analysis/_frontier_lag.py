@@ -33,7 +33,7 @@ from ._trends import (
     year_to_timestamp,
 )
 
-__all__ = ["frontier_lag", "lag_months", "slope_ratio_sweep"]
+__all__ = ["frontier_lag", "lag_months", "organization_lag", "slope_ratio_sweep"]
 
 LAG_METHODS = ("observed", "trend")
 
@@ -145,6 +145,65 @@ def frontier_lag(
             raise UnknownNameError("models: " + close_matches_message("model", unknown[0], out.index))
         out = out.loc[names]
     out.attrs["method"] = method
+    out.attrs["level"] = float(level)
+    return out
+
+
+def _organization_lag(capability, year, group, has_group):
+    """Lag (months) of each group's best model so far, at each of the group's releases."""
+    same = (group[None, :] == group[:, None]) & has_group[None, :] & (year[None, :] <= year[:, None])
+    best = jnp.max(jnp.where(same, capability[None, :], -jnp.inf), axis=1)
+    reached = capability[None, :] >= best[:, None]
+    first = jnp.min(jnp.where(reached, year[None, :], jnp.inf), axis=1)
+    return best, 12.0 * (year - first)
+
+
+_organization_lag_jit = jax.jit(_organization_lag)
+_organization_lag_draws = jax.jit(jax.vmap(_organization_lag, in_axes=(0, None, None, None)))
+
+
+def organization_lag(
+    capabilities: Any, organizations: Any, *, draws: Any = None, level: float = 0.90
+) -> pd.DataFrame:
+    """Months an organisation's best model so far trails the frontier, at each of its releases.
+
+    At the release t_m of a model of organisation o, the organisation's best capability so far is
+    ``B = max{C_j : org_j = o, t_j <= t_m}`` and its lag ``12 (t_m - min{t_j : C_j >= B})``
+    months, the frontier built from every model. ``organizations`` maps model -> organisation (a
+    Series or dict, e.g. ``read_model_compute(path)["organization"]``); models it does not name
+    still make the frontier but get no row (their count is in ``attrs["unassigned"]``). With
+    ``draws`` (a bootstrap result or a frame of capability draws of the same fit) the lag is
+    recomputed per replicate under ``vmap``. Returns a frame indexed by ``(organization,
+    model)``, sorted by release: ``release_date``, ``best_capability``, ``lag_months``,
+    ``lower``, ``upper``.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1) (got {level!r})")
+    caps = as_capabilities(capabilities)
+    orgs = pd.Series(organizations, dtype="object") if isinstance(organizations, dict) else organizations
+    if not isinstance(orgs, pd.Series):
+        raise ValueError(
+            f"organizations must map model -> organisation (a Series or dict), got {type(organizations).__name__}"
+        )
+    orgs = orgs[~orgs.index.duplicated()].reindex(caps.index)
+    has = orgs.notna().to_numpy()
+    if not has.any():
+        raise ValueError("organizations names none of the fit's models; check the model names")
+    codes, names = pd.factorize(orgs)
+    year = decimal_year(caps["release_date"])
+    args = (jnp.asarray(year), jnp.asarray(codes), jnp.asarray(has))
+    best, lag = (np.asarray(x) for x in _organization_lag_jit(jnp.asarray(caps["capability"].to_numpy()), *args))
+    out = pd.DataFrame(
+        {"release_date": caps["release_date"].to_numpy(), "best_capability": best, "lag_months": lag,
+         "lower": np.nan, "upper": np.nan},
+        index=pd.MultiIndex.from_arrays([orgs.to_numpy(), caps.index], names=["organization", "model"]),
+    )
+    if draws is not None:
+        _, lags = _organization_lag_draws(jnp.asarray(_draw_matrix(draws, caps.index)), *args)
+        q = np.quantile(np.asarray(lags), [(1 - level) / 2, (1 + level) / 2], axis=0)
+        out["lower"], out["upper"] = q[0], q[1]
+    out = out[has].sort_values(["release_date"]).sort_index(level=0, sort_remaining=False, kind="stable")
+    out.attrs["unassigned"] = int((~has).sum())
     out.attrs["level"] = float(level)
     return out
 

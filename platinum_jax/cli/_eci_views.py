@@ -18,7 +18,8 @@ HELP = """\
                 show only models with enough benchmarks, and the Elo-style scale (+200 points =
                 3x the odds on a benchmark of average slope)
   lag           months each model trails the frontier (--lag-method observed|trend), with a
-                bootstrap interval; --lag-models picks the models reported
+                bootstrap interval; --lag-models picks the models reported;
+                --lag-organizations adds each organisation's best model over time
   breakpoints   slope ratio of the two-piece frontier trend at every breakpoint of a grid
                 (--n-breakpoints), with bootstrap intervals
   penalty       refits over a grid of penalty strengths (--l2-grid; --penalty l2 and/or
@@ -42,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lag-method", choices=("observed", "trend"), default="observed",
                    help="lag: the frontier's first release as capable (default) or the trend line")
     g.add_argument("--lag-models", nargs="+", default=None, help="lag: models to report")
+    g.add_argument("--lag-organizations", action="store_true",
+                   help="lag: also each organisation's best model so far (organisations from the "
+                        "compute table, --compute or model_compute.csv beside DATA)")
     g.add_argument("--n-breakpoints", type=int, default=40, help="breakpoints: grid size")
     g.add_argument("--l2-grid", type=float, nargs="+",
                    default=[0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
@@ -106,6 +110,19 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
         lag = an.frontier_lag(fit, models=args.lag_models, draws=boot, method=args.lag_method,
                               top_n=args.top_n, level=level)
         out.write("frontier_lag.csv", lag.to_csv)
+        if args.lag_organizations:
+            from platinum_jax.stitching import read_model_compute
+
+            path = args.compute if args.compute is not None else args.data.parent / "model_compute.csv"
+            if not path.is_file():
+                raise FileNotFoundError(f"--lag-organizations: compute table {path} not found; pass --compute PATH")
+            orgs = read_model_compute(path)["organization"]
+            by_org = an.organization_lag(fit, orgs, draws=boot, level=level)
+            out.write("organization_lag.csv", by_org.to_csv)
+            print(f"organisations' best models ({len(by_org)} releases; {by_org.attrs['unassigned']} "
+                  "models without an organisation in the compute table): latest lag per organisation")
+            latest = by_org.groupby(level=0).tail(1)[["release_date", "lag_months", "lower", "upper"]]
+            print(latest.round(2).to_string())
         print(lag.sort_values("release_date")[["capability", "lag_months", "lower", "upper"]]
               .tail(20).round(2).to_string())
         fig, ax = plt.subplots(figsize=(9, 5))
