@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
             out.write("organization_lag.csv", by_org.to_csv)
             print(f"organisations' best models ({len(by_org)} releases; {by_org.attrs['unassigned']} "
                   "models without an organisation in the compute table): latest lag per organisation")
-            latest = by_org.groupby(level=0).tail(1)[["release_date", "lag_months", "lower", "upper"]]
+            latest = by_org.groupby(level=0).tail(1)[["lag_months", "lower", "upper"]]
             print(latest.round(2).to_string())
         print(lag.sort_values("release_date")[["capability", "lag_months", "lower", "upper"]]
               .tail(20).round(2).to_string())
