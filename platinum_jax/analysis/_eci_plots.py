@@ -83,23 +83,27 @@ def plot_slope_ratio(sweep: pd.DataFrame, ax: Any = None, threshold: float | Non
 
 
 def plot_penalty_sweep(sweep: Any, axes: Any = None):
-    """Trend per year and forecast (both on the ECI scale) against the penalty strength."""
+    """Three panels against the penalty strength: the frontier trend per year on the ECI scale,
+    the same in the fit's raw units (which move with the scale the penalty sets), the forecast."""
     if axes is None:
         import matplotlib.pyplot as plt
 
-        _, axes = plt.subplots(1, 2, figsize=(11, 4))
+        _, axes = plt.subplots(1, 3, figsize=(15, 4))
     s = sweep.summary
-    for penalty, part in s.groupby("penalty", sort=False):
-        axes[0].plot(part["l2"], part["trend_eci_per_year"], marker="o", label=penalty)
-        axes[1].plot(part["l2"], part["forecast_eci"], marker="o", label=penalty)
-    for ax, what in zip(axes, ("frontier trend (ECI points / year)", "forecast (ECI)"), strict=True):
+    columns = ("trend_eci_per_year", "trend_per_year", "forecast_eci")
+    labels = ("frontier trend (ECI points / year)", "frontier trend (raw units / year)",
+              "forecast (ECI)")
+    titles = ("trend per year, ECI scale", "trend per year, raw scale",
+              f"forecast for {pd.Timestamp(sweep.until).date()}")
+    for ax, column, label, title in zip(axes, columns, labels, titles, strict=True):
+        for penalty, part in s.groupby("penalty", sort=False):
+            ax.plot(part["l2"], part[column], marker="o", label=penalty)
         ax.set_xscale("log")
         ax.axvline(sweep.baseline_l2, color="0.5", ls=":", lw=1)
         ax.set_xlabel("penalty strength lambda")
-        ax.set_ylabel(what)
+        ax.set_ylabel(label)
+        ax.set_title(title)
         ax.legend(fontsize=8, title="penalty")
-    axes[1].set_title(f"forecast for {pd.Timestamp(sweep.until).date()}")
-    axes[0].set_title("trend per year")
     return axes
 
 

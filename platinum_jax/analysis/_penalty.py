@@ -116,7 +116,7 @@ class PenaltySweep:
 
 def penalty_sweep(
     table: Any,
-    l2_values: Sequence[float] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
+    l2_values: Sequence[float] = (1e-4, 1e-3, 0.01, 0.03, 0.1, 0.3, 1.0),
     *,
     anchor: Any = None,
     penalties: Sequence[str] = ("l2",),

@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "compute table, --compute or model_compute.csv beside DATA)")
     g.add_argument("--n-breakpoints", type=int, default=40, help="breakpoints: grid size")
     g.add_argument("--l2-grid", type=float, nargs="+",
-                   default=[0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
+                   default=[1e-4, 1e-3, 0.01, 0.03, 0.1, 0.3, 1.0],
                    help="penalty: penalty strengths to refit")
     g.add_argument("--penalty", nargs="+", choices=("l2", "log_slope"), default=["l2"],
                    help="penalty: l2 (the paper's, alpha^2) and/or log_slope ((ln alpha)^2)")
@@ -145,8 +145,8 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
                                  eci_anchors=anchors)
         out.write("penalty_summary.csv", sweep.summary.to_csv, index=False)
         out.write("penalty_capabilities.csv", sweep.capabilities.to_csv)
-        print(sweep.summary.round(3).to_string(index=False))
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        print(sweep.summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
         an.plot_penalty_sweep(sweep, axes=axes)
         save(fig, out, "penalty_sweep.png")
     else:
