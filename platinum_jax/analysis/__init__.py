@@ -10,7 +10,11 @@ matching ``plot_*`` function:
 * acceleration -- :func:`detect_acceleration` and the synthetic-world study
   :func:`simulate_detection`;
 * time horizons -- :func:`fit_time_horizons` (log METR horizon against capability);
-* robustness -- :func:`anchor_robustness`, :func:`leave_benchmarks_out`.
+* robustness -- :func:`anchor_robustness`, :func:`leave_benchmarks_out`;
+* the Epoch Capabilities Index -- :func:`eci_scale` (two anchor models, bootstrap intervals),
+  :func:`elo_scale`, :func:`frontier_lag` (months behind the frontier),
+  :func:`slope_ratio_sweep` (acceleration factor against the breakpoint), :func:`penalty_sweep`
+  (regularisation sensitivity), :func:`domain_index` (domain baskets).
 
 Turn on float64 first: ``jax.config.update("jax_enable_x64", True)``.
 
@@ -67,6 +71,27 @@ _EXPORTS = {
     "anchor_robustness": "_robustness",
     "compare_capabilities": "_robustness",
     "leave_benchmarks_out": "_robustness",
+    "DEFAULT_ECI_ANCHORS": "_eci",
+    "EciResult": "_eci",
+    "affine_from_anchors": "_eci",
+    "eci_scale": "_eci",
+    "elo_scale": "_eci",
+    "parameter_draws": "_eci",
+    "frontier_lag": "_frontier_lag",
+    "lag_months": "_frontier_lag",
+    "organization_lag": "_frontier_lag",
+    "slope_ratio_sweep": "_frontier_lag",
+    "PenaltySweep": "_penalty",
+    "penalty_sweep": "_penalty",
+    "DomainIndex": "_baskets",
+    "basket_benchmarks": "_baskets",
+    "domain_index": "_baskets",
+    "project_capabilities": "_baskets",
+    "plot_domain_index": "_eci_plots",
+    "plot_eci": "_eci_plots",
+    "plot_frontier_lag": "_eci_plots",
+    "plot_penalty_sweep": "_eci_plots",
+    "plot_slope_ratio": "_eci_plots",
     "plot_acceleration": "_plots",
     "plot_detection_study": "_plots",
     "plot_horizons": "_plots",

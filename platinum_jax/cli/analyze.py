@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._eci_views import HELP as _VIEWS_HELP
+from ._eci_views import VIEWS as _VIEWS
+from ._eci_views import add_arguments as _add_view_arguments
+
 DESCRIPTION = """\
 Fit the stitching model sigmoid(alpha_b (C_m - D_b)) to a tidy scores CSV (columns model,
 benchmark, score, model_release_date, ...; e.g. the Epoch scores_long.csv) and run one of the
@@ -48,14 +52,14 @@ examples:
   platinum-jax analyze robustness scores_long.csv --out results/robust --anchors MMLU HellaSwag
 """
 
-_ANALYSES = ("trends", "progress", "acceleration", "horizons", "robustness")
+_ANALYSES = ("trends", "progress", "acceleration", "horizons", "robustness", *_VIEWS)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "analyze",
         help="trends, forecasts, algorithmic progress, accelerations, time horizons, robustness",
-        description=DESCRIPTION,
+        description=DESCRIPTION + _VIEWS_HELP,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -110,6 +114,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="reuse capabilities from an earlier run (its capabilities.csv: model, "
                         "capability, release_date) instead of refitting DATA; not for robustness")
     p.add_argument("--seed", type=int, default=0, help="random seed")
+    _add_view_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -161,7 +166,8 @@ def _run(args: argparse.Namespace, outputs) -> int:
     if args.analysis == "progress":
         compute_path = _side_file(args.compute, args.data, "model_compute.csv", "--compute",
                                   "compute table")
-    if args.analysis == "horizons" or (args.analysis == "progress" and not args.keep_distilled):
+    if args.analysis == "horizons" or (args.analysis == "progress" and not args.keep_distilled) \
+            or (args.analysis == "baskets" and args.basket_tag is not None):
         raw_dir = _side_file(args.raw_dir, args.data, "raw", "--raw-dir", "Epoch raw directory")
     from platinum_jax._outputs import output_directory
 
@@ -181,6 +187,11 @@ def _run(args: argparse.Namespace, outputs) -> int:
               f"cost {fit.cost:.4f}, converged {fit.converged}")
         out.write("capabilities.csv", fit.capabilities.to_csv)
 
+    if args.analysis in _VIEWS:
+        from ._eci_views import run as run_view
+
+        return run_view(args, fit, None if args.capabilities is not None else table, out, _save,
+                        raw_dir=raw_dir)
     if args.analysis == "trends":
         trend = an.fit_frontier_trend(fit, top_n=args.top_n)
         draws = None

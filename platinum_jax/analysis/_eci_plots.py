@@ -1,0 +1,120 @@
+"""Figures for the ECI views (matplotlib; each takes an optional ``ax`` and returns it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "plot_domain_index",
+    "plot_eci",
+    "plot_frontier_lag",
+    "plot_penalty_sweep",
+    "plot_slope_ratio",
+]
+
+
+def _axes(ax, figsize=(9, 5)):
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def _errorbars(ax, x, y, lo, hi, **kw):
+    err = np.vstack([y - lo, hi - y]) if np.isfinite(lo).any() else None
+    ax.errorbar(x, y, yerr=err, fmt="o", ms=3.5, elinewidth=0.8, capsize=0, **kw)
+
+
+def plot_eci(result: Any, ax: Any = None, label_top: int = 5):
+    """The index over release dates with its intervals; anchors as stars, the top models named."""
+    ax = _axes(ax)
+    shown = result.shown
+    _errorbars(ax, shown["release_date"], shown["eci"].to_numpy(), shown["lower"].to_numpy(),
+               shown["upper"].to_numpy(), color="C0", alpha=0.8,
+               label=f"ECI ({100 * result.level:.0f}% bootstrap interval)")
+    anchors = result.models[result.models["anchor"]]
+    ax.scatter(anchors["release_date"], anchors["eci"], marker="*", s=160, color="C3", zorder=3,
+               label="anchors: " + ", ".join(f"{m} = {v:g}" for m, v in result.anchors))
+    # the top models crowd one corner: their labels go in a column at the lower right (where the
+    # rising index leaves room), with leader lines
+    for k, (name, row) in enumerate(shown.head(label_top).iterrows()):
+        ax.annotate(f"{name} ({row['eci']:.1f})", (row["release_date"], row["eci"]), fontsize=7,
+                    xytext=(0.66, 0.32 - 0.045 * k), textcoords="axes fraction",
+                    arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.6"})
+    ax.set_xlabel("release date")
+    ax.set_ylabel("Epoch Capabilities Index")
+    rule = "" if result.min_benchmarks is None else f"; models with >= {result.min_benchmarks} benchmarks"
+    ax.set_title(f"ECI of {len(shown)} models{rule}")
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+def plot_frontier_lag(lag: pd.DataFrame, ax: Any = None):
+    """Months behind the frontier against release date, with intervals where present."""
+    ax = _axes(ax)
+    _errorbars(ax, lag["release_date"], lag["lag_months"].to_numpy(), lag["lower"].to_numpy(),
+               lag["upper"].to_numpy(), color="C2")
+    ax.axhline(0, color="0.5", lw=0.8)
+    ax.set_xlabel("release date")
+    ax.set_ylabel("months behind the frontier")
+    ax.set_title(f"lag behind the frontier ({lag.attrs.get('method', 'observed')} method)")
+    return ax
+
+
+def plot_slope_ratio(sweep: pd.DataFrame, ax: Any = None, threshold: float | None = 2.0):
+    """Slope ratio s_2 / s_1 against the breakpoint, with the replicates' interval band."""
+    ax = _axes(ax)
+    ax.plot(sweep.index, sweep["ratio"], color="C1", marker="o", ms=3, label="slope ratio s2/s1")
+    if "lower" in sweep:
+        ax.fill_between(sweep.index, sweep["lower"], sweep["upper"], color="C1", alpha=0.25,
+                        label=f"{100 * sweep.attrs.get('level', 0.9):.0f}% bootstrap interval")
+    if threshold is not None:
+        ax.axhline(threshold, color="0.4", ls="--", lw=1, label=f"ratio {threshold:g}")
+    ax.axhline(1, color="0.6", lw=0.8)
+    ax.set_xlabel("breakpoint")
+    ax.set_ylabel("slope after / slope before")
+    ax.set_title("acceleration factor as a function of the breakpoint")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_penalty_sweep(sweep: Any, axes: Any = None):
+    """Three panels against the penalty strength: the frontier trend per year on the ECI scale,
+    the same in the fit's raw units (which move with the scale the penalty sets), the forecast."""
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 3, figsize=(15, 4))
+    s = sweep.summary
+    columns = ("trend_eci_per_year", "trend_per_year", "forecast_eci")
+    labels = ("frontier trend (ECI points / year)", "frontier trend (raw units / year)",
+              "forecast (ECI)")
+    titles = ("trend per year, ECI scale", "trend per year, raw scale",
+              f"forecast for {pd.Timestamp(sweep.until).date()}")
+    for ax, column, label, title in zip(axes, columns, labels, titles, strict=True):
+        for penalty, part in s.groupby("penalty", sort=False):
+            ax.plot(part["l2"], part[column], marker="o", label=penalty)
+        ax.set_xscale("log")
+        ax.axvline(sweep.baseline_l2, color="0.5", ls=":", lw=1)
+        ax.set_xlabel("penalty strength lambda")
+        ax.set_ylabel(label)
+        ax.set_title(title)
+        ax.legend(fontsize=8, title="penalty")
+    return axes
+
+
+def plot_domain_index(result: Any, ax: Any = None):
+    """A basket's index against the full index, one point per model (the diagonal = agreement)."""
+    ax = _axes(ax, figsize=(6, 6))
+    m = result.models
+    ax.scatter(m["full"], m["basket"], s=12, color="C4")
+    lo, hi = np.nanmin(m[["full", "basket"]].to_numpy()), np.nanmax(m[["full", "basket"]].to_numpy())
+    ax.plot([lo, hi], [lo, hi], color="0.5", lw=0.8)
+    ax.set_xlabel(f"full index ({result.units})")
+    ax.set_ylabel(f"{result.name} index ({result.mode} mode)")
+    ax.set_title(f"{result.name}: {len(result.benchmarks)} benchmarks, {len(m)} models")
+    return ax

@@ -1,0 +1,173 @@
+"""The ``analyze`` views on the Epoch Capabilities Index scale: eci, lag, breakpoints, penalty, baskets.
+
+Thin wrappers over :mod:`platinum_jax.analysis`; ``analyze.py`` registers the options and hands
+the fitted model here.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+VIEWS = ("eci", "lag", "breakpoints", "penalty", "baskets")
+
+HELP = """\
+  eci           the Epoch Capabilities Index: capabilities mapped so that two anchor models take
+                fixed values (--eci-anchors; default claude-3-5-sonnet-20240620 = 130 and
+                gpt-5-2025-08-07_medium = 150), intervals from a bootstrap over scores
+                (--eci-replicates, default 100; --eci-level, default 0.90), --min-benchmarks to
+                show only models with enough benchmarks, and the Elo-style scale (+200 points =
+                3x the odds on a benchmark of average slope)
+  lag           months each model trails the frontier (--lag-method observed|trend), with a
+                bootstrap interval; --lag-models picks the models reported;
+                --lag-organizations adds each organisation's best model over time
+  breakpoints   slope ratio of the two-piece frontier trend at every breakpoint of a grid
+                (--n-breakpoints), with bootstrap intervals
+  penalty       refits over a grid of penalty strengths (--l2-grid; --penalty l2 and/or
+                log_slope): how capabilities, the trend per year and the forecast move
+  baskets       a domain index on a benchmark subset (--basket NAMES or --basket-tag
+                math|coding with --raw-dir), --basket-mode project (benchmark parameters frozen
+                from the full fit) or refit
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("ECI views (eci, lag, breakpoints, penalty, baskets)")
+    g.add_argument("--eci-anchors", nargs=4, metavar=("MODEL_LO", "VALUE_LO", "MODEL_HI", "VALUE_HI"),
+                   help="the two anchor models of the index and their values (default "
+                        "claude-3-5-sonnet-20240620 130 gpt-5-2025-08-07_medium 150)")
+    g.add_argument("--eci-replicates", type=int, default=100,
+                   help="bootstrap refits for the intervals of the ECI views (default 100; 0 = none)")
+    g.add_argument("--eci-level", type=float, default=0.90, help="interval level (default 0.90)")
+    g.add_argument("--min-benchmarks", type=int, default=None,
+                   help="eci: show only models scored on at least this many benchmarks")
+    g.add_argument("--lag-method", choices=("observed", "trend"), default="observed",
+                   help="lag: the frontier's first release as capable (default) or the trend line")
+    g.add_argument("--lag-models", nargs="+", default=None, help="lag: models to report")
+    g.add_argument("--lag-organizations", action="store_true",
+                   help="lag: also each organisation's best model so far (organisations from the "
+                        "compute table, --compute or model_compute.csv beside DATA)")
+    g.add_argument("--n-breakpoints", type=int, default=40, help="breakpoints: grid size")
+    g.add_argument("--l2-grid", type=float, nargs="+",
+                   default=[1e-4, 1e-3, 0.01, 0.03, 0.1, 0.3, 1.0],
+                   help="penalty: penalty strengths to refit")
+    g.add_argument("--penalty", nargs="+", choices=("l2", "log_slope"), default=["l2"],
+                   help="penalty: l2 (the paper's, alpha^2) and/or log_slope ((ln alpha)^2)")
+    g.add_argument("--basket", nargs="+", default=None, help="baskets: benchmark names")
+    g.add_argument("--basket-tag", choices=("math", "coding"), default=None,
+                   help="baskets: the benchmarks flagged is_math / is_coding (needs --raw-dir)")
+    g.add_argument("--basket-mode", choices=("project", "refit"), default="project",
+                   help="baskets: freeze benchmark parameters (project) or refit the subset")
+
+
+def _anchors(args):
+    from platinum_jax.analysis import DEFAULT_ECI_ANCHORS
+
+    if args.eci_anchors is None:
+        return DEFAULT_ECI_ANCHORS
+    m1, v1, m2, v2 = args.eci_anchors
+    try:
+        return ((m1, float(v1)), (m2, float(v2)))
+    except ValueError:
+        raise ValueError(f"--eci-anchors takes MODEL VALUE MODEL VALUE; got {args.eci_anchors}") from None
+
+
+def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
+    """Run one view on ``fit`` (a StitchingFit; ``table`` its scores) and write to ``out``."""
+    import matplotlib.pyplot as plt
+
+    from platinum_jax import analysis as an
+
+    if args.eci_replicates < 0:
+        raise ValueError(f"--eci-replicates must be >= 0 (got {args.eci_replicates})")
+    if table is None and (args.analysis not in ("lag", "breakpoints") or args.eci_replicates):
+        raise ValueError(
+            f"analyze {args.analysis} needs a fit of DATA (the ECI scale, refits or a bootstrap); "
+            "drop --capabilities (only lag and breakpoints with --eci-replicates 0 can reuse one)"
+        )
+    level, anchors = args.eci_level, _anchors(args)
+    boot = None
+    if args.eci_replicates and args.analysis != "penalty":
+        from platinum_jax.stitching import bootstrap
+
+        boot = bootstrap(fit, args.eci_replicates, seed=args.seed, level=level, progress=True)
+    if args.analysis == "eci":
+        res = an.eci_scale(fit, anchors=anchors, bootstrap=boot, replicates=0, level=level,
+                           min_benchmarks=args.min_benchmarks)
+        elo = an.elo_scale(fit, reference=(anchors[0][0], 1000.0), bootstrap=boot, level=level)
+        out.write("eci.csv", res.models.to_csv)
+        out.write("edi.csv", res.benchmarks.to_csv)
+        out.write("eci_summary.csv", res.summary().to_csv)
+        out.write("elo.csv", elo.to_csv)
+        print(res.summary().to_string())
+        cols = ["eci", "lower", "upper", "n_benchmarks"]
+        print(res.shown[cols].head(15).round(2).to_string())
+        print(f"Elo-style scale: {elo.attrs['points_per_unit']:.1f} points per capability unit "
+              f"(average slope {elo.attrs['average_slope']:.3f}; +200 points = 3x odds)")
+        fig, ax = plt.subplots(figsize=(10, 6))
+        an.plot_eci(res, ax=ax)
+        save(fig, out, "eci.png")
+    elif args.analysis == "lag":
+        lag = an.frontier_lag(fit, models=args.lag_models, draws=boot, method=args.lag_method,
+                              top_n=args.top_n, level=level)
+        out.write("frontier_lag.csv", lag.to_csv)
+        if args.lag_organizations:
+            from platinum_jax.stitching import read_model_compute
+
+            path = args.compute if args.compute is not None else args.data.parent / "model_compute.csv"
+            if not path.is_file():
+                raise FileNotFoundError(f"--lag-organizations: compute table {path} not found; pass --compute PATH")
+            orgs = read_model_compute(path)["organization"]
+            by_org = an.organization_lag(fit, orgs, draws=boot, level=level)
+            out.write("organization_lag.csv", by_org.to_csv)
+            print(f"organisations' best models ({len(by_org)} releases; {by_org.attrs['unassigned']} "
+                  "models without an organisation in the compute table): latest lag per organisation")
+            latest = by_org.groupby(level=0).tail(1)[["lag_months", "lower", "upper"]]
+            print(latest.round(2).to_string())
+        print(lag.sort_values("release_date")[["capability", "lag_months", "lower", "upper"]]
+              .tail(20).round(2).to_string())
+        fig, ax = plt.subplots(figsize=(9, 5))
+        an.plot_frontier_lag(lag, ax=ax)
+        save(fig, out, "frontier_lag.png")
+    elif args.analysis == "breakpoints":
+        sweep = an.slope_ratio_sweep(fit, n_grid=args.n_breakpoints, draws=boot, top_n=args.top_n,
+                                     level=level)
+        out.write("slope_ratio_sweep.csv", sweep.to_csv)
+        print(sweep.round(3).to_string())
+        finite = sweep["ratio"].dropna()
+        if len(finite):
+            print(f"slope ratio over the breakpoints: {finite.min():.2f} to {finite.max():.2f}")
+        fig, ax = plt.subplots(figsize=(9, 5))
+        an.plot_slope_ratio(sweep, ax=ax, threshold=args.threshold)
+        save(fig, out, "slope_ratio_sweep.png")
+    elif args.analysis == "penalty":
+        sweep = an.penalty_sweep(table, args.l2_grid, anchor=fit.anchor, penalties=args.penalty,
+                                 baseline_l2=args.l2, until=args.until, top_n=args.top_n,
+                                 eci_anchors=anchors)
+        out.write("penalty_summary.csv", sweep.summary.to_csv, index=False)
+        out.write("penalty_capabilities.csv", sweep.capabilities.to_csv)
+        print(sweep.summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        an.plot_penalty_sweep(sweep, axes=axes)
+        save(fig, out, "penalty_sweep.png")
+    else:
+        if (args.basket is None) == (args.basket_tag is None):
+            raise ValueError("baskets needs exactly one of --basket NAMES or --basket-tag TAG")
+        names, label = args.basket, "basket"
+        if args.basket_tag is not None:
+            if raw_dir is None:
+                raise ValueError("--basket-tag needs --raw-dir (the Epoch raw/ directory)")
+            from platinum_jax.stitching import read_benchmark_info
+
+            names = an.basket_benchmarks(read_benchmark_info(raw_dir), args.basket_tag,
+                                         available=fit.table.benchmarks)
+            label = args.basket_tag
+        res = an.domain_index(fit, names, mode=args.basket_mode, name=label,
+                              eci_anchors=anchors, bootstrap=boot, level=level)
+        out.write("domain_index.csv", res.models.to_csv)
+        print(f"{label} basket ({args.basket_mode} mode): {len(res.benchmarks)} benchmarks: "
+              f"{', '.join(res.benchmarks)}")
+        print(res.models.sort_values("basket", ascending=False).head(15).round(2).to_string())
+        fig, ax = plt.subplots(figsize=(6, 6))
+        an.plot_domain_index(res, ax=ax)
+        save(fig, out, "domain_index.png")
+    return 0
