@@ -260,3 +260,19 @@ def test_cli_rejects_negative_cost_and_missing_file(small, tmp_path, capsys):
     assert not out.exists()
     assert main(["platinum", str(root), "--out", str(out), "--r", "-1"]) == 2
     assert "--r" in capsys.readouterr().err and not out.exists()
+
+
+def test_measured_items_names_bad_measurements(release):
+    import dataclasses
+
+    cost = release.cost.copy()
+    cost.iloc[0, cost.columns.get_loc("rank_hi")] = len(cost) + 10
+    with pytest.raises(ValueError, match="rank_lo and rank_hi must be ranks"):
+        measured_items(dataclasses.replace(release, cost=cost))
+    items = measured_items(release, view="items")
+    noise = release.noise.copy()
+    noise.loc[items.index[0], "noise_sigma2"] = 0.0
+    with pytest.raises(ValueError, match="noise_sigma2.*positive variance"):
+        measured_items(dataclasses.replace(release, noise=noise))
+    with pytest.raises(ValueError, match="view must be one of"):
+        measured_items(release, view="gwas")

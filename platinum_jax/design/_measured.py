@@ -67,6 +67,27 @@ def _cost_at_rank(sorted_cost: np.ndarray, rank: np.ndarray) -> np.ndarray:
     return np.interp(np.asarray(rank, np.float64), grid, sorted_cost)
 
 
+def _check_measured(out: pd.DataFrame, cost: pd.DataFrame, directory) -> None:
+    """Named errors for measured values the model cannot take (the reader checks its files;
+    this guards tables built by hand)."""
+    checks = (("sigma2", "noise_imputed", "noise.csv", "noise_sigma2", "a positive variance"),
+              ("cost", "cost_imputed", "cost.csv", "cost_min_usd", "a positive dollar cost"),
+              ("cost_log_lo", "cost_imputed", "cost.csv", "rank_lo", "a rank among its items"),
+              ("cost_log_hi", "cost_imputed", "cost.csv", "rank_hi", "a rank among its items"))
+    for col, flag, file, source, what in checks:
+        x = out.loc[~out[flag], col].to_numpy(np.float64)
+        ok = np.isfinite(x) & ((x > 0) if col in ("sigma2", "cost") else True)
+        if not ok.all():
+            item = out.index[~out[flag]][int(np.argmin(ok))]
+            raise ValueError(f"{directory}/{file}: column {source!r} of item {item} must be "
+                             f"{what}; fix or remove the row")
+    ranks = cost[["rank_lo", "rank_hi"]].to_numpy(np.float64)
+    if np.nanmax(ranks) > len(cost) or np.nanmin(ranks) < 1:
+        raise ValueError(f"{directory}/cost.csv: rank_lo and rank_hi must be ranks among the "
+                         f"file's {len(cost)} items (1 = cheapest); found "
+                         f"{np.nanmin(ranks):g} to {np.nanmax(ranks):g}")
+
+
 def measured_items(release, *, view: str = "items", welfare: str = "auto") -> pd.DataFrame:
     """One row per item of ``view`` with the measured (or imputed) primitives.
 
@@ -113,6 +134,7 @@ def measured_items(release, *, view: str = "items", welfare: str = "auto") -> pd
             sorted_cost, cost[col].reindex(base.index).to_numpy(np.float64)))
     out["noise_imputed"] = out["sigma2"].isna()
     out["cost_imputed"] = out["cost"].isna()
+    _check_measured(out, cost, release.directory)
     bad = out.loc[~out["noise_imputed"] & (out["noise_dof"] <= 4)]
     if len(bad):
         raise ValueError(f"noise.csv: noise_n_obs must exceed {CHECKPOINTS + 4} (the noise is "
