@@ -207,6 +207,7 @@ def test_concept_view_platinum_equals_definition_1_by_scipy(small):
     res = platinum_from_release(rel, view="concepts", n_draws=D, seed=seed, r=r, r_factors=(1,))
     prims, items, _ = measured_draws(rel, view="concepts", n_draws=D, seed=seed)
     assert items["noise_imputed"].sum() == 3 and items["cost_imputed"].sum() == 6
+    assert res.items["top_gwa"].isin(prims.abilities).all()
     m = len(items)
     tau = 1 / np.sqrt(m)
     flags = np.zeros((D, m), bool)

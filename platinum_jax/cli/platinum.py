@@ -35,7 +35,8 @@ These platinum items (Haupt et al.: welfare-aligned, cheap to improve, precisely
 not MIT's "Platinum Benchmarks" (relabelled, error-free subsets of benchmarks).
 
 Outputs in --out: weights.csv (per item: w, sigma2, cost, v* mean/sd/interval, share,
-current weight, imputation flags), platinum.csv (P(platinum) per item at every r of the sweep),
+current weight, imputation flags; in the concept view top_gwa, the activity the item loads on
+most), platinum.csv (P(platinum) per item at every r of the sweep),
 sweep.csv (welfare gains and expected platinum count per r), summary.json (settings,
 headline numbers, what was imputed) and four PNGs (v* intervals, P(platinum), gain
 distribution, r sweep).

@@ -227,6 +227,10 @@ def platinum_from_release(release, *, view: str = "items", welfare: str = "auto"
                                tau_e=tau_e, current=current, interval=interval)
     table = items.join(post.items.drop(columns="w").set_axis(items.index))
     table["current_weight"] = current
+    if view == "concepts":  # the activity each item loads on most (headline judge and weights)
+        ranked = release.loadings[(release.loadings["perspective"] == _PERSPECTIVE[welfare][0])
+                                  & (release.loadings["judge"] == "claude")]
+        table["top_gwa"] = gwa_loadings(ranked, items.index, prims.abilities).idxmax(axis=1)
     thresholds = {"tau_w": tau_w, "tau_m": tau_m, "tau_e": tau_e}
     p = table["p_platinum"]
     summary = dict(post.summary)
