@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from platinum_jax.measured._noise import pooled_variance
+
 __all__ = ["noise_from_runs"]
 
 _UNIQUE_FLOOR = 0.05
@@ -54,21 +56,19 @@ def noise_from_runs(runs: pd.DataFrame, items: Sequence[str], *, rank: int | str
         row = frame[frame.duplicated(["subject", "item", "run"])].iloc[0]
         raise ValueError(f"runs: subject {row['subject']!r}, item {row['item']!r}, run "
                          f"{row['run']!r} appears twice")
-    cell = frame.groupby(["subject", "item"])["response"]
-    frame["dev"] = frame["response"] - cell.transform("mean")
-    frame["runs_in_cell"] = cell.transform("size")
-    frame = frame[frame["runs_in_cell"] >= 2]
     pos = {name: k for k, name in enumerate(items)}
     m = len(items)
+    # The item variances are the pooled within-cell variance shared with measured.estimate_noise.
+    cell = pd.MultiIndex.from_frame(frame[["subject", "item"]].astype(str))
+    var, dof, frame["dev"], frame["runs_in_cell"] = pooled_variance(
+        frame["item"].map(pos).to_numpy(), pd.factorize(cell)[0], frame["response"], m)
+    frame = frame[frame["runs_in_cell"] >= 2]
     col = frame["item"].map(pos).to_numpy()
-    cells = frame.drop_duplicates(["subject", "item"])
-    dof = np.bincount(cells["item"].map(pos), cells["runs_in_cell"] - 1, minlength=m)
     if np.any(dof < 1):
         missing = [items[i] for i in np.flatnonzero(dof < 1)[:5]]
         raise ValueError(f"items {missing} have no subject with two or more runs: the runs "
                          "cannot measure their noise (give runs for every item of the fit)")
-    ss = np.bincount(col, frame["dev"].to_numpy() ** 2, minlength=m)
-    var = ss / dof
+    ss = var * dof
     if np.any(var <= 0):
         flat = [items[i] for i in np.flatnonzero(var <= 0)[:5]]
         raise ValueError(f"items {flat} score the same in every run: no run-to-run noise to "

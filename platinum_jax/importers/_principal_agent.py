@@ -129,19 +129,23 @@ class PrincipalAgentRelease:
 
 
 def _fail_or_exclude(frame, bad, file, column, reason, mode, excluded):
-    """Rows where ``bad`` holds: an error (``mode="raise"``) or recorded exclusions."""
+    """Rows where ``bad`` holds: an error (``mode="raise"``) or recorded exclusions.
+    ``column=None`` means the row's key, ``(task, doc_id)``, is at fault."""
+    bad = np.asarray(bad, dtype=bool)
     if not bad.any():
         return frame
     rows = frame[bad]
-    first = rows.index[0]
+    keys = [tuple(k.item() if hasattr(k, "item") else k for k in key) for key in rows.index]
+    values = [None] * len(rows) if column is None else rows[column].tolist()
+    where = "(task, doc_id)" if column is None else f"column {column!r}"
     if mode == "raise":
+        example = keys[0] if column is None else f"{keys[0]} = {values[0]!r}"
         raise ReleaseFormatError(
-            f"{file}: {int(bad.sum())} row(s) with {reason} in column {column!r}, e.g. "
-            f"{first} = {rows[column].iloc[0]!r}; fix the file or read it with bad='exclude' "
-            "to leave them out (recorded in .exclusions)")
-    for idx, value in rows[column].items():
-        task, doc_id = idx if isinstance(idx, tuple) else (None, idx)
-        excluded.append(dict(file=file, task=task, doc_id=doc_id, column=column,
+            f"{file}: {int(bad.sum())} row(s) with {reason} in {where}, e.g. {example}; fix "
+            "the file or read it with bad='exclude' to leave them out (recorded in "
+            ".exclusions)")
+    for (task, doc_id), value in zip(keys, values, strict=True):
+        excluded.append(dict(file=file, task=task, doc_id=doc_id, column=column or "doc_id",
                              value=value, reason=reason))
     return frame[~bad]
 
@@ -167,8 +171,7 @@ def _keyed(frame: pd.DataFrame, path: Path, mode, excluded) -> pd.DataFrame:
         raise ReleaseFormatError(f"{path}: column 'doc_id' must hold integers, found {bad!r}")
     frame = frame.assign(task=frame["task"].astype(str), doc_id=doc.astype(np.int64))
     frame = frame.set_index(KEY)
-    dup = frame.index.duplicated(keep=False)
-    return _fail_or_exclude(frame, pd.Series(dup, frame.index), path.name, frame.columns[0],
+    return _fail_or_exclude(frame, frame.index.duplicated(keep=False), path.name, None,
                             "a (task, doc_id) that appears more than once", mode, excluded)
 
 
@@ -318,9 +321,23 @@ def _read_loadings(path, judge, excluded):
     return rows
 
 
+def _json(path: Path):
+    if not path.is_file():
+        raise ReleaseFileMissingError(f"{path.parent}: missing {path.name}, which the held-out "
+                                      "raters' rankings need")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ReleaseFormatError(f"{path} (line {exc.lineno}): not valid JSON: {exc.msg}") \
+            from None
+
+
 def _read_heldout(folder: Path) -> pd.DataFrame:
-    items = json.loads((folder / "heldout_28_items.json").read_text(encoding="utf-8"))
-    family = json.loads((folder / "family_map.json").read_text(encoding="utf-8"))
+    items = _json(folder / "heldout_28_items.json")
+    family = _json(folder / "family_map.json")
+    if not isinstance(items, list) or not isinstance(family, dict):
+        raise ReleaseFormatError(f"{folder}: heldout_28_items.json must be a list of item ids "
+                                 "and family_map.json an object item id -> family")
     rows = []
     for path in sorted(folder.glob("*.jsonl")):
         for n, rec in _jsonl(path):

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["rank_weights", "rescale_welfare", "welfare_bounds", "welfare_from_rankings"]
+__all__ = ["rank_weights", "rescale_welfare", "welfare_bounds", "welfare_from_rankings",
+           "welfare_table"]
 
 WEIGHTINGS = ("reciprocal", "uniform")
 # The range of the per-GWA worker-share scores the release's ``*_15`` columns are rescaled to.
@@ -148,3 +149,33 @@ def welfare_from_rankings(rankings: pd.DataFrame, concept_scores: pd.DataFrame, 
     grouped = frame.groupby(ids, sort=False, dropna=False)
     out = grouped["_part"].sum().where(grouped["_used"].any())
     return out.rename("welfare")
+
+
+PERSPECTIVE_COLUMNS = {"automation": "p_auto_15", "augmentation": "p_aug_15"}
+
+
+def welfare_table(loadings: pd.DataFrame, concept_scores: pd.DataFrame, *,
+                  judge: str | None = "claude", top_k: int = 5,
+                  weighting: str = "reciprocal") -> pd.DataFrame:
+    """``w_auto`` and ``w_aug`` per item from one judge's rankings of both perspectives.
+
+    ``loadings`` is long as the ``loadings`` of a
+    :class:`~platinum_jax.importers.PrincipalAgentRelease` (``perspective`` in ``automation`` /
+    ``augmentation``); ``judge`` selects the rows of one judge when there is a ``judge`` column
+    (None: there is none). Scores: ``p_auto_15`` for automation, ``p_aug_15`` for augmentation.
+    Returns raw welfare indexed by the remaining id columns (``task, doc_id``), as the
+    release's ``welfare.csv``; :func:`rescale_welfare` maps it onto [1, 5].
+    """
+    frame = loadings
+    if judge is not None:
+        if "judge" not in frame.columns:
+            raise ValueError("loadings has no 'judge' column; pass judge=None")
+        if judge not in set(frame["judge"]):
+            raise ValueError(f"loadings has no rankings by judge {judge!r} (judges: "
+                             f"{sorted(set(frame['judge']))})")
+        frame = frame[frame["judge"] == judge].drop(columns="judge")
+    w = welfare_from_rankings(frame, concept_scores, column=PERSPECTIVE_COLUMNS, top_k=top_k,
+                              weighting=weighting)
+    out = w.unstack("perspective").reindex(columns=list(PERSPECTIVE_COLUMNS))
+    out.columns = ["w_auto", "w_aug"]
+    return out
