@@ -15,8 +15,8 @@ judge_loadings*.jsonl), builds the primitives of Haupt, Reuel, Kochenderfer and 
 "Optimal Aggregation Mechanisms for AI Benchmarking and Platinum Benchmarks":
 
   Sigma  diag(sigma2_i), the across-seed noise of item i (probability^2)
-  C      diag(c_i), the dollar cost of one unit of correct-answer probability on the item's
-         cheapest improving axis (cost_min_usd), so r is in 1/$
+  C      diag(c_i), the dollar cost of improving item i on its cheapest axis (cost_min_usd,
+         taken as given), so r is in 1/$
   w      the item's welfare score (--welfare auto: w_auto; aug: w_aug)
   A      --view items: identity (effort per item; the 149 items with noise, cost and welfare)
          --view concepts: the judge's top-k GWA rank weights / sqrt(c_i) (effort per work

@@ -19,10 +19,12 @@ with the GWA it loads on most).  All welfare items (317); those without a measur
 get one imputed from the measured items of the same ``dataset_family`` (counted, flagged per
 item, and drawn afresh per draw, see :func:`measured_draws`).
 
-Units: ``c_i`` is the release's ``cost_min_usd``, the dollar cost per unit of correct-answer
-probability on the cheapest improving axis (the authors' Table 1 shows ``0.10 · cost_min_usd``
-as the cost of a 0.10 lift); ``σ²_i`` is in probability²; so ``r`` is in 1/$ (the lab's
-absolute risk aversion over dollars).  ``w`` is the raw welfare score (reciprocal-rank sum of
+Units: ``c_i`` is the release's ``cost_min_usd`` as given, in dollars on the cheapest improving
+axis.  The release's schema calls it the cost of a 0.10 lift, while the authors' Table 1 code
+prints ``0.10 · cost_min_usd`` as that cost (so per unit of probability); only the unit of ``r``
+(1/$, the lab's absolute risk aversion over dollars, with ``σ²_i`` in probability²) depends on
+the reading: ``v*``, the flags and the gains depend on ``r c_i`` alone, and the default ``r``
+is set relative to the median ``c_i σ²_i``.  ``w`` is the raw welfare score (reciprocal-rank sum of
 GWA worker shares), of which only the direction matters for ``v*``'s shape and Definition 1.
 """
 
@@ -100,7 +102,7 @@ def measured_items(release, *, view: str = "items", welfare: str = "auto") -> pd
     Returns:
         Frame indexed by ``(task, doc_id)`` with ``item`` (``task:doc_id``), ``family``
         (``dataset_family``), ``w``, ``sigma2`` (σ²_i), ``noise_dof`` (``n_obs − 10``),
-        ``cost`` (c_i, $ per unit of correct-answer probability), ``cost_log_lo``,
+        ``cost`` (c_i, ``cost_min_usd``), ``cost_log_lo``,
         ``cost_log_hi`` (logs of the costs at the item's bootstrap rank interval, mapped through
         the empirical cost quantiles of the release), ``noise_imputed`` and ``cost_imputed``.
         An imputed value is the median of the measured items of the same family among the

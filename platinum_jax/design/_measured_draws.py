@@ -156,7 +156,7 @@ def measured_draws(release, *, view: str = "items", welfare: str = "auto",
         if view == "items" else "GWA rank weights (unit rows) / sqrt(cost); C = I",
         "noise": "sigma2 ~ dof * sigma2_hat / chi2(dof), dof = noise_n_obs - 10 = 70",
         "cost": "log c ~ normal matched to the costs at the bootstrap rank interval "
-                "(central 95%), $ per unit of correct-answer probability",
+                "(central 95%), c = cost_min_usd in dollars",
         "welfare_weights": f"w_{welfare}; per draw one of {wv.shape[1]} judge/aggregation "
                            f"variants ({', '.join(wv.columns.names)})",
         "imputed_noise_by_family": counts["noise_imputed"],
