@@ -277,3 +277,19 @@ def test_measured_items_names_bad_measurements(release):
         measured_items(dataclasses.replace(release, noise=noise))
     with pytest.raises(ValueError, match="view must be one of"):
         measured_items(release, view="gwas")
+
+
+def test_cli_concept_view_with_the_headline_welfare(small, tmp_path):
+    root, rel = small
+    out = tmp_path / "gwa"
+    assert main(["platinum", str(root), "--out", str(out), "--draws", "10", "--view", "concepts",
+                 "--welfare", "aug", "--welfare-variants", "headline"]) == 0
+    weights = pd.read_csv(out / "weights.csv").set_index(KEY)
+    assert len(weights) == len(rel.welfare) == 14
+    assert weights["noise_imputed"].sum() == 3 and weights["cost_imputed"].sum() == 6
+    # the headline variant only: w is the shipped w_aug in every draw
+    shipped = pd.read_csv(root / "welfare.csv").set_index(KEY)["w_aug"]
+    np.testing.assert_allclose(weights["w"], shipped.reindex(weights.index), atol=1e-6)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_items_cost_imputed"] == 6
+    assert summary["welfare_variant_draws"] == {"claude/5/reciprocal/fraction": 10}
