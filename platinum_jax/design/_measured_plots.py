@@ -35,14 +35,15 @@ def _platinum(path, res):
     families = sorted(set(t["family"]))
     colors = {f: plt.get_cmap("tab10")(i % 10) for i, f in enumerate(families)}
     ax.bar(np.arange(len(t)), t["p_platinum"], color=[colors[f] for f in t["family"]], width=1.0)
-    for f in families:
-        ax.bar([], [], color=colors[f], label=f)
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=colors[f], label=f) for f in families]
     ax.axhline(0.9, color="0.3", ls="--", lw=0.8)
     ax.set_xlabel("items, by P(platinum)")
     ax.set_ylabel("P(platinum)")
     ax.set_title(f"{res.summary['n_platinum_p_above_0.9']} of {len(t)} items platinum with "
                  "P > 0.9 (dashed)")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(handles=handles, fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
