@@ -33,6 +33,8 @@ _COMMANDS = (
      "abilities and full-benchmark scores of new subjects from a few items, with intervals"),
     ("weights", "platinum_jax.cli.weights",
      "optimal weights and platinum items with posterior intervals, from a fit"),
+    ("platinum", "platinum_jax.cli.platinum",
+     "optimal weights and platinum items with intervals, from measured noise, cost and welfare"),
     ("certify", "platinum_jax.cli.certify",
      "score items with an LLM judge and certify platinum items"),
     ("compare", "platinum_jax.cli.compare",

@@ -27,6 +27,14 @@ from ._from_fit import (
 )
 from ._heteroscedastic import fit_heteroscedastic
 from ._intervals import bca_interval
+from ._measured import gwa_loadings, measured_items, primitives_from_measurements
+from ._measured_draws import (
+    MeasuredPlatinum,
+    measured_draws,
+    platinum_from_release,
+    task_average_weights,
+    welfare_variants,
+)
 from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions
 from ._runs import noise_from_runs
 from ._stitching import primitives_from_stitching
@@ -39,6 +47,14 @@ __all__ = [
     "WeightsPosterior",
     "decisions_per_draw",
     "fit_heteroscedastic",
+    "gwa_loadings",
+    "MeasuredPlatinum",
+    "measured_draws",
+    "measured_items",
+    "platinum_from_release",
+    "primitives_from_measurements",
+    "task_average_weights",
+    "welfare_variants",
     "item_noise_variance",
     "noise_from_runs",
     "noise_solve",

@@ -92,7 +92,9 @@ class WeightsPosterior:
     ``lo``, ``hi`` (equal-tailed interval of ``v*``), ``share_mean`` (mean of ``v*_i / Σ_j v*_j``)
     and ``p_platinum``.  ``sensitivity``: one row per ``r`` of the grid with the welfare gains and
     the expected number of platinum items; ``p_platinum_by_r`` (items × r); ``draws`` (D, m):
-    ``v*`` per draw at the chosen ``r``; ``summary``: plain Python for ``summary.json``.
+    ``v*`` per draw at the chosen ``r``; ``summary``: plain Python for ``summary.json``;
+    ``gain_draws``: the welfare gain of ``v*`` per draw at the chosen ``r`` (columns
+    ``over_uniform``, ``over_current``), whose quantiles are the summary's intervals.
     """
 
     items: pd.DataFrame
@@ -101,6 +103,7 @@ class WeightsPosterior:
     weights_by_r: pd.DataFrame
     draws: np.ndarray
     summary: dict
+    gain_draws: pd.DataFrame | None = None
 
 
 def _quantiles(x, interval):
@@ -250,7 +253,9 @@ def posterior_decisions(
         "primitives": dict(prims.notes),
         "welfare_gain_definition": "(W(v*) - W(u)) / W(v*), each u at its best scale",
     }
-    return WeightsPosterior(frame, sens, p_by_r, v_by_r, vr, summary)
+    gains = pd.DataFrame({"over_uniform": gain_u[:, k], "over_current": gain_c[:, k]},
+                         index=pd.RangeIndex(len(vr), name="draw"))
+    return WeightsPosterior(frame, sens, p_by_r, v_by_r, vr, summary, gains)
 
 
 def _current_weights(current, items: list[str]) -> np.ndarray:
