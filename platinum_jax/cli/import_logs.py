@@ -150,29 +150,23 @@ def summary_lines(logs, table, out: Path, rule: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from platinum_jax._outputs import atomic_write
+    from platinum_jax._outputs import output_files
 
     out = Path(args.out)
     if out.suffix.lower() not in (".parquet", ".pq", ".csv"):
         raise ValueError(f"--out {out}: name a .parquet or .csv file")
-    if out.is_dir():
-        raise ValueError(f"--out {out} is a directory; name a .parquet or .csv file")
     meta_path, miss_path = _side_paths(out)
-    existing = [p for p in (out, meta_path, miss_path) if p.exists()]
-    if existing and not args.overwrite:
-        raise ValueError(f"{', '.join(map(str, existing))} already exist(s); pass --overwrite "
-                         "to replace them")
-    if not out.parent.exists():
-        raise FileNotFoundError(f"--out {out}: the directory {out.parent} does not exist")
-    logs = _read(args)
-    table = logs.table(duplicates=args.duplicates, name=f"the {logs.format} logs")
-    frame = _with_provenance(table, logs.responses)
-    if out.suffix.lower() == ".csv":
-        atomic_write(out, frame.to_csv, index=False)
-    else:
-        atomic_write(out, frame.to_parquet, index=False)
-    atomic_write(meta_path, logs.metadata.to_csv, index=False)
-    atomic_write(miss_path, logs.missing.to_csv, index=False)
+    # Locked for the whole run; the three files are swapped in together at the end.
+    with output_files(out, overwrite=args.overwrite, companions=(meta_path, miss_path)) as write:
+        logs = _read(args)
+        table = logs.table(duplicates=args.duplicates, name=f"the {logs.format} logs")
+        frame = _with_provenance(table, logs.responses)
+        if out.suffix.lower() == ".csv":
+            write(out, frame.to_csv, index=False)
+        else:
+            write(out, frame.to_parquet, index=False)
+        write(meta_path, logs.metadata.to_csv, index=False)
+        write(miss_path, logs.missing.to_csv, index=False)
     for line in summary_lines(logs, table, out, args.duplicates):
         print(line)
     print(f"wrote {out}, {meta_path.name}, {miss_path.name}")
