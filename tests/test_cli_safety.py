@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from platinum_jax._outputs import LOCK, output_directory
 from platinum_jax.cli import main
@@ -72,3 +73,121 @@ def test_a_failing_overwrite_of_a_fit_keeps_the_old_fit(tmp_path, capsys):
                  "--out", str(out)]) == 2
     assert "error" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != LOCK} == before
+
+
+# ------------------------------------------------------------------ responses, subsets, items
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A 2PL fit (MAP) of 40 subjects x 12 items, and its responses."""
+    root = tmp_path_factory.mktemp("fit")
+    data = _responses(root / "r.csv", n_subjects=40, n_items=12, seed=3)
+    assert main(["fit", str(data), "--out", str(root / "fit")]) == 0
+    return root / "fit", data
+
+
+def _new_subjects(path: Path, values, items=("q0", "q1", "q2", "q3"), trials=None) -> Path:
+    rows = [{"subject": f"new{s}", "item": i, "response": v}
+            for s, row in enumerate(values) for i, v in zip(items, row, strict=True)]
+    frame = pd.DataFrame(rows)
+    if trials is not None:
+        frame["trials"] = trials
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(("values", "trials", "says"), [
+    ([[0, 100, 100, 0]], None, "these look like percentages; divide by 100"),
+    ([[1e6, 0, 1, 1]], None, "max 1e+06"),
+    ([[3, 5, 0, 2]], 5, "counts of successes; the response is the fraction: divide each "
+                        "response by its trials"),
+])
+def test_score_refuses_responses_the_model_cannot_give(fitted, tmp_path, capsys, values,
+                                                         trials, says):
+    fit_dir, _ = fitted
+    new = _new_subjects(tmp_path / "new.csv", values, trials=trials)
+    assert main(["score", str(fit_dir), str(new), "--dispersion", "1",
+                 "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "new.csv, column response" in err and says in err, err
+    assert not (tmp_path / "s").exists()
+
+
+def test_fit_gives_the_counts_hint_not_divide_by_100_with_a_trials_column(tmp_path, capsys):
+    path = _new_subjects(tmp_path / "k.csv", [[3, 5, 0, 2], [1, 4, 5, 0]], trials=5)
+    assert main(["fit", str(path), "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert "divide each response by its trials" in err and "divide by 100" not in err
+
+
+def test_rosetta_scores_in_percent_are_refused_by_fit_and_score(tmp_path, capsys):
+    frac = _new_subjects(tmp_path / "frac.csv", [[0.2, 0.5, 0.6, 0.9], [0.1, 0.3, 0.7, 0.8],
+                                                  [0.4, 0.4, 0.5, 0.95]])
+    pct = pd.read_csv(frac).assign(response=lambda f: f.response * 100)
+    pct.to_csv(tmp_path / "pct.csv", index=False)
+    rosetta = ["--model", "rosetta", "--anchor-benchmark", "q0"]
+    assert main(["fit", str(tmp_path / "pct.csv"), *rosetta, "--out", str(tmp_path / "p")]) == 2
+    assert "pct.csv, column response: the rosetta model reads scores in [0, 1]" in \
+        capsys.readouterr().err
+    assert main(["fit", str(frac), *rosetta, "--out", str(tmp_path / "f")]) == 0
+    assert main(["score", str(tmp_path / "f"), str(tmp_path / "pct.csv"), "--dispersion", "1",
+                 "--out", str(tmp_path / "s")]) == 2
+    assert "divide by 100" in capsys.readouterr().err
+
+
+def test_score_subset_refuses_samples_that_are_not_random(fitted, tmp_path, capsys):
+    fit_dir, data = fitted
+    frame = pd.read_csv(data)
+    for method, code in (("fisher", 2), ("random", 0)):
+        out = tmp_path / method
+        assert main(["subset", str(fit_dir), "--k", "4", "--method", method,
+                     "--out", str(out)]) == 0
+        chosen = pd.read_csv(out / "subset.csv", index_col="item")
+        assert set(chosen["method"]) == {method}
+        answers = frame[frame.item.isin(chosen.index) & frame.subject.isin(["m0", "m1"])]
+        answers.to_csv(tmp_path / "a.csv", index=False)
+        assert main(["score", str(fit_dir), str(tmp_path / "a.csv"), "--data", str(data),
+                     "--subset", str(out / "subset.csv"), "--out", str(tmp_path / f"s_{method}")
+                     ]) == code
+    err = capsys.readouterr().err
+    assert "--method fisher, not a probability sample" in err
+    legacy = pd.read_csv(tmp_path / "random" / "subset.csv").drop(columns="method")
+    legacy.to_csv(tmp_path / "legacy.csv", index=False)
+    assert main(["score", str(fit_dir), str(tmp_path / "a.csv"), "--data", str(data),
+                 "--subset", str(tmp_path / "legacy.csv"), "--out", str(tmp_path / "s2")]) == 2
+    assert "does not record how its items were chosen" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [np.nan, -0.7, 0.0])
+def test_a_damaged_discrimination_is_named_by_subset_and_score(fitted, tmp_path, capsys, bad):
+    fit_dir, _ = fitted
+    import shutil
+
+    copy = tmp_path / "fit"
+    shutil.copytree(fit_dir, copy)
+    items = pd.read_csv(copy / "items.csv", index_col=0)
+    items.loc["q5", "discrimination"] = bad
+    items.to_csv(copy / "items.csv")
+    new = _new_subjects(tmp_path / "new.csv", [[1, 0, 1, 1]])
+    assert main(["subset", str(copy), "--k", "3", "--out", str(tmp_path / "a")]) == 2
+    assert main(["score", str(copy), str(new), "--dispersion", "1",
+                 "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("items.csv, column discrimination") == 2 and "q5" in err, err
+
+
+def test_score_intervals_stay_in_the_response_range(fitted, tmp_path):
+    """Fractions average to a score in [0, 1]; so must every interval, for the item-model
+    estimate and the model-assisted one (few items, extreme answers: wide intervals)."""
+    fit_dir, data = fitted
+    assert main(["subset", str(fit_dir), "--k", "3", "--method", "random", "--seed", "1",
+                 "--out", str(tmp_path / "sub")]) == 0
+    drawn = pd.read_csv(tmp_path / "sub" / "subset.csv")["item"].tolist()
+    values = [[1, 1, 1], [0, 0, 0], [1, 0, 1], [0, 1, 0]]
+    new = _new_subjects(tmp_path / "new.csv", values, items=drawn)
+    for extra, name in (([], "plain"), (["--subset", str(tmp_path / "sub" / "subset.csv")],
+                                         "assisted")):
+        assert main(["score", str(fit_dir), str(new), "--dispersion", "3", *extra,
+                     "--out", str(tmp_path / name)]) == 0
+        s = pd.read_csv(tmp_path / name / "scores.csv", index_col=0)
+        assert (s.score_lo >= 0).all() and (s.score_hi <= 1).all(), s
+        assert (s.score_lo <= s.score).all() and (s.score <= s.score_hi).all()
