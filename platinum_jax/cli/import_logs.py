@@ -22,7 +22,10 @@ Formats (FORMAT):
            scores from their _samples.jsonl sidecars, or --level aggregate for one score per
            evaluation; --metric as for lm-eval
   tidy     long CSV / Parquet files (subject, item, response[, group, trials, se, weight])
-  epoch    Epoch AI benchmarking-hub raw/ directories (benchmark-level scores)
+  epoch    Epoch AI benchmarking-hub raw/ directories (benchmark-level scores), by the
+           Rosetta paper's rules: --min-release-date (default 2022-11-01; none keeps every
+           model) and --min-benchmarks (default 4); every score they leave out is listed in
+           the .missing.csv side table with its reason
 
 Besides --out, two tables are written beside it: <name>.metadata.csv (one row per run: model
 arguments, few-shot count, dates, versions) and <name>.missing.csv (per-item records without a
@@ -67,13 +70,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    default="error",
                    help="repeated (subject, item) pairs, e.g. the same model run twice: fail "
                    "(default) or reduce them (mean pools the trials)")
+    e = p.add_argument_group("epoch")
+    e.add_argument("--min-benchmarks", type=int, default=None,
+                   help="keep models scored on at least this many benchmarks (default 4; 1 "
+                   "keeps all)")
+    e.add_argument("--min-release-date", default=None, metavar="DATE",
+                   help="keep models released on or after DATE (default 2022-11-01; 'none' "
+                   "keeps every model, those of unknown date too)")
     p.set_defaults(func=run)
+
+
+def _epoch_options(args) -> dict:
+    given = {k: v for k, v in (("--min-benchmarks", args.min_benchmarks),
+                               ("--min-release-date", args.min_release_date)) if v is not None}
+    if args.format != "epoch":
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to the epoch format, not to "
+                             f"{args.format}")
+        return {}
+    options = {}
+    if args.min_benchmarks is not None:
+        if args.min_benchmarks < 1:
+            raise ValueError(f"--min-benchmarks must be >= 1 (got {args.min_benchmarks})")
+        options["min_benchmarks"] = args.min_benchmarks
+    if args.min_release_date is not None:
+        date = args.min_release_date
+        if date.lower() == "none":
+            options["min_release_date"] = None
+        else:
+            import pandas as pd
+
+            try:
+                pd.Timestamp(date)
+            except (TypeError, ValueError):
+                raise ValueError(f"--min-release-date {date!r} is not a date; use e.g. "
+                                 "2022-11-01, or none for no date rule") from None
+            options["min_release_date"] = date
+    return options
 
 
 def _read(args):
     from platinum_jax.importers import FORMATS
 
     reader = FORMATS[args.format]
+    epoch = _epoch_options(args)
     if args.format == "lm-eval":
         return reader(args.paths, metric=args.metric,
                       filter=None if args.filter == "any" else args.filter, tasks=args.tasks)
@@ -93,7 +133,7 @@ def _read(args):
         return reader(args.paths, scorer=args.metric[0] if args.metric else None)
     if args.metric is not None:
         raise ValueError(f"--metric does not apply to the {args.format} format")
-    return reader(args.paths)
+    return reader(args.paths, **epoch)
 
 
 def _side_paths(out: Path) -> tuple[Path, Path]:
@@ -114,6 +154,15 @@ def _with_provenance(table, responses):
     ).reset_index()
     frame = table.to_frame()
     return pd.merge(frame, prov, on=["subject", "item"], how="left", validate="one_to_one")
+
+
+def _by_rule(reasons) -> dict[str, int]:
+    """Counts of the reasons, with the per-model details (dates) folded into their rule."""
+    import re
+
+    rules = reasons.astype(str).map(lambda r: re.sub(r"released \d{4}-\d{2}-\d{2}, ",
+                                                     "released ", r))
+    return rules.value_counts().to_dict()
 
 
 def summary_lines(logs, table, out: Path, rule: str) -> list[str]:
@@ -142,6 +191,9 @@ def summary_lines(logs, table, out: Path, rule: str) -> list[str]:
                      f"{len(lost)}, e.g. {', '.join(lost[:3])}")
     lines.append(f"per-item records without a usable score: {len(miss)}"
                  + (f" (listed in {_side_paths(out)[1].name})" if len(miss) else ""))
+    if len(miss):
+        for reason, n in _by_rule(miss["reason"]).items():
+            lines.append(f"  {n} left out: {reason}")
     for r in miss.head(5).itertuples():
         lines.append(f"  {r.subject} {r.item}: {r.reason} [{r.file}]")
     if len(miss) > 5:
