@@ -191,3 +191,67 @@ def test_score_intervals_stay_in_the_response_range(fitted, tmp_path):
         s = pd.read_csv(tmp_path / name / "scores.csv", index_col=0)
         assert (s.score_lo >= 0).all() and (s.score_hi <= 1).all(), s
         assert (s.score_lo <= s.score).all() and (s.score <= s.score_hi).all()
+
+
+# ------------------------------------------------------------------ fit directories defend themselves
+@pytest.fixture(scope="module")
+def laplace_dirs(tmp_path_factory):
+    """Two 2PL Laplace fits (other data) and a 3PL MAP fit, each with draws.npz."""
+    root = tmp_path_factory.mktemp("draws")
+    for name, seed, extra in (("a", 0, ["--method", "laplace"]), ("b", 1, ["--method", "laplace"]),
+                              ("c", 0, ["--model", "3pl"])):
+        data = _responses(root / f"{name}.csv", n_subjects=30, n_items=8, seed=seed)
+        assert main(["fit", str(data), *extra, "--save-draws", "--out", str(root / name)]) in (0, 1)
+    return root
+
+
+def test_fit_json_records_every_file_and_the_draws(laplace_dirs):
+    import hashlib
+    import json
+
+    d = laplace_dirs / "a"
+    doc = json.loads((d / "fit.json").read_text())
+    names = sorted(p.name for p in d.iterdir() if not p.name.startswith(".") and
+                   p.name != "fit.json")
+    assert sorted(doc["files"]) == names == ["draws.npz", "globals.csv", "items.csv",
+                                             "subjects.csv"]
+    for name in names:
+        data = (d / name).read_bytes()
+        assert doc["files"][name] == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    assert (doc["draws"]["model"], doc["draws"]["method"]) == ("2pl", "laplace")
+    with np.load(d / "draws.npz") as z:
+        assert doc["draws"]["shapes"]["theta_subjects"] == list(z["theta_subjects"].shape)
+        assert doc["draws"]["shapes"]["draws_items"] == list(z["draws_items"].shape)
+    assert doc["draws"]["shapes"]["theta_items"] == [8, 2]  # 8 items x (difficulty, slope)
+
+
+@pytest.mark.parametrize(("damage", "says"), [
+    ("truncate", "draws.npz is truncated or damaged"),
+    ("empty", "draws.npz is empty"),
+    ("3pl", "holds draws of the 3pl model, but"),
+    ("other data", "is not the file"),
+    ("fit.json", "fit.json cannot be read"),
+])
+def test_weights_names_the_draws_file_it_rejects(laplace_dirs, tmp_path, capsys, damage, says):
+    import shutil
+
+    from platinum_jax.design import read_fit
+
+    d = tmp_path / "fit"
+    shutil.copytree(laplace_dirs / "a", d)
+    read_fit(d)  # the intact directory reads
+    draws = d / "draws.npz"
+    if damage == "truncate":
+        draws.write_bytes(draws.read_bytes()[: draws.stat().st_size // 2])
+    elif damage == "empty":
+        draws.write_bytes(b"")
+    elif damage == "3pl":
+        shutil.copy(laplace_dirs / "c" / "draws.npz", draws)
+    elif damage == "other data":
+        shutil.copy(laplace_dirs / "b" / "draws.npz", draws)
+    else:
+        (d / "fit.json").write_text('{"model": {"name": "2pl"')
+    assert main(["weights", str(d), "--out", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err, err
+    assert not (tmp_path / "w").exists()

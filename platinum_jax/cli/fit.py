@@ -292,11 +292,14 @@ def run(args: argparse.Namespace) -> int:
             result = fit(model, table, method=args.method, **options)
         if derived is not None:
             result.diagnostics["responses_derived"] = derived
-        written = [out.write_text(name, text) for name, text in result.files().items()]
-        if args.save_draws:
-            from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes
+        from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes, with_integrity
 
-            written.append(out.write(DRAWS_FILE, Path.write_bytes, draws_bytes(result)))
+        files = dict(result.files())
+        if args.save_draws:
+            files[DRAWS_FILE] = draws_bytes(result)
+        written = [out.write(name, Path.write_bytes if isinstance(content, bytes) else
+                             Path.write_text, content)
+                   for name, content in with_integrity(files).items()]  # fit.json records the rest
         if args.diagnostics:
             written += _write_diagnostics(result, out)
     s = result.summary()
