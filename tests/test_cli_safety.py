@@ -255,3 +255,91 @@ def test_weights_names_the_draws_file_it_rejects(laplace_dirs, tmp_path, capsys,
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err, err
     assert not (tmp_path / "w").exists()
+
+
+# ------------------------------------------------------------------ smaller cases
+def _csv(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_all_zero_weights_are_refused_by_name(tmp_path, capsys):
+    data = _csv(tmp_path / "w.csv", "subject,item,response,weight\na,x,1,0\na,y,0,0\nb,x,0,0\n"
+                                    "b,y,1,0\n")
+    assert main(["fit", str(data), "--out", str(tmp_path / "f")]) == 2
+    assert "w.csv: every weight is 0" in capsys.readouterr().err
+
+
+def test_names_differing_by_whitespace_are_one_subject_in_fit_and_import(tmp_path, capsys):
+    data = _responses(tmp_path / "r.csv", n_subjects=6, n_items=4)
+    frame = pd.read_csv(data)
+    frame.loc[frame.index[0], "subject"] = "m0 "  # the same model, spelt with a trailing space
+    frame.to_csv(data, index=False)
+    with pytest.warns(UserWarning, match="stray whitespace"):
+        assert main(["fit", str(data), "--model", "1pl", "--out", str(tmp_path / "f")]) in (0, 1)
+    assert sorted(pd.read_csv(tmp_path / "f" / "subjects.csv", index_col=0).index) == \
+        [f"m{s}" for s in range(6)]
+    with pytest.warns(UserWarning, match="stray whitespace"):
+        assert main(["import", "tidy", str(data), "--out", str(tmp_path / "t.csv")]) == 0
+    assert pd.read_csv(tmp_path / "t.csv").subject.nunique() == 6
+
+
+def test_messages_name_the_file(fitted, laplace_dirs, tmp_path, capsys):
+    extra = _csv(tmp_path / "extra.csv", "subject,item,response\na,x,1\na,y,0,7\n")
+    assert main(["fit", str(extra), "--out", str(tmp_path / "f")]) == 2
+    assert "extra.csv is not a well-formed CSV" in capsys.readouterr().err
+    import shutil
+
+    fit_dir = tmp_path / "fit"
+    shutil.copytree(fitted[0], fit_dir)
+    (fit_dir / "fit.json").write_text("{not json")
+    assert main(["subset", str(fit_dir), "--k", "2", "--out", str(tmp_path / "s")]) == 2
+    assert "fit.json is not the JSON summary" in capsys.readouterr().err
+    empty = _csv(tmp_path / "tw.csv", "")
+    assert main(["weights", str(laplace_dirs / "a"), "--target-weights", str(empty),
+                 "--out", str(tmp_path / "w")]) == 2
+    assert "--target-weights" in (err := capsys.readouterr().err) and "tw.csv is empty" in err
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("subject,item,response\na,x,0\na,y,0\nb,x,0\nb,y,0\n", "every response is 0"),
+    ("subject,item,response\na,x,1\na,y,0\na,z,1\n", "one subject"),
+    ("subject,item,response\na,x,0.5\na,y,0\nb,x,0.25\nb,y,1\n",
+     "2 of 4 responses are fractions; the Bernoulli likelihood reads them as shares"),
+])
+def test_degenerate_data_and_fractions_get_a_note(tmp_path, capsys, text, says):
+    data = _csv(tmp_path / "d.csv", text)
+    main(["fit", str(data), "--model", "1pl", "--out", str(tmp_path / "f")])
+    assert "note: d.csv: " in (err := capsys.readouterr().err) and says in err, err
+    import json
+
+    assert any(says in n for n in json.loads((tmp_path / "f" / "fit.json").read_text())
+               ["diagnostics"]["notes"])
+
+
+def test_an_unconverged_fit_used_downstream_gets_a_note(fitted, tmp_path, capsys):
+    import json
+    import shutil
+
+    fit_dir = tmp_path / "fit"
+    shutil.copytree(fitted[0], fit_dir)
+    doc = json.loads((fit_dir / "fit.json").read_text())
+    assert doc["converged"] is True
+    assert main(["subset", str(fit_dir), "--k", "2", "--out", str(tmp_path / "a")]) == 0
+    assert "did not converge" not in capsys.readouterr().err
+    (fit_dir / "fit.json").write_text(json.dumps({**doc, "converged": False}))
+    assert main(["subset", str(fit_dir), "--k", "2", "--out", str(tmp_path / "b")]) == 0
+    assert "records a fit that did not converge" in capsys.readouterr().err
+
+
+def test_partial_files_of_a_killed_import_are_cleaned_by_the_next(tmp_path):
+    logs = Path(__file__).parent / "data" / "logs" / "lm_eval"
+    out = tmp_path / "r.csv"
+    stale = [tmp_path / ".r.csv.platinum-jax-staging-424242.csv",
+             tmp_path / ".r.missing.csv.platinum-jax-staging-424242.csv"]
+    for p in stale:
+        p.write_text("half a tab")
+    assert main(["import", "lm-eval", str(logs), "--metric", "acc_norm", "--metric",
+                 "exact_match", "--out", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "r.csv", "r.metadata.csv", "r.missing.csv"]

@@ -78,10 +78,12 @@ def _bank(args, dispersion):
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    from platinum_jax.cli._common import note_unconverged
     from platinum_jax.efficient import item_bank
     from platinum_jax.efficient._io import load_fit
 
     fit = load_fit(args.fit_dir, args.data)  # with --data, its responses are checked as fit's
+    note_unconverged(args.fit_dir, args.command)
     return item_bank(fit, dispersion=dispersion)
 
 

@@ -267,6 +267,12 @@ def run(args: argparse.Namespace) -> int:
         table, derived = derive_responses(table, args.from_fractions)
         print(derived)
     model = build_model(args, table)
+    from platinum_jax.models._check import check_responses, response_notes
+
+    check_responses(model, table)  # before the output directory is claimed
+    notes = response_notes(model, table)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     options = {} if args.method == "marginal" else {"seed": args.seed}
     if args.method in ("map", "laplace", "bootstrap"):
         options["restarts"] = args.restarts
@@ -292,6 +298,8 @@ def run(args: argparse.Namespace) -> int:
             result = fit(model, table, method=args.method, **options)
         if derived is not None:
             result.diagnostics["responses_derived"] = derived
+        if notes:
+            result.diagnostics["notes"] = notes
         from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes, with_integrity
 
         files = dict(result.files())

@@ -77,8 +77,14 @@ def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = No
                if not (d / n).is_file()]
     if missing:
         raise ValueError(f"{d} lacks {missing}; give a directory written by `platinum-jax fit`")
-    summary = json.loads((d / "fit.json").read_text())
-    desc = summary.get("model", {})
+    try:
+        summary = json.loads((d / "fit.json").read_text())
+        desc = summary.get("model", {})
+        desc.get("name")
+    except (ValueError, AttributeError) as exc:
+        raise ValueError(f"{d / 'fit.json'} is not the JSON summary `platinum-jax fit` writes "
+                         f"({exc}); it was damaged: refit with `platinum-jax fit ... "
+                         "--overwrite`") from None
     options = {"link": desc["link"], "l2": desc["l2"]} if desc.get("name") == "rosetta" else {}
     model = make_model(desc.get("name", "?"), **options)
     if model.likelihood.name != desc.get("likelihood"):  # keep a default's settings (noise)
