@@ -78,10 +78,10 @@ def test_a_failing_overwrite_of_a_fit_keeps_the_old_fit(tmp_path, capsys):
 # ------------------------------------------------------------------ responses, subsets, items
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
-    """A 2PL fit (MAP) of 40 subjects x 12 items, and its responses."""
+    """A 2PL fit (MAP, with draws.npz) of 24 subjects x 8 items, and its responses."""
     root = tmp_path_factory.mktemp("fit")
-    data = _responses(root / "r.csv", n_subjects=40, n_items=12, seed=3)
-    assert main(["fit", str(data), "--out", str(root / "fit")]) == 0
+    data = _responses(root / "r.csv", n_subjects=24, n_items=8, seed=3)
+    assert main(["fit", str(data), "--save-draws", "--out", str(root / "fit")]) == 0
     return root / "fit", data
 
 
@@ -195,13 +195,12 @@ def test_score_intervals_stay_in_the_response_range(fitted, tmp_path):
 
 # ------------------------------------------------------------------ fit directories defend themselves
 @pytest.fixture(scope="module")
-def laplace_dirs(tmp_path_factory):
-    """Two 2PL Laplace fits (other data) and a 3PL MAP fit, each with draws.npz."""
+def laplace_dirs(fitted, tmp_path_factory):
+    """``a``: the 2PL fit with draws.npz; ``c``: a 1PL fit of the same responses."""
     root = tmp_path_factory.mktemp("draws")
-    for name, seed, extra in (("a", 0, ["--method", "laplace"]), ("b", 1, ["--method", "laplace"]),
-                              ("c", 0, ["--model", "3pl"])):
-        data = _responses(root / f"{name}.csv", n_subjects=30, n_items=8, seed=seed)
-        assert main(["fit", str(data), *extra, "--save-draws", "--out", str(root / name)]) in (0, 1)
+    (root / "a").symlink_to(fitted[0], target_is_directory=True)
+    assert main(["fit", str(fitted[1]), "--model", "1pl", "--save-draws",
+                 "--out", str(root / "c")]) in (0, 1)
     return root
 
 
@@ -218,17 +217,17 @@ def test_fit_json_records_every_file_and_the_draws(laplace_dirs):
     for name in names:
         data = (d / name).read_bytes()
         assert doc["files"][name] == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    assert (doc["draws"]["model"], doc["draws"]["method"]) == ("2pl", "laplace")
+    assert (doc["draws"]["model"], doc["draws"]["method"]) == ("2pl", "map")
     with np.load(d / "draws.npz") as z:
         assert doc["draws"]["shapes"]["theta_subjects"] == list(z["theta_subjects"].shape)
-        assert doc["draws"]["shapes"]["draws_items"] == list(z["draws_items"].shape)
+    assert doc["draws"]["shapes"]["theta_subjects"] == [24, 1]  # one ability per subject
     assert doc["draws"]["shapes"]["theta_items"] == [8, 2]  # 8 items x (difficulty, slope)
 
 
 @pytest.mark.parametrize(("damage", "says"), [
     ("truncate", "draws.npz is truncated or damaged"),
     ("empty", "draws.npz is empty"),
-    ("3pl", "holds draws of the 3pl model, but"),
+    ("1pl", "holds draws of the 1pl model, but"),
     ("other data", "is not the file"),
     ("fit.json", "fit.json cannot be read"),
 ])
@@ -245,10 +244,13 @@ def test_weights_names_the_draws_file_it_rejects(laplace_dirs, tmp_path, capsys,
         draws.write_bytes(draws.read_bytes()[: draws.stat().st_size // 2])
     elif damage == "empty":
         draws.write_bytes(b"")
-    elif damage == "3pl":
+    elif damage == "1pl":
         shutil.copy(laplace_dirs / "c" / "draws.npz", draws)
-    elif damage == "other data":
-        shutil.copy(laplace_dirs / "b" / "draws.npz", draws)
+    elif damage == "other data":  # same model, method and shapes; other responses
+        with np.load(draws) as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays["response"] = 1.0 - arrays["response"]
+        np.savez_compressed(draws, **arrays)
     else:
         (d / "fit.json").write_text('{"model": {"name": "2pl"')
     assert main(["weights", str(d), "--out", str(tmp_path / "w")]) == 2
@@ -301,20 +303,31 @@ def test_messages_name_the_file(fitted, laplace_dirs, tmp_path, capsys):
     assert "--target-weights" in (err := capsys.readouterr().err) and "tw.csv is empty" in err
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("subject,item,response\na,x,0\na,y,0\nb,x,0\nb,y,0\n", "every response is 0"),
-    ("subject,item,response\na,x,1\na,y,0\na,z,1\n", "one subject"),
-    ("subject,item,response\na,x,0.5\na,y,0\nb,x,0.25\nb,y,1\n",
-     "2 of 4 responses are fractions; the Bernoulli likelihood reads them as shares"),
-])
-def test_degenerate_data_and_fractions_get_a_note(tmp_path, capsys, text, says):
-    data = _csv(tmp_path / "d.csv", text)
+def test_degenerate_data_and_fractions_get_a_note(tmp_path, capsys):
+    from platinum_jax.data import ResponseTable
+    from platinum_jax.models import make_model
+    from platinum_jax.models._check import response_notes
+
+    def notes(text):
+        return " ".join(response_notes(make_model("1pl"), ResponseTable.read(
+            _csv(tmp_path / "d.csv", text))))
+
+    assert "one subject" in notes("subject,item,response\na,x,1\na,y,0\na,z,1\n")
+    assert "one item" in notes("subject,item,response\na,x,1\nb,x,0\n")
+    assert notes("subject,item,response\na,x,1\na,y,0\nb,x,0\nb,y,1\n") == ""
+    # through the command: on stderr and in fit.json
+    data = _csv(tmp_path / "d.csv", "subject,item,response\na,x,0\na,y,0\nb,x,0.5\nb,y,0\n"
+                                    "c,x,0\nc,y,0\n")
     main(["fit", str(data), "--model", "1pl", "--out", str(tmp_path / "f")])
-    assert "note: d.csv: " in (err := capsys.readouterr().err) and says in err, err
+    err = capsys.readouterr().err
+    says = ("1 of 6 responses are fractions; the Bernoulli likelihood reads them as shares",)
+    assert all(f"note: d.csv: {x}" in err for x in says), err
     import json
 
-    assert any(says in n for n in json.loads((tmp_path / "f" / "fit.json").read_text())
-               ["diagnostics"]["notes"])
+    recorded = json.loads((tmp_path / "f" / "fit.json").read_text())["diagnostics"]["notes"]
+    assert any(says[0] in n for n in recorded)
+    data = _csv(tmp_path / "z.csv", "subject,item,response\na,x,0\na,y,0\nb,x,0\nb,y,0\n")
+    assert "every response is 0" in notes(data.read_text())
 
 
 def test_an_unconverged_fit_used_downstream_gets_a_note(fitted, tmp_path, capsys):
