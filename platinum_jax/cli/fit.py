@@ -57,7 +57,9 @@ Outputs in --out: subjects.csv, items.csv, globals.csv and fit.json (model, meth
 objective, convergence and sampler diagnostics); with --diagnostics also
 items_diagnostics.csv (infit, outfit, items solved by every subject or by none, information)
 and item_curves.png (item characteristic curves and test information); with --save-draws
-draws.npz (what `platinum-jax weights` reads). Each file is written whole or not at all.
+draws.npz (what `platinum-jax weights` reads). fit.json also records the size and checksum of
+every other file. The outputs are staged beside --out and replace an earlier fit only once all
+of them are written: a failure or Ctrl-C leaves --out as it was.
 """
 
 EPILOG = """\

@@ -30,7 +30,8 @@ Formats (FORMAT):
 Besides --out, two tables are written beside it: <name>.metadata.csv (one row per run: model
 arguments, few-shot count, dates, versions) and <name>.missing.csv (per-item records without a
 usable score, with the reason). The written table keeps the provenance columns file, task and
-metric. Files are written whole or not at all.
+metric. The three files replace earlier ones together, only once all are written; a second
+import to the same --out while one runs stops with an error.
 """
 
 EPILOG = """\

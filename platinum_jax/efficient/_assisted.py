@@ -131,7 +131,8 @@ def assisted_scores(
         raise ValueError(
             f"subject {responses.subjects[s]!r} has no response to subset item "
             f"{bank.items[pos[i]]!r} ({int(missing.sum())} missing in all); the design-based "
-            "estimate needs every drawn item answered: score that subject with estimate_scores"
+            "estimate needs every drawn item answered: score that subject with the item model "
+            "alone (estimate_scores; `platinum-jax score` without --subset)"
         )
     only = np.zeros_like(seen)
     only[:, pos] = True  # the ability comes from the drawn items, as the design assumes
