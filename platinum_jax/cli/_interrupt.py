@@ -26,9 +26,15 @@ EXIT_CODE = 130
 _once = threading.Lock()
 
 
+# What an interrupted run of these commands keeps for the next one.
+_KEPT = {"certify": "; finished judge calls are in its cache: rerun the same command to continue",
+         "sweep": "; finished chunks are kept: rerun with --resume to continue"}
+
+
 def interrupted_line(command: str) -> str:
+    """The one line an interrupted command prints."""
     return (f"platinum-jax {command}: interrupted; its outputs were not written and --out is "
-            "as it was before this run")
+            f"as it was before this run{_KEPT.get(command, '')}")
 
 
 def _stop(command: str) -> None:
