@@ -64,6 +64,44 @@ def test_ctrl_c_during_a_fit_stops_at_once_with_130_and_keeps_the_old_results(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fit", "r.csv"]
 
 
+def test_ctrl_c_during_stitch_bayes_keeps_the_old_posterior(tmp_path):
+    rng = np.random.default_rng(0)
+    c, d = rng.normal(size=12), np.r_[0.0, rng.normal(size=3)]
+    y = 1 / (1 + np.exp(-(c[:, None] - d[None]))) + 0.02 * rng.normal(size=(12, 4))
+    data = tmp_path / "scores.csv"
+    pd.DataFrame({"model": np.repeat([f"m{m}" for m in range(12)], 4),
+                  "benchmark": np.tile([f"b{b}" for b in range(4)], 12),
+                  "score": np.clip(y, 0, 1).ravel()}).to_csv(data, index=False)
+    out = tmp_path / "bayes"
+    with output_directory(out, "stitch-bayes") as od:
+        od.write("posterior.nc", Path.write_bytes, b"the earlier posterior")
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != LOCK}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "platinum_jax.cli", "stitch-bayes", str(data),
+         "--anchor-benchmark", "b0", "--chains", "1", "--warmup", "200000", "--samples",
+         "200000", "--overwrite", "--out", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "PLATINUM_JAX_CACHE": "off"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while not any("staging" in p.name for p in tmp_path.iterdir()):  # claimed before sampling
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    t0 = time.monotonic()
+    try:
+        rc = proc.wait(timeout=20)
+    finally:
+        proc.kill()
+    err = proc.stderr.read().decode()
+    assert rc == 130 and time.monotonic() - t0 < 10, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("platinum-jax stitch-bayes: interrupted")
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != LOCK} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bayes", "scores.csv"]
+
+
 def test_a_failing_overwrite_of_a_fit_keeps_the_old_fit(tmp_path, capsys):
     """`fit --model mirt --method marginal --overwrite` fails (marginal is for one ability)
     and must leave the earlier fit, draws included."""
