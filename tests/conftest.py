@@ -20,6 +20,13 @@ os.environ["PLATINUM_JAX_CACHE"] = "off"
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO_ROOT / ".cache" / "jax-tests"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
 
+# One BLAS thread per process: the run is already two xdist workers on two cores, and OpenBLAS
+# threads that wait on a busy core spin (SciPy's least squares on the Epoch table took 30 s of
+# CPU with them and 1 s without). Read when NumPy loads, so this reaches the workers (started
+# from this process), subprocesses and kernels; a process that loaded NumPy already keeps its own.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
 import jax  # noqa: E402
 import pytest  # noqa: E402
 
