@@ -306,3 +306,36 @@ def test_cli_views(world, tmp_path):
     out = tmp_path / "baskets"
     assert main(["analyze", "baskets", str(data), "--out", str(out), *common]) != 0
     assert not (out / "domain_index.csv").exists()
+
+
+def test_cli_stitch_scale_eci(world, tmp_path):
+    import json
+
+    from platinum_jax.cli import main
+
+    table, _, _, anchors = world
+    data = tmp_path / "scores.csv"
+    table.data.to_csv(data, index=False)
+    (m_lo, _), (m_hi, _) = anchors
+    out = tmp_path / "fit"
+    args = ["stitch", str(data), "--anchor-benchmark", "bench_00", "--scale", "eci",
+            "--eci-anchors", m_lo, "130", m_hi, "150", "--out", str(out)]
+    assert main([*args, "--uncertainty", "bootstrap", "--replicates", "6"]) == 0
+    caps = pd.read_csv(out / "capabilities.csv", index_col=0)
+    c = caps["capability"]
+    # the map through the two anchors, by hand, beside the raw capabilities
+    want = 130.0 + 20.0 * (c - c[m_lo]) / (c[m_hi] - c[m_lo])
+    np.testing.assert_allclose(caps["eci"], want, atol=1e-9)
+    np.testing.assert_allclose(caps.loc[[m_lo, m_hi], ["eci_lower", "eci_upper"]],
+                               [[130.0, 130.0], [150.0, 150.0]], atol=1e-9)
+    assert caps[["eci_lower", "eci_upper"]].notna().all().all()
+    bench = pd.read_csv(out / "benchmarks.csv", index_col=0)
+    b = 20.0 / (c[m_hi] - c[m_lo])
+    np.testing.assert_allclose(bench["slope_eci"], bench["slope"] / b, rtol=1e-9)
+    info = json.loads((out / "fit.json").read_text())
+    assert info["eci_replicates"] == info["replicates_converged"]  # the bootstrap's refits reused
+    # an unknown anchor model fails before anything is written
+    bad = tmp_path / "bad"
+    assert main(["stitch", str(data), "--anchor-benchmark", "bench_00", "--scale", "eci",
+                 "--eci-anchors", "no-such-model", "130", m_hi, "150", "--out", str(bad)]) != 0
+    assert not (bad / "capabilities.csv").exists()

@@ -152,5 +152,5 @@ def plot_shapes(result: Any, axes: Any = None):
     bx.set_yticks(y, [f"{s} (max k {cmp.loc[s, 'max_pareto_k']:.2f})" for s in cmp.index])
     bx.set_xlabel("elpd (PSIS-LOO, standardised capability)")
     bx.set_title("ranking by PSIS-LOO")
-    bx.legend(fontsize=8, loc="lower left")
+    bx.legend(fontsize=8, loc="best")
     return axes

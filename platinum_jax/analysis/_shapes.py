@@ -173,7 +173,8 @@ def compare_shapes(
             frontier model's measurement error. None: no measurement error.
         shapes: names from :data:`SHAPES`.
         top_n: frontier = top ``top_n`` at release.
-        num_warmup, num_samples, num_chains: NUTS settings (chains run vectorised).
+        num_warmup, num_samples, num_chains: NUTS settings (chains run one after another on one
+            compiled sampler, which compiles in half the time of vectorised chains).
         level: width of the band of the fitted curves.
         seed: random seed of the sampler.
 
@@ -206,7 +207,7 @@ def compare_shapes(
         key, k_run, k_pred = jax.random.split(key, 3)
         mcmc = MCMC(NUTS(models[name], target_accept_prob=0.9), num_warmup=int(num_warmup),
                     num_samples=int(num_samples), num_chains=int(num_chains),
-                    chain_method="vectorized", progress_bar=False)
+                    chain_method="sequential", progress_bar=False)
         mcmc.run(k_run, u, noise, z=z)
         idata = az.from_numpyro(mcmc, coords={"model": data.index.to_numpy()}, dims={"z": ["model"], "mu": ["model"]})
         idatas[name] = idata
