@@ -169,10 +169,10 @@ def test_slope_ratio_sweep_matches_lstsq():
     t = np.linspace(2022.0, 2026.0, 30)
     tau0, s1, s2 = 2024.5, 0.4, 1.2
     c = s1 * (t - tau0) + (s2 - s1) * np.maximum(t - tau0, 0.0)
-    dates = an._trends.year_to_timestamp(t)
+    dates = an.year_to_timestamp(t)
     caps = pd.DataFrame({"capability": c, "release_date": dates}, index=[f"m{k}" for k in range(30)])
     year = an.decimal_year(caps["release_date"])
-    grid = pd.DatetimeIndex(an._trends.year_to_timestamp([2023.5, tau0, 2025.2]))
+    grid = pd.DatetimeIndex(an.year_to_timestamp([2023.5, tau0, 2025.2]))
     sweep = an.slope_ratio_sweep(caps, breakpoints=grid)
     assert sweep["ratio"].iloc[1] == pytest.approx(s2 / s1, rel=1e-6)
     for k, tau in enumerate(an.decimal_year(grid)):

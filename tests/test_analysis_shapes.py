@@ -9,7 +9,6 @@ import pytest
 from scipy import stats
 
 from platinum_jax import analysis as an
-from platinum_jax.analysis._trends import year_to_timestamp
 
 N = 24
 TINY = {"num_warmup": 150, "num_samples": 150, "num_chains": 2}
@@ -22,7 +21,7 @@ def _world(curvature, seed):
     x = year - 2022.0
     c = 0.4 * x + curvature * x**2 + 0.08 * rng.standard_normal(N)
     names = [f"m{k:02d}" for k in range(N)]
-    caps = pd.DataFrame({"capability": c, "release_date": year_to_timestamp(year)},
+    caps = pd.DataFrame({"capability": c, "release_date": an.year_to_timestamp(year)},
                         index=names)
     # draws whose spread is each model's measurement error (known, different per model)
     sd = rng.uniform(0.02, 0.1, N)

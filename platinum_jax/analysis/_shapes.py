@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._frontier_lag import _draw_matrix
+from ._frontier_lag import capability_draw_matrix
 from ._trends import as_capabilities, decimal_year, frontier_mask, year_to_timestamp
 
 __all__ = ["SHAPES", "ShapeComparison", "compare_shapes", "shape_models"]
@@ -192,7 +192,7 @@ def compare_shapes(
         if int(v) < 1:
             raise ValueError(f"{name} must be a positive integer (got {v})")
     caps = as_capabilities(capabilities)
-    sd = np.zeros(len(caps)) if draws is None else _draw_matrix(draws, caps.index).std(axis=0, ddof=1)
+    sd = np.zeros(len(caps)) if draws is None else capability_draw_matrix(draws, caps.index).std(axis=0, ddof=1)
     data, (t0, span, centre, scale) = _standardise(caps, sd, top_n)
     u = jnp.asarray((data["year"].to_numpy() - t0) / span)
     noise = jnp.asarray(data["measurement_sd"].to_numpy() / scale)
