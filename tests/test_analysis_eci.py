@@ -234,6 +234,11 @@ def test_penalty_sweep_against_scipy(world):
     assert sweep.summary.query("penalty == 'log_slope'").iloc[0]["max_abs_shift"] > 1e-2
     with pytest.raises(ValueError, match="penalties"):
         an.penalty_sweep(table, [0.1], anchor=ANCHOR, penalties=["l1"])
+    # a model built for another strength is refused by fit_stitching (before any fit)
+    from platinum_jax.models import Rosetta
+
+    with pytest.raises(ValueError, match="same l2"):
+        fit_stitching(table, ANCHOR, 0.3, model=Rosetta(link="sigmoid", l2=0.1, anchor=ANCHOR))
 
 
 # ---------------------------------------------------------------------- domain baskets

@@ -82,3 +82,19 @@ def test_shapes_bad_input():
         an.compare_shapes(caps, shapes=["cubic"])
     with pytest.raises(ValueError, match="frontier models"):
         an.compare_shapes(caps.iloc[:4], top_n=N)
+
+
+def test_cli_shapes_on_saved_capabilities(tmp_path):
+    from platinum_jax.cli import main
+
+    caps, _ = _world(0.3, seed=3)
+    path = tmp_path / "capabilities.csv"
+    caps.rename_axis("model").to_csv(path)
+    out = tmp_path / "shapes"
+    argv = ["analyze", "shapes", str(path), "--capabilities", str(path), "--top-n", str(N),
+            "--eci-replicates", "0", "--shapes", "linear", "--shape-warmup", "60",
+            "--shape-samples", "60", "--shape-chains", "2", "--out", str(out)]
+    assert main(argv) == 0
+    cmp = pd.read_csv(out / "shapes_compare.csv", index_col=0)
+    assert list(cmp.index) == ["linear"] and (out / "shapes.png").is_file()
+    assert len(pd.read_csv(out / "shapes_pareto_k.csv")) == N
