@@ -331,6 +331,9 @@ def run(args: argparse.Namespace) -> int:
         from platinum_jax.stitching._bayes_fit import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # before JAX runs anything
+    if getattr(args, "bayes", False) and args.scale == "eci":
+        raise ValueError("--scale eci applies to the least-squares fit only; drop --bayes (or "
+                         "--scale eci)")
     table = load_table(args)
     if getattr(args, "bayes", False):
         from .stitch_bayes import run_bayes
