@@ -1,0 +1,103 @@
+"""The NUTS defaults of ``fit_stitching_bayes`` on a hard real subset: a check, not a timing.
+
+Epoch's raw directory on six benchmarks (Winogrande, MMLU, GPQA diamond, MATH level 5,
+FrontierMath, OTIS Mock AIME), models with at least four of them: four of the benchmarks report
+standard errors, and among them are scores of 0.000 with a reported standard error of 0.00, the
+case that once made NUTS diverge.  With the defaults (4 chains x 1,500 draws after 1,000 warmup
+steps, target acceptance 0.99) the run must show no divergences, R-hat <= 1.01, bulk and tail
+ESS >= 400 for every free quantity, hyper-parameters included, and no ``SamplingWarning``.
+The exit status is 1 when any of these fails; the last line is JSON with the figures.
+
+``tests/test_bayes_robustness.py`` runs the same subset with a short chain and thresholds
+scaled to its length; this script is the full-length claim the docstring of
+``fit_stitching_bayes`` makes.
+
+    python benchmarks/bench_bayes_defaults.py            # about two minutes on two cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+EPOCH_RAW = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared" / "data" / "epoch-benchmark-stitching" / "raw"
+)
+
+REAL_SUBSET = (
+    "Winogrande",
+    "MMLU",
+    "GPQA diamond",
+    "MATH level 5",
+    "FrontierMath-2025-02-28-Private",
+    "OTIS Mock AIME 2024-2025",
+)
+HYPER = {"capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau", "sigma"}
+
+
+def real_subset_table(raw_dir: Path = EPOCH_RAW):
+    """The six benchmarks of ``REAL_SUBSET``, models that have scores on at least four."""
+    from platinum_jax.stitching import ScoreTable
+    from platinum_jax.stitching._epoch import EpochDataWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EpochDataWarning)
+        full = ScoreTable.from_epoch(raw_dir)
+    part = full.select_benchmarks(REAL_SUBSET)
+    counts = part.data.groupby("model")["benchmark"].nunique()
+    return part.select_models(counts.index[counts >= 4])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from platinum_jax.stitching.bayes import SamplingWarning, fit_stitching_bayes
+
+    table = real_subset_table()
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        fit = fit_stitching_bayes(table, seed=args.seed)  # the defaults
+    seconds = time.perf_counter() - start
+    d = fit.diagnostics
+    checked = set(fit.summary.loc[fit.summary["sd"] > 0, "variable"])
+    sampling_warnings = [str(w.message) for w in record if issubclass(w.category, SamplingWarning)]
+    failures = []
+    if d["n_divergent"] != 0:
+        failures.append(f"{d['n_divergent']} divergent transitions")
+    if not d["max_r_hat"] <= 1.01:
+        failures.append(f"max R-hat {d['max_r_hat']:.4f} > 1.01")
+    if not (d["min_ess_bulk"] >= 400 and d["min_ess_tail"] >= 400):
+        failures.append(f"min ESS bulk {d['min_ess_bulk']:.0f} / tail {d['min_ess_tail']:.0f} < 400")
+    if not HYPER <= checked:
+        failures.append(f"hyper-parameters missing from the summary: {sorted(HYPER - checked)}")
+    if sampling_warnings:
+        failures.append(f"SamplingWarning: {sampling_warnings}")
+    for line in failures:
+        print(f"FAILED: {line}", file=sys.stderr)
+    print(json.dumps({
+        "name": "bayes_defaults_real_subset",
+        "n_models": int(table.data["model"].nunique()),
+        "n_scores": len(table.data),
+        "seconds": round(seconds, 1),
+        "n_divergent": int(d["n_divergent"]),
+        "max_r_hat": round(float(d["max_r_hat"]), 4),
+        "min_ess_bulk": round(float(d["min_ess_bulk"]), 1),
+        "min_ess_tail": round(float(d["min_ess_tail"]), 1),
+        "ok": not failures,
+    }))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
