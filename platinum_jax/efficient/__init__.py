@@ -20,6 +20,9 @@ intervals.
 * :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
   stated rate on training subjects held out from the item fit;
 * :func:`adaptive_test`: computerized adaptive testing, vmapped over test-takers;
+* :func:`screen_items`: items a subset should not rely on (negative or near-zero
+  discrimination, solved by all or none, negative item-rest correlation, infit/outfit misfit),
+  each with its reason; ``select_items(..., exclude=...)`` leaves them out;
 * :func:`item_measurability`: per item, how much signal it carries (information, its
   parameters, saturation), beside its platinum status when given.
 
@@ -34,6 +37,7 @@ from ._calibrate import cross_fitted_banks, interval_scale
 from ._cat import CRITERIA, AdaptiveResult, adaptive_test
 from ._estimate import dense_responses, estimate_scores, grid_posterior
 from ._measurability import item_measurability
+from ._screen import screen_items
 from ._select import SELECTION_METHODS, item_patterns, kmeans, select_items
 
 __all__ = [
@@ -53,5 +57,6 @@ __all__ = [
     "item_patterns",
     "kmeans",
     "pearson_dispersion",
+    "screen_items",
     "select_items",
 ]
