@@ -20,6 +20,11 @@ intervals.
 * :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
   stated rate on training subjects held out from the item fit;
 * :func:`adaptive_test`: computerized adaptive testing, vmapped over test-takers;
+* :class:`AdaptiveTest`: adaptive testing a harness drives item by item (an immutable
+  :class:`CatState`, ``next_item`` / ``update`` / ``summary``), with randomesque and
+  Sympson-Hetter exposure control (:func:`sympson_hetter`), content balancing and stopping by
+  standard error or budget; :func:`simulate_adaptive` runs it for many test-takers (``vmap``)
+  and reports item exposure and the overlap of their tests;
 * :func:`screen_items`: items a subset should not rely on (negative or near-zero
   discrimination, solved by all or none, negative item-rest correlation, infit/outfit misfit),
   each with its reason; ``select_items(..., exclude=...)`` leaves them out;
@@ -31,6 +36,7 @@ adds to every estimate and is not in the intervals of :func:`estimate_scores`. T
 design-based interval of :func:`assisted_scores` does not rely on the item model being right.
 """
 
+from ._adaptive import AdaptiveRun, AdaptiveTest, CatState, simulate_adaptive, sympson_hetter
 from ._assisted import assisted_scores
 from ._bank import ItemBank, item_bank, pearson_dispersion
 from ._calibrate import cross_fitted_banks, interval_scale
@@ -44,6 +50,9 @@ __all__ = [
     "CRITERIA",
     "SELECTION_METHODS",
     "AdaptiveResult",
+    "AdaptiveRun",
+    "AdaptiveTest",
+    "CatState",
     "ItemBank",
     "adaptive_test",
     "assisted_scores",
@@ -59,4 +68,6 @@ __all__ = [
     "pearson_dispersion",
     "screen_items",
     "select_items",
+    "simulate_adaptive",
+    "sympson_hetter",
 ]
