@@ -144,3 +144,33 @@ def test_cat_command(world, tmp_path):
     assert main(["cat", str(data), "--items", str(items), "--budget", "6", "--group-column",
                  "nope", "--out", str(tmp_path / "bad")]) == 2
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+
+
+def test_mdad_matches_the_closed_form(world):
+    from scipy.stats import norm as normal
+
+    from platinum_jax.efficient import irt_mdad, irt_mdad_subjects
+
+    _, truth, bank, _ = world
+    b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
+    grid = np.asarray(bank.grid)
+    theta = grid[200]  # a grid point, so no interpolation is involved
+    items = list(bank.items[:10])
+    p = expit(a * (theta - b))
+    info = np.sum((a ** 2 * p * (1 - p))[:10])
+    z = normal.ppf(0.975) + normal.ppf(0.8)
+    out = irt_mdad(bank, items, theta)
+    assert out.information.iloc[0] == pytest.approx(info, rel=1e-10)
+    assert out.mdad_ability.iloc[0] == pytest.approx(z * np.sqrt(2 / info), rel=1e-10)
+    tcc_slope = np.mean(a * p * (1 - p))
+    assert out.mdad_score.iloc[0] == pytest.approx(tcc_slope * z * np.sqrt(2 / info), rel=1e-8)
+    # A subject given those ten items at that ability has the same MDAD.
+    frame = pd.DataFrame({"subject": "m", "item": items})
+    per = irt_mdad_subjects(bank, frame, pd.Series({"m": theta}))
+    assert per.loc["m", "mdad_ability"] == pytest.approx(out.mdad_ability.iloc[0])
+    # More items, smaller MDAD; a 90%-power MDAD is larger.
+    assert irt_mdad(bank, bank.items, theta).mdad_ability.iloc[0] < out.mdad_ability.iloc[0]
+    assert irt_mdad(bank, items, theta, power=0.9).mdad_ability.iloc[0] > \
+        out.mdad_ability.iloc[0]
+    with pytest.raises(ValueError, match="power"):
+        irt_mdad(bank, items, theta, power=1.5)

@@ -8,7 +8,9 @@ DESCRIPTION = """\
 Simulate a computerised adaptive test for every subject of DATA (a long CSV or Parquet file:
 subject, item, response[, trials]), reading each asked item's response from the table, and
 write OUT/trace.csv (every step: item, response, posterior ability and its sd, score),
-OUT/subjects.csv (final ability, score, items used), OUT/items.csv (exposure per item)
+OUT/subjects.csv (final ability, score, items used, and
+the MDAD: the smallest ability / score difference to a model measured as precisely that a
+5%-level test detects with --power), OUT/items.csv (exposure per item)
 and OUT/summary.json (maximum exposure, overlap between subjects' tests).
 
 ITEMS is the items.csv written by `platinum-jax fit` (its directory holds the fit). Items are
@@ -38,6 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="column of ITEMS holding each item's content group (balanced)")
     p.add_argument("--dispersion", type=float, default=1.0,
                    help="over-dispersion factor phi of the likelihood (default 1)")
+    p.add_argument("--power", type=float, default=0.8,
+                   help="power of the MDAD at level 0.05 (default 0.8)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", required=True, help="output directory (created if missing)")
     p.add_argument("--overwrite", action="store_true",
@@ -57,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from platinum_jax.data import ResponseTable
     from platinum_jax.efficient import (
         AdaptiveTest,
+        irt_mdad_subjects,
         item_bank,
         simulate_adaptive,
         sympson_hetter,
@@ -85,11 +90,13 @@ def run(args: argparse.Namespace) -> int:
     if args.max_exposure is not None:
         cat = sympson_hetter(cat, responses, cap=args.max_exposure, seed=args.seed)
     result = simulate_adaptive(cat, responses, seed=args.seed + 1)
-    subjects = result.subjects
+    subjects = result.subjects.join(irt_mdad_subjects(bank, result, power=args.power))
     summary = {"subjects": len(subjects), "items": bank.n_items,
                "mean_items_used": float(subjects.n_items.mean()),
                "max_exposure": float(result.items.exposure.max()),
-               "overlap": result.overlap, "budget": args.budget, "target_se": args.target_se,
+               "overlap": result.overlap,
+               "median_mdad_ability": float(subjects.mdad_ability.median()),
+               "median_mdad_score": float(subjects.mdad_score.median()), "budget": args.budget, "target_se": args.target_se,
                "randomesque": args.randomesque, "max_exposure_cap": args.max_exposure}
     with output_directory(args.out, "cat", overwrite=args.overwrite) as out:
         out.write_text("trace.csv", result.trace.to_csv(index=False))

@@ -98,7 +98,7 @@ def run_subset(args: argparse.Namespace) -> int:
         raise ValueError(f"--method {args.method} needs --data, the responses the fit was made "
                          "from (it uses the observed response patterns)")
     from platinum_jax._outputs import output_directory
-    from platinum_jax.efficient import screen_items, select_items
+    from platinum_jax.efficient import irt_mdad, screen_items, select_items
 
     bank = _bank(args, 1.0)
     screened = None if args.no_screen else screen_items(bank)
@@ -112,6 +112,9 @@ def run_subset(args: argparse.Namespace) -> int:
     print(f"chose {len(chosen)} of {bank.n_items} items by {args.method}"
           + ("" if screened is None else f" after screening out {len(flagged)} (screened.csv)")
           + f"; wrote {path}")
+    m = irt_mdad(bank, chosen.index).iloc[0]
+    print(f"MDAD (5% level, 80% power) at the fitted models' mean ability: "
+          f"{m.mdad_ability:.3g} ability units, {m.mdad_score:.3g} in score")
     return 0
 
 

@@ -28,6 +28,9 @@ intervals.
 * :func:`screen_items`: items a subset should not rely on (negative or near-zero
   discrimination, solved by all or none, negative item-rest correlation, infit/outfit misfit),
   each with its reason; ``select_items(..., exclude=...)`` leaves them out;
+* :func:`irt_mdad` / :func:`irt_mdad_subjects`: the minimum detectable ability difference
+  of a subset or of each adaptive test, ``(z_{1-alpha/2} + z_power) sqrt(SE_a^2 + SE_b^2)``
+  with ``SE = 1/sqrt(I(theta))`` from the test information, and its score-scale equivalent;
 * :func:`item_measurability`: per item, how much signal it carries (information, its
   parameters, saturation), beside its platinum status when given.
 
@@ -42,6 +45,7 @@ from ._bank import ItemBank, item_bank, pearson_dispersion
 from ._calibrate import cross_fitted_banks, interval_scale
 from ._cat import CRITERIA, AdaptiveResult, adaptive_test
 from ._estimate import dense_responses, estimate_scores, grid_posterior
+from ._mdad import irt_mdad, irt_mdad_subjects
 from ._measurability import item_measurability
 from ._screen import screen_items
 from ._select import SELECTION_METHODS, item_patterns, kmeans, select_items
@@ -62,6 +66,8 @@ __all__ = [
     "grid_posterior",
     "item_bank",
     "interval_scale",
+    "irt_mdad",
+    "irt_mdad_subjects",
     "item_measurability",
     "item_patterns",
     "kmeans",
