@@ -63,6 +63,10 @@ def test_item_by_item_posterior_equals_the_full_data_posterior(world):
     state = cat.update(first, item, 1.0)
     with pytest.raises(ValueError, match="already given"):
         cat.update(state, item, 0.0)
+    with pytest.raises(ValueError, match="no item is left"):
+        cat.next_item(state, available=[item])
+    other = [i for i in bank.items if i != item][:2]
+    assert cat.next_item(state, available=other)[0] in other
 
 
 def test_sympson_hetter_keeps_exposure_under_the_cap(world):

@@ -144,6 +144,8 @@ class AdaptiveTest:
         # One compiled simulation per bank and rule set: the arrays (K, groups) are arguments.
         static = (id(bank), self.budget, float(self.target_se), int(self.randomesque))
         if static not in _RUNS or _RUNS[static][0] is not bank:
+            if len(_RUNS) >= 8:  # keep a few compiled simulations, not every bank ever seen
+                _RUNS.pop(next(iter(_RUNS)))
             _RUNS[static] = (bank, jax.jit(jax.vmap(partial(_one_test, self),
                                                     (None, None, 0, 0, 0, 0))))
         object.__setattr__(self, "_jit_run", _RUNS[static][1])
@@ -225,6 +227,9 @@ class AdaptiveTest:
         if available is not None:
             mask = np.zeros(self.bank.n_items, bool)
             mask[self.bank.position(available)] = True
+        if not np.any(mask & ~np.asarray(state.given) & ~np.asarray(state.barred)):
+            raise ValueError("no item is left to give: every available item was given or "
+                             "barred by exposure control; widen available or stop the test")
         item, state = self._jit_choose(state, jnp.asarray(mask))
         return str(self.bank.items[int(item)]), state
 
