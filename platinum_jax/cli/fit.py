@@ -42,7 +42,8 @@ Models (--model):
 
 Methods (--method):
   map        penalised MAP (Levenberg-Marquardt over the subject-item structure); --restarts
-  laplace    MAP plus a Gaussian from the exact Hessian: _sd, _lo, _hi columns (90% intervals)
+  laplace    MAP plus a Gaussian from the exact Hessian: _sd, _lo, _hi columns (90% intervals);
+             least squares (rosetta's default) takes its noise from the residual variance
   bootstrap  --replicates refits over resampled responses: _sd and percentile intervals
   marginal   one-ability binary models: item parameters with the abilities integrated out
              (EM over a quadrature grid), abilities by EAP with an ability_sd column
