@@ -19,6 +19,13 @@ with the abilities integrated out by quadrature, abilities by EAP), ``laplace``
 
 from typing import TYPE_CHECKING
 
+from ._diagnostics import (
+    DIAGNOSTIC_KEYS,
+    Diagnostics,
+    canonical_diagnostics,
+    choose_chain_method,
+    sampler_diagnostics,
+)
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._point import (
     NOISE_SCALES,
@@ -59,7 +66,9 @@ _LAZY = {
 }
 
 __all__ = [
+    "DIAGNOSTIC_KEYS",
     "Data",
+    "Diagnostics",
     "Fit",
     "MAPResult",
     "METHODS",
@@ -67,6 +76,8 @@ __all__ = [
     "Problem",
     "Theta",
     "bootstrap",
+    "canonical_diagnostics",
+    "choose_chain_method",
     "cross_validate",
     "fit",
     "fit_map",
@@ -85,6 +96,7 @@ __all__ = [
     "posterior_theta",
     "quadrature",
     "row_mesh",
+    "sampler_diagnostics",
     "score_subjects",
     "shard_rows",
     "simulate",

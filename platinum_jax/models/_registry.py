@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from platinum_jax._names import likelihood_name
+
 from .graded import GradedResponse
 from .hierarchical import HierarchicalTwoPL
 from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
@@ -32,6 +34,7 @@ def make_model(name: str, *, likelihood: str | None = None, **options):
     except KeyError:
         raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)}") from None
     if likelihood is not None:
+        likelihood = likelihood_name(likelihood)
         try:
             options["likelihood"] = LIKELIHOODS[likelihood]()
         except KeyError:
