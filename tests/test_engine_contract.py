@@ -33,6 +33,7 @@ from platinum_jax.models import (
     ThreePL,
     TwoPL,
 )
+from platinum_jax.models.rosetta_bayes import RosettaBayes
 
 # name -> (model, main subject parameter, subjects, items, minimum MAP correlation with truth)
 # Each world's tests share one module fixture; the suite spreads the worlds over its workers.
@@ -41,6 +42,9 @@ XDIST_GROUP_BY_PARAMETER = True
 WORLDS = {
     "rosetta": (Rosetta(likelihood=Gaussian(noise=0.05), anchor=BenchmarkAnchor("i00")),
                 "capability", 60, 12, 0.9),
+    # The Bayesian Rosetta model (a noise per benchmark, standardised sampling coordinates):
+    # the model `stitch-bayes` samples, on a small world to keep the suite quick.
+    "rosetta_bayes": (RosettaBayes(anchor=BenchmarkAnchor("i00")), "capability", 60, 12, 0.9),
     "1pl": (OnePL(), "ability", 120, 20, 0.85),
     "2pl": (TwoPL(), "ability", 120, 20, 0.8),
     "3pl": (ThreePL(), "ability", 120, 20, 0.7),

@@ -10,11 +10,13 @@ from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
 from .likelihoods import LIKELIHOODS
 from .mirt import MultidimensionalTwoPL
 from .rosetta import Rosetta
+from .rosetta_bayes import RosettaBayes
 
 __all__ = ["MODELS", "make_model"]
 
 MODELS = {
     "rosetta": Rosetta,
+    "rosetta_bayes": RosettaBayes,
     "1pl": OnePL,
     "2pl": TwoPL,
     "3pl": ThreePL,
