@@ -25,6 +25,7 @@ from platinum_jax.models import (
     Likelihood,
     MeasurementModel,
     Param,
+    Rosetta,
     TwoPL,
 )
 from platinum_jax.stitching import (
@@ -195,3 +196,25 @@ def test_weights_reads_draws_on_the_residual_scale(epoch):
     # allow 5 (the old scale was off by a factor of about 12).
     tol = 5 / np.sqrt(2 * (draws.shape[0] - 1))
     assert np.all(np.abs(drawn / ref - 1) < tol)
+
+
+def test_fit_says_which_rosetta_model_it_samples(tmp_path):
+    import argparse
+
+    from platinum_jax.cli.fit import build_model, register, sampled_model_note
+    from platinum_jax.models.rosetta_bayes import RosettaBayes
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    table = ResponseTable.from_frame(pd.DataFrame({
+        "model": np.repeat(["m0", "m1", "m2"], 2), "benchmark": ["Winogrande", "b1"] * 3,
+        "score": [0.5, 0.4, 0.6, 0.5, 0.7, 0.6]}))
+    for method in ("svi", "nuts"):
+        args = parser.parse_args(["fit", "x.csv", "--model", "rosetta", "--method", method,
+                                  "--out", str(tmp_path)])
+        model = build_model(args, table)  # one free noise, not the model of stitch-bayes
+        assert isinstance(model, Rosetta) and not isinstance(model, RosettaBayes)
+        assert model.likelihood.noise is None
+        assert "stitch-bayes" in sampled_model_note("rosetta", method)
+    assert sampled_model_note("rosetta", "laplace") is None
+    assert sampled_model_note("2pl", "nuts") is None
