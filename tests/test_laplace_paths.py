@@ -16,7 +16,13 @@ import pytest
 from platinum_jax.cli import main
 from platinum_jax.data import ResponseTable
 from platinum_jax.design import read_fit
-from platinum_jax.inference import fit_map, laplace, laplace_covariance, noise_variance
+from platinum_jax.inference import (
+    fit_map,
+    laplace,
+    laplace_covariance,
+    noise_variance,
+    score_subjects,
+)
 from platinum_jax.models import (
     Bernoulli,
     Fixed,
@@ -113,6 +119,20 @@ def test_least_squares_laplace_is_textbook_covariance(linear):
     drawn = np.asarray(lap.draws.subjects)[..., 0].std(axis=0, ddof=1)
     # sd of a sample sd from 4000 normal draws: sd / sqrt(2 * 3999), about 1.1%; allow 5 of them
     np.testing.assert_allclose(drawn, sd[: table.n_subjects], rtol=5 / np.sqrt(2 * 3999))
+
+
+def test_new_subjects_take_the_noise_of_the_items_fit(linear):
+    table, x = linear
+    _, rss, *_ = np.linalg.lstsq(x, table.response, rcond=None)
+    s2 = float(rss[0]) / (x.shape[0] - x.shape[1])
+    fit = fit_map(Additive(), table)
+    new = ResponseTable.from_frame(pd.DataFrame({
+        "subject": ["new", "new", "one"], "item": ["i1", "i2", "i3"], "response": [0.3, 1.2, 0.0]}))
+    scored = score_subjects(fit, new, draws=200)
+    # level_new has unit derivative on each of its responses: H = n_new, sd = s / sqrt(n_new);
+    # "one" has a single response, whose own residual could not estimate any noise.
+    np.testing.assert_allclose(scored.subjects.loc[["new", "one"], "level_sd"],
+                               np.sqrt(s2 / np.array([2.0, 1.0])), rtol=1e-7)
 
 
 def test_noise_scale_is_checked(linear):

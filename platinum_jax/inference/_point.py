@@ -435,6 +435,8 @@ def score_subjects(fit: Fit, responses: ResponseTable, *, draws: int = 2000,
 
     ``responses`` names items of the fit (unknown items raise with close matches). Returns a
     :class:`Fit` over the new subjects whose ``subjects`` frame has the estimates and intervals.
+    For a least-squares likelihood the Laplace noise is the residual variance of ``fit`` (the
+    items' fit), as :func:`noise_variance` estimates it there.
     """
     old = fit.problem
     pos = np.array([old.table.item_position(i) for i in responses.items])
@@ -446,4 +448,10 @@ def score_subjects(fit: Fit, responses: ResponseTable, *, draws: int = 2000,
     problem.free_G = np.zeros_like(problem.free_G)
     problem.init_G = np.asarray(fit.theta.globals, np.float64)
     new = fit_map(problem, responses)
-    return laplace(new, draws=draws, seed=seed)
+    # A least-squares noise comes from the fit of the items (many residuals), not from the
+    # handful of new responses.
+    lik = old.model.likelihood
+    scale = "likelihood"
+    if lik.least_squares:
+        scale = float(lik.noise) * float(np.sqrt(noise_variance(fit)["noise_variance"]))
+    return laplace(new, draws=draws, seed=seed, noise_scale=scale)
