@@ -73,12 +73,12 @@ def main(argv=None) -> int:
     checked = set(fit.summary.loc[fit.summary["sd"] > 0, "variable"])
     sampling_warnings = [str(w.message) for w in record if issubclass(w.category, SamplingWarning)]
     failures = []
-    if d["n_divergent"] != 0:
-        failures.append(f"{d['n_divergent']} divergent transitions")
-    if not d["max_r_hat"] <= 1.01:
-        failures.append(f"max R-hat {d['max_r_hat']:.4f} > 1.01")
-    if not (d["min_ess_bulk"] >= 400 and d["min_ess_tail"] >= 400):
-        failures.append(f"min ESS bulk {d['min_ess_bulk']:.0f} / tail {d['min_ess_tail']:.0f} < 400")
+    if d["divergences"] != 0:
+        failures.append(f"{d['divergences']} divergent transitions")
+    if not d["rhat_max"] <= 1.01:
+        failures.append(f"max R-hat {d['rhat_max']:.4f} > 1.01")
+    if not (d["ess_bulk_min"] >= 400 and d["ess_tail_min"] >= 400):
+        failures.append(f"min ESS bulk {d['ess_bulk_min']:.0f} / tail {d['ess_tail_min']:.0f} < 400")
     if not HYPER <= checked:
         failures.append(f"hyper-parameters missing from the summary: {sorted(HYPER - checked)}")
     if sampling_warnings:
@@ -90,10 +90,10 @@ def main(argv=None) -> int:
         "n_models": int(table.data["model"].nunique()),
         "n_scores": len(table.data),
         "seconds": round(seconds, 1),
-        "n_divergent": int(d["n_divergent"]),
-        "max_r_hat": round(float(d["max_r_hat"]), 4),
-        "min_ess_bulk": round(float(d["min_ess_bulk"]), 1),
-        "min_ess_tail": round(float(d["min_ess_tail"]), 1),
+        "divergences": int(d["divergences"]),
+        "rhat_max": round(float(d["rhat_max"]), 4),
+        "ess_bulk_min": round(float(d["ess_bulk_min"]), 1),
+        "ess_tail_min": round(float(d["ess_tail_min"]), 1),
         "ok": not failures,
     }))
     return 1 if failures else 0
