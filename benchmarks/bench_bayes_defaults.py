@@ -12,7 +12,7 @@ The exit status is 1 when any of these fails; the last line is JSON with the fig
 scaled to its length; this script is the full-length claim the docstring of
 ``fit_stitching_bayes`` makes.
 
-    python benchmarks/bench_bayes_defaults.py            # about two minutes on two cores
+    python benchmarks/bench_bayes_defaults.py            # about 45 s on two cores
 """
 
 from __future__ import annotations
