@@ -1,21 +1,20 @@
-"""Output directories that lose nothing and mix nothing.
+"""Outputs that lose nothing and mix nothing.
 
-Every command that writes a directory of results goes through :func:`output_directory`:
+Every command that writes a directory of results goes through :func:`output_directory`, and
+every command that writes single files through :func:`output_files`:
 
-* ``--out`` naming an existing file is an error, not a traceback;
-* the directory is locked (``fcntl.flock`` on ``.platinum-jax.lock``) while a run writes it, so
-  a second run into the same directory stops at once with an error instead of mixing its files
-  with the first run's;
-* a directory that already holds anything is refused unless ``overwrite=True`` (``--overwrite``),
-  and then only the files a manifest (``.platinum-jax-manifest.json``) lists as written by an
-  earlier run of the same command are removed; files the package did not write are never
-  deleted, and their presence is an error that names them;
-* every file is written to a temporary name in the same directory and renamed into place, so a
-  reader sees the old complete file or the new complete file, never a truncated one, and a run
-  killed mid-write leaves no half-written result under a real name.
-
-The manifest records each file before it is renamed into place and marks the run complete at
-the end, so a killed run's leftovers are still known to be the command's own.
+* ``--out`` naming a file where a directory belongs (or the reverse) is an error, not a
+  traceback;
+* the output is locked (``fcntl.flock``) while a run writes it, so a second run to the same
+  ``--out`` stops at once with an error instead of mixing its files with the first run's;
+* existing results are refused unless ``overwrite=True`` (``--overwrite``), and then only the
+  files a manifest (``.platinum-jax-manifest.json``) lists as written by an earlier run of the
+  same command are replaced; files the package did not write are never deleted, and their
+  presence is an error that names them;
+* a run computes and writes everything into a staging directory (or temporary files) beside
+  the target and swaps it in only as its last step (rename the old one aside, rename the new
+  one in, delete the old one), so a failure or an interrupt at any point before leaves the
+  previous results exactly as they were; staging left by a killed run is removed by the next.
 
 Example::
 
@@ -23,19 +22,23 @@ Example::
         out.write("capabilities.csv", caps.to_csv)          # writer(path, *args, **kwargs)
         out.write("fit.png", fig.savefig, dpi=120)
         out.write_text("fit.json", json.dumps(summary))
+    # here, and only here, --out holds the new results
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["OutputDir", "output_directory", "atomic_write", "MANIFEST", "LOCK"]
+__all__ = ["OutputDir", "output_directory", "output_files", "atomic_write", "discard_in_flight",
+           "MANIFEST", "LOCK"]
 
 MANIFEST = ".platinum-jax-manifest.json"
 LOCK = ".platinum-jax.lock"
@@ -78,35 +81,51 @@ def atomic_write(path: str | os.PathLike, writer: Callable[..., object], *args, 
 
 
 class OutputDir:
-    """A claimed output directory; create it with :func:`output_directory`."""
+    """A claimed output directory; create it with :func:`output_directory`.
 
-    def __init__(self, path: Path, command: str):
+    ``path`` is the target directory; :meth:`write` puts files into a staging directory beside
+    it, which replaces the target only when the run ends without an error.
+    """
+
+    def __init__(self, path: Path, command: str, stage: Path, *, fresh: bool,
+                 keep: Iterable[str] = ()):
         self.path = path
         self.command = command
         self.written: list[str] = []
         self._state: list[str] = []
-        self.finished = True  # set False (abandon) to leave the manifest marked incomplete
+        self._stage = stage
+        self._fresh = fresh  # the target held no earlier results: state may live in it
+        self._keep = set(keep)
+        self.finished = True  # set False (abandon) to keep the previous results in place
 
     def abandon(self) -> None:
-        """Leave the run marked incomplete in the manifest (e.g. after Ctrl-C)."""
+        """Discard this run's outputs and leave the previous results in place (e.g. after
+        Ctrl-C)."""
         self.finished = False
 
     def write(self, name: str, writer: Callable[..., object], *args, **kwargs) -> Path:
-        """Write ``name`` atomically with ``writer(path, *args, **kwargs)`` (e.g. ``df.to_csv``)."""
+        """Write ``name`` with ``writer(path, *args, **kwargs)`` (e.g. ``df.to_csv``) into the
+        staging directory; returns the path the file will have once the run completes."""
         if Path(name).name != name or name.startswith(".platinum-jax"):
             raise ValueError(f"output name {name!r} must be a plain file name")
         self._record(name)
-        return atomic_write(self.path / name, writer, *args, **kwargs)
+        atomic_write(self._stage / name, writer, *args, **kwargs)
+        return self.path / name
 
     def write_text(self, name: str, text: str) -> Path:
-        """Write ``text`` (UTF-8) to ``name`` atomically."""
+        """Write ``text`` (UTF-8) to ``name``."""
         return self.write(name, lambda p: Path(p).write_text(text, encoding="utf-8"))
 
     def own(self, name: str) -> Path:
         """Record ``name`` (a file or directory the command fills itself, such as a cache or a
-        chunk store) as the command's own, so a later ``--overwrite`` may remove it."""
+        chunk store) as the command's own, so a later ``--overwrite`` may remove it.
+
+        Kept names (``keep=``) and any state of a directory that held no earlier results live
+        in the target itself, so an interrupted run's finished work survives for the next one;
+        other state is staged with the outputs.
+        """
         self._record(name, state=True)
-        return self.path / name
+        return (self.path if name in self._keep or self._fresh else self._stage) / name
 
     def _record(self, name: str, state: bool = False) -> None:
         target = self._state if state else self.written
@@ -117,8 +136,35 @@ class OutputDir:
     def _save_manifest(self, complete: bool) -> None:
         doc = {"command": self.command, "complete": complete, "files": self.written,
                "state": self._state, "updated": datetime.now(UTC).isoformat(timespec="seconds")}
-        atomic_write(self.path / MANIFEST,
-                     lambda p: Path(p).write_text(json.dumps(doc, indent=1) + "\n"))
+        text = json.dumps(doc, indent=1) + "\n"
+        places = [self._stage] + ([self.path] if self._fresh and not complete else [])
+        for place in places:
+            atomic_write(place / MANIFEST, lambda p: Path(p).write_text(text))
+
+    def _swap(self, old_own: set[str]) -> None:
+        """Put the staged run in place of the target (the last step of a run).
+
+        Whatever in the target is not a replaced output of the earlier run (kept state, the
+        user's files) moves into the staging directory first; then the target is renamed aside,
+        the staging directory renamed in, and the old one deleted.  A run killed between the
+        two renames is undone by the next run (:func:`_recover`).
+        """
+        with SWAP_LOCK:
+            self._save_manifest(complete=True)
+            for entry in list(self.path.iterdir()):
+                name = entry.name
+                if name in (LOCK, MANIFEST) or name.startswith(_PARTIAL):
+                    continue
+                if (name in old_own and name not in self._keep and name not in self._state) \
+                        or (self._stage / name).exists():
+                    continue
+                os.replace(entry, self._stage / name)
+            aside = _sibling(self.path, _ASIDE)
+            os.replace(self.path, aside)
+            os.replace(self._stage, self.path)
+            _forget(self._stage)
+            with contextlib.suppress(OSError):
+                _remove(aside)
 
 
 def _read_manifest(path: Path) -> dict | None:
@@ -134,21 +180,68 @@ def _read_manifest(path: Path) -> dict | None:
     return None
 
 
-def _lock(path: Path, option: str):
+def _lock(path: Path, option: str, lock: Path | None = None):
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: no advisory locks, rely on the checks
         return None
-    fh = open(path / LOCK, "a+")  # noqa: SIM115 - held open for the whole run
+    fh = open(lock or path / LOCK, "a+")  # noqa: SIM115 - held open for the whole run
     try:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         fh.close()
         raise ValueError(
             f"{option} {path} is being written by another platinum-jax run right now; wait for "
-            "it to finish or choose another directory"
+            "it to finish or choose another path"
         ) from None
     return fh
+
+
+# --------------------------------------------------------------------------- staging siblings
+_STAGING = "platinum-jax-staging"
+_ASIDE = "platinum-jax-old"
+SWAP_LOCK = threading.RLock()  # held by a swap; the interrupt handler waits for it
+_IN_FLIGHT: dict[Path, None] = {}  # staging paths of runs in progress, for the interrupt handler
+
+
+def _sibling(target: Path, kind: str) -> Path:
+    return target.with_name(f".{target.name}.{kind}-{os.getpid()}")
+
+
+def _siblings(target: Path, kind: str) -> list[Path]:
+    pattern = f".{glob.escape(target.name)}.{kind}-*"
+    return sorted(target.parent.glob(pattern))
+
+
+def _forget(path: Path) -> None:
+    _IN_FLIGHT.pop(path, None)
+
+
+def discard_in_flight() -> list[Path]:
+    """Delete the staging files and directories of every run in progress in this process
+    (the interrupt handler's clean-up); the targets keep their previous contents.  Waits for a
+    swap under way to finish.  Returns the targets' staging paths removed."""
+    with SWAP_LOCK:
+        gone = list(_IN_FLIGHT)
+        for path in gone:
+            with contextlib.suppress(OSError):
+                _remove(path)
+            _IN_FLIGHT.pop(path, None)
+        return gone
+
+
+def _recover(target: Path) -> None:
+    """Undo what a killed run left beside ``target``: a target renamed aside but not replaced
+    comes back; stale staging and aside copies are removed.  Call with the target locked, or
+    (for the restore) before creating it."""
+    asides = _siblings(target, _ASIDE)
+    if not target.exists() and asides:
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(asides.pop(), target)
+    for stale in asides + _siblings(target, _STAGING):
+        if stale not in _IN_FLIGHT:
+            with contextlib.suppress(OSError):
+                _remove(stale)
 
 
 @contextlib.contextmanager
@@ -163,6 +256,11 @@ def output_directory(
 ) -> Iterator[OutputDir]:
     """Claim ``path`` for one run of ``command``; yields an :class:`OutputDir` to write through.
 
+    The run writes into a staging directory beside ``path``; when the ``with`` block ends
+    without an error the staging directory replaces ``path`` (rename the old one aside, rename
+    the new one in, delete the old one).  An error, ``abandon()`` or an interrupt at any point
+    leaves ``path`` exactly as it was.
+
     ``keep``: names the command deliberately reuses between runs (a judge cache, the chunk
     store of a resumed sweep); they neither count as existing content nor are removed by
     ``overwrite``.  Raises ``ValueError`` naming ``option`` when the path is a file, is locked
@@ -172,13 +270,17 @@ def output_directory(
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{option} {out} is an existing file; give a directory path")
+    if out.parent.exists() and not out.exists():
+        _recover(out)  # a target a killed run renamed aside comes back before anything else
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"{option} {out}: cannot create the directory ({exc.strerror})") from None
     handle = _lock(out, option)
+    stage = _sibling(out, _STAGING)
     try:
+        _recover(out)
         keep = set(keep)
         manifest = _read_manifest(out)
         ours = set()
@@ -201,25 +303,99 @@ def output_directory(
                 f"({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}); --overwrite "
                 "only removes a command's own outputs: move them away or choose another directory"
             )
-        for name in present:  # only the command's own files and stale partial files
-            _remove(out / name)
-        od = OutputDir(out, command)
+        _IN_FLIGHT[stage] = None
+        stage.mkdir()
+        stage_handle = _lock(stage, option)  # the staged directory is locked before it is in place
+        fresh = manifest is None and not present
+        od = OutputDir(out, command, stage, fresh=fresh, keep=keep)
         od._state = sorted(n for n in keep if (out / n).exists())
         od._save_manifest(complete=False)
         try:
             yield od
+            if od.finished:
+                od._swap(ours)
         except BaseException:
-            # A run that failed before writing anything into a directory it created leaves
-            # no empty directory behind.
-            if created and not od.written and not any((out / n).exists() for n in od._state):
-                for name in (MANIFEST, LOCK):
-                    with contextlib.suppress(OSError):
-                        (out / name).unlink()
+            # A run that failed before keeping anything in a directory it created leaves no
+            # empty directory behind.
+            if created and not any((out / n).exists() for n in od._state):
                 with contextlib.suppress(OSError):
-                    out.rmdir()
+                    _remove(out)
             raise
-        if od.finished:
-            od._save_manifest(complete=True)
+        finally:
+            if stage_handle is not None:
+                stage_handle.close()
+            with SWAP_LOCK:
+                if stage in _IN_FLIGHT:
+                    with contextlib.suppress(OSError):
+                        _remove(stage)
+                    _forget(stage)
     finally:
         if handle is not None:
             handle.close()  # closing the descriptor releases the lock
+
+
+@contextlib.contextmanager
+def output_files(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    companions: Iterable[str | os.PathLike] = (),
+    option: str = "--out",
+) -> Iterator[Callable[..., Path]]:
+    """Claim the single file ``path`` (and ``companions``, files written beside it) for one
+    run; yields ``write(path, writer, *args, **kwargs)``.
+
+    A second run to the same file stops at once with an error naming ``option`` (a lock file
+    ``.NAME.platinum-jax.lock`` beside it, removed at the end).  Existing files are refused
+    unless ``overwrite``.  Every file is written to a temporary name; all of them are renamed
+    into place together when the ``with`` block ends without an error, so a failure or an
+    interrupt leaves the previous files exactly as they were.  Temporary files of a killed
+    run are removed by the next one.
+    """
+    out = Path(path)
+    files = [out, *map(Path, companions)]
+    if out.is_dir():
+        raise ValueError(f"{option} {out} is a directory; name a file")
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"{option} {out}: the directory {out.parent} does not exist")
+    lock = out.with_name(f".{out.name}.platinum-jax.lock")
+    handle = _lock(out, option, lock)
+    staged: dict[Path, Path] = {}
+    try:
+        for f in files:  # partial files of a killed run
+            for stale in _siblings(f, _STAGING):
+                with contextlib.suppress(OSError):
+                    _remove(stale)
+        existing = [f for f in files if f.exists()]
+        if existing and not overwrite:
+            raise ValueError(f"{', '.join(map(str, existing))} already exist(s); pass "
+                             "--overwrite to replace them")
+
+        def write(target, writer: Callable[..., object], *args, **kwargs) -> Path:
+            target = Path(target)
+            if target not in files:
+                raise ValueError(f"{target} is not one of the claimed outputs {files}")
+            tmp = target.with_name(f".{target.name}.{_STAGING}-{os.getpid()}{target.suffix}")
+            staged[target] = tmp
+            _IN_FLIGHT[tmp] = None
+            writer(tmp, *args, **kwargs)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            return target
+
+        yield write
+        with SWAP_LOCK:
+            for target, tmp in staged.items():
+                os.replace(tmp, target)
+                _forget(tmp)
+    finally:
+        with SWAP_LOCK:
+            for tmp in staged.values():
+                if tmp in _IN_FLIGHT:
+                    with contextlib.suppress(OSError):
+                        _remove(tmp)
+                    _forget(tmp)
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                lock.unlink()
+            handle.close()

@@ -152,3 +152,44 @@ def test_every_eval_ever_import(tmp_path, capsys):
     assert main(["import", "tidy", str(agg), "--level", "aggregate",
                  "--out", str(tmp_path / "x.csv")]) == 2
     assert "--level applies to eee" in capsys.readouterr().err
+
+
+EPOCH_RAW = Path(__file__).resolve().parents[2] / "shared" / "data" / "epoch-benchmark-stitching" / "raw"
+
+
+def test_epoch_import_reports_every_score_it_leaves_out(tmp_path, capsys):
+    """Kept plus left out is the whole export; each left-out score says which rule, named by
+    the command's own options, removed it, and the options change what is kept."""
+    every, kept = tmp_path / "all.csv", tmp_path / "kept.csv"
+    assert main(["import", "epoch", str(EPOCH_RAW), "--min-benchmarks", "1",
+                 "--min-release-date", "none", "--out", str(every)]) == 0
+    assert pd.read_csv(tmp_path / "all.missing.csv").empty
+    capsys.readouterr()
+    assert main(["import", "epoch", str(EPOCH_RAW), "--out", str(kept)]) == 0
+    out, err = capsys.readouterr()
+    assert "min_benchmarks=" not in out + err  # no library argument names
+    full = pd.read_csv(every)
+    ok = pd.read_csv(kept)
+    gone = pd.read_csv(tmp_path / "kept.missing.csv")
+    pairs = {*zip(full.subject, full.item, strict=True)}
+    assert {*zip(ok.subject, ok.item, strict=True)} | {*zip(gone.subject, gone.item,
+                                                          strict=True)} == pairs
+    assert len(ok) + len(gone) == len(full)
+    assert f"per-item records without a usable score: {len(gone)}" in out
+    few = gone[gone.reason.str.contains("fewer than --min-benchmarks 4")]
+    dated = gone[gone.reason.str.contains("--min-release-date")]
+    assert len(few) + len(dated) == len(gone) and len(few) and len(dated)
+    for n, rule in ((len(few), "fewer than --min-benchmarks 4"),):
+        assert any(line.strip().startswith(f"{n} left out: model scored on {rule}")
+                   for line in out.splitlines())
+    # a model left out for its benchmarks has fewer than 4 among the date-passing scores
+    passing = pd.concat([ok, few])
+    counts = passing.groupby("subject").item.nunique()
+    assert (counts[few.subject.unique()] < 4).all() and (counts[ok.subject.unique()] >= 4).all()
+    # the options the messages name exist and act
+    assert main(["import", "epoch", str(EPOCH_RAW), "--min-benchmarks", "1",
+                 "--out", str(tmp_path / "one.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "one.csv")) == len(ok) + len(few)
+    assert main(["import", "tidy", str(every), "--min-benchmarks", "2",
+                 "--out", str(tmp_path / "t.csv")]) == 2
+    assert "apply to the epoch format" in capsys.readouterr().err

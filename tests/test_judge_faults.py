@@ -69,8 +69,8 @@ def test_server_down_exits_non_zero_and_says_why(tmp_path, files, monkeypatch, c
     monkeypatch.setenv("OPENAI_API_KEY", "local")
     rc = _certify(files, f"http://127.0.0.1:{_free_port()}/v1", tmp_path / "cert")
     err = capsys.readouterr().err
-    assert rc == 3
-    assert f"{N_CELLS} judge call(s) failed ({N_CELLS} x APIConnectionError)" in err
+    assert rc == 2  # nothing listens there: the run stops at the first call, by name
+    assert "(connection refused); start the server or check --base-url" in err
     assert "Traceback" not in err
 
 
@@ -290,3 +290,19 @@ def test_certify_ctrl_c_exits_130_and_a_plain_rerun_continues(tmp_path, files, m
         assert _certify(files, server.openai_base_url, out) == 0
     items = pd.read_csv(out / "items.csv", index_col="item_id")
     assert list(items["certified"]) == [True, True, False, False, True]
+
+
+def test_a_refused_connection_stops_certify_at_once_by_name(tmp_path, files, monkeypatch, capsys):
+    """Nothing listens at the address: with the default retries (5, exponential back-off) the
+    run would wait for minutes; a refused connection cannot get better, so it stops now."""
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    port = _free_port()
+    items, concepts = files
+    t0 = time.monotonic()
+    code = main(["certify", str(items), "--concepts", str(concepts), "--judge", "openai:scripted",
+                 "--base-url", f"http://127.0.0.1:{port}/v1", "--out", str(tmp_path / "c"),
+                 "--no-progress"])
+    assert time.monotonic() - t0 < 20
+    assert code != 0
+    err = capsys.readouterr().err
+    assert f"nothing answers at http://127.0.0.1:{port}/v1 (connection refused)" in err, err

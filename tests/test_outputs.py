@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,17 +117,93 @@ def test_kill_during_a_write_loses_nothing_complete_and_mixes_nothing(tmp_path):
     _wait_for(ready, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    names = {p.name for p in out.iterdir()}
-    # neither a truncated capabilities.csv nor the earlier run's fit.json beside new files
-    assert "capabilities.csv" not in names and "fit.json" not in names
-    assert any(n.startswith(".platinum-jax-partial-") for n in names)
-    assert json.loads((out / MANIFEST).read_text())["complete"] is False
+    # the earlier run's results exactly as they were, nothing of the killed run in them
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [LOCK, MANIFEST, "capabilities.csv", "fit.json"])
+    assert (out / "capabilities.csv").read_text() == "model,capability\nold,1.0\n"
+    assert json.loads((out / MANIFEST).read_text())["complete"] is True
+    assert [p.name for p in tmp_path.iterdir() if "staging" in p.name]  # its staging is beside
     with pytest.raises(ValueError, match="already holds"):
         with output_directory(out, "stitch"):
             pass
-    with output_directory(out, "stitch", overwrite=True) as od:  # the partial file is ours
+    with output_directory(out, "stitch", overwrite=True) as od:
         od.write_text("capabilities.csv", "model,capability\nnew,2.0\n")
+        assert (out / "fit.json").exists()  # the old results stay until the new ones exist
     assert sorted(p.name for p in out.iterdir()) == sorted([LOCK, MANIFEST, "capabilities.csv"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit", "ready"]  # stale staging gone
+
+
+def test_a_failed_overwrite_leaves_the_previous_results_exactly(tmp_path):
+    out = tmp_path / "fit"
+    with output_directory(out, "fit") as od:
+        od.write_text("subjects.csv", "old subjects\n")
+        od.write("draws.npz", Path.write_bytes, b"old draws")
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != LOCK}
+    with pytest.raises(ValueError, match="the model failed"):
+        with output_directory(out, "fit", overwrite=True) as od:
+            od.write_text("subjects.csv", "new subjects, never complete\n")
+            raise ValueError("the model failed")
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != LOCK} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit"]
+
+
+def test_a_run_killed_between_the_two_renames_is_undone_by_the_next(tmp_path):
+    out = tmp_path / "fit"
+    with output_directory(out, "fit") as od:
+        od.write_text("subjects.csv", "old\n")
+    # what a run killed after renaming the target aside and before renaming its staging in
+    # leaves: no target, an aside copy and a complete staging directory
+    aside = tmp_path / ".fit.platinum-jax-old-99999999"
+    out.rename(aside)
+    staged = tmp_path / ".fit.platinum-jax-staging-99999999"
+    staged.mkdir()
+    (staged / "subjects.csv").write_text("new\n")
+    with pytest.raises(ValueError, match="already holds the results of an earlier `fit` run"):
+        with output_directory(out, "fit"):
+            pass
+    assert (out / "subjects.csv").read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit"]
+
+
+def test_single_file_outputs_lock_and_swap_together(tmp_path):
+    from platinum_jax._outputs import output_files
+
+    out, side = tmp_path / "table.csv", tmp_path / "table.missing.csv"
+    out.write_text("old table\n")
+    side.write_text("old side\n")
+    with pytest.raises(ValueError, match="already exist"):
+        with output_files(out, companions=[side]):
+            pass
+    with pytest.raises(RuntimeError, match="reader failed"):
+        with output_files(out, overwrite=True, companions=[side]) as write:
+            write(out, Path.write_text, "new table\n")
+            raise RuntimeError("reader failed")
+    assert (out.read_text(), side.read_text()) == ("old table\n", "old side\n")
+    with output_files(out, overwrite=True, companions=[side]) as write:
+        with pytest.raises(ValueError, match="being written by another platinum-jax run"):
+            with output_files(out, overwrite=True):
+                pass
+        write(out, Path.write_text, "new table\n")
+        write(side, Path.write_text, "new side\n")
+        assert out.read_text() == "old table\n"  # nothing moves before the end
+    assert (out.read_text(), side.read_text()) == ("new table\n", "new side\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv", "table.missing.csv"]
+
+
+def test_two_imports_to_the_same_out_do_not_both_succeed(tmp_path):
+    """Started together, without --overwrite: one writes the table, the other fails by name."""
+    out = tmp_path / "r.csv"
+    logs = Path(__file__).parent / "data" / "logs" / "lm_eval"
+    argv = [sys.executable, "-m", "platinum_jax.cli", "import", "lm-eval", str(logs), "--metric",
+            "acc_norm", "--metric", "exact_match", "--out", str(out)]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    results = [(p.wait(timeout=120), p.stderr.read().decode()) for p in procs]
+    codes = sorted(rc for rc, _ in results)
+    assert codes == [0, 2], results
+    err = next(e for rc, e in results if rc == 2)
+    assert "being written by another platinum-jax run" in err or "already exist" in err
+    assert "Traceback" not in err
 
 
 def test_a_second_run_into_a_directory_being_written_is_refused(tmp_path, capsys):
@@ -145,12 +222,14 @@ def test_a_second_run_into_a_directory_being_written_is_refused(tmp_path, capsys
         for extra in ([], ["--overwrite"], ["--resume"]):
             assert main([*SWEEP, "--out", str(out), *extra]) == 2
             assert "being written by another platinum-jax run" in capsys.readouterr().err
-        assert sorted(p.name for p in out.iterdir()) == sorted([LOCK, MANIFEST, "summary.json"])
+        # the running one's summary.json is staged, not yet in the directory
+        assert sorted(p.name for p in out.iterdir()) == sorted([LOCK, MANIFEST])
     finally:
         proc.kill()
         proc.wait(timeout=30)
     # the lock dies with its process: the directory can be taken over
     assert main([*SWEEP, "--out", str(out), "--overwrite"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ready", "shared"]
 
 
 def test_resume_replaces_sweep_nc_atomically_while_a_reader_holds_it(tmp_path):

@@ -9,6 +9,7 @@ an exit code.  Heavy imports (JAX, NumPyro) happen inside those callables so ``-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -106,6 +107,16 @@ def _command_in(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns its exit code.
+
+    Called without ``argv`` (the ``platinum-jax`` program), Ctrl-C ends the process within
+    seconds even inside compiled code (:mod:`platinum_jax.cli._interrupt`); called with a list
+    (in-process), it raises ``KeyboardInterrupt`` inside the command as usual.  Either way the
+    command's outputs in progress are discarded, one line is printed and the code is 130.
+    """
+    from platinum_jax.cli._interrupt import EXIT_CODE, hard_stop, interrupted_line
+
+    real_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command_in(argv)
     parser = build_parser([] if command is None else [command])
@@ -114,16 +125,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        from platinum_jax._runtime import enable_compilation_cache
+        with hard_stop(args.command) if real_process else contextlib.nullcontext():
+            from platinum_jax._runtime import enable_compilation_cache
 
-        enable_compilation_cache()  # later runs of the same shapes skip compilation
-        return int(args.func(args) or 0)
+            enable_compilation_cache()  # later runs of the same shapes skip compilation
+            return int(args.func(args) or 0)
     except (ValueError, OSError, KeyError, MissingExtraError) as exc:
         # Input problems and missing optional extras are the user's to fix (a bad value, a
         # missing or unreadable file, a directory where a file belongs): print the message,
         # not a traceback.
         print(f"platinum-jax {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # The outputs' context managers have already put the previous results back in place.
+        print(interrupted_line(args.command), file=sys.stderr)
+        return EXIT_CODE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_anchor_arguments", "anchor_from_args"]
+__all__ = ["add_anchor_arguments", "anchor_from_args", "note_unconverged"]
 
 
 def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,3 +34,21 @@ def anchor_from_args(args: argparse.Namespace):
             )
         return ModelAnchor(tuple(args.anchor_models), tuple(args.anchor_capabilities))
     return BenchmarkAnchor(args.anchor_benchmark, args.anchor_difficulty, args.anchor_slope)
+
+
+def note_unconverged(fit_dir, command: str) -> None:
+    """Say so (stderr) when the fit in ``fit_dir`` did not converge, before its numbers are
+    used (``subset``, ``score``, ``weights``); a damaged fit.json is its readers' to refuse."""
+    import json
+    import sys
+    from pathlib import Path
+
+    path = Path(fit_dir) / "fit.json"
+    try:
+        converged = json.loads(path.read_text()).get("converged", True)
+    except (OSError, ValueError, AttributeError):
+        return
+    if converged is False:
+        print(f"note: platinum-jax {command}: {path} records a fit that did not converge; "
+              "these results rest on its unconverged numbers (refit, e.g. with --restarts)",
+              file=sys.stderr)

@@ -78,11 +78,39 @@ def _bank(args, dispersion):
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    from platinum_jax.cli._common import note_unconverged
     from platinum_jax.efficient import item_bank
     from platinum_jax.efficient._io import load_fit
 
-    fit = load_fit(args.fit_dir, args.data)
+    fit = load_fit(args.fit_dir, args.data)  # with --data, its responses are checked as fit's
+    note_unconverged(args.fit_dir, args.command)
     return item_bank(fit, dispersion=dispersion)
+
+
+def _read_subset(path: str):
+    """subset.csv of `platinum-jax subset`, refused unless its method drew a probability
+    sample (the design-based interval holds only for those)."""
+    import pandas as pd
+
+    from platinum_jax.efficient._assisted import PROBABILITY_SAMPLES
+
+    try:
+        subset = pd.read_csv(path, index_col="item")
+    except (FileNotFoundError, ValueError) as err:
+        raise ValueError(f"--subset {path}: cannot read a subset.csv with columns "
+                         f"item, weight, group, method ({err})") from err
+    if "method" not in subset.columns:
+        raise ValueError(f"--subset {path} does not record how its items were chosen (no "
+                         "method column); the design-based interval needs a random sample: "
+                         "rerun `platinum-jax subset --method random` (or stratified), which "
+                         "records it")
+    methods = sorted(set(subset["method"].astype(str)))
+    if any(m not in PROBABILITY_SAMPLES for m in methods):
+        raise ValueError(f"--subset {path} was chosen by --method {', '.join(methods)}, not a "
+                         "probability sample, so no design-based interval holds for it; score "
+                         "without --subset (the item-model estimate), or draw the subset with "
+                         f"`platinum-jax subset --method {' or '.join(PROBABILITY_SAMPLES)}`")
+    return subset
 
 
 def run_subset(args: argparse.Namespace) -> int:
@@ -111,17 +139,13 @@ def run_score(args: argparse.Namespace) -> int:
     from platinum_jax._outputs import output_directory
     from platinum_jax.data import ResponseTable
     from platinum_jax.efficient import assisted_scores, estimate_scores
+    from platinum_jax.models._check import check_responses
 
+    subset = _read_subset(args.subset) if args.subset else None
     bank = _bank(args, "pearson" if args.dispersion is None else args.dispersion)
     responses = ResponseTable.read(args.responses)
-    if args.subset:
-        import pandas as pd
-
-        try:
-            subset = pd.read_csv(args.subset, index_col="item")
-        except (FileNotFoundError, ValueError) as err:
-            raise ValueError(f"--subset {args.subset}: cannot read a subset.csv with columns "
-                             f"item, weight[, group] ({err})") from err
+    check_responses(bank.fit.model, responses)  # the same check as `fit` makes
+    if subset is not None:
         scores = assisted_scores(bank, responses, subset, interval=args.interval)
     else:
         scores = estimate_scores(bank, responses, interval=args.interval, seed=args.seed)

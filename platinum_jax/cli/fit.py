@@ -57,7 +57,9 @@ Outputs in --out: subjects.csv, items.csv, globals.csv and fit.json (model, meth
 objective, convergence and sampler diagnostics); with --diagnostics also
 items_diagnostics.csv (infit, outfit, items solved by every subject or by none, information)
 and item_curves.png (item characteristic curves and test information); with --save-draws
-draws.npz (what `platinum-jax weights` reads). Each file is written whole or not at all.
+draws.npz (what `platinum-jax weights` reads). fit.json also records the size and checksum of
+every other file. The outputs are staged beside --out and replace an earlier fit only once all
+of them are written: a failure or Ctrl-C leaves --out as it was.
 """
 
 EPILOG = """\
@@ -267,6 +269,12 @@ def run(args: argparse.Namespace) -> int:
         table, derived = derive_responses(table, args.from_fractions)
         print(derived)
     model = build_model(args, table)
+    from platinum_jax.models._check import check_responses, response_notes
+
+    check_responses(model, table)  # before the output directory is claimed
+    notes = response_notes(model, table)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     options = {} if args.method == "marginal" else {"seed": args.seed}
     if args.method in ("map", "laplace", "bootstrap"):
         options["restarts"] = args.restarts
@@ -292,11 +300,16 @@ def run(args: argparse.Namespace) -> int:
             result = fit(model, table, method=args.method, **options)
         if derived is not None:
             result.diagnostics["responses_derived"] = derived
-        written = [out.write_text(name, text) for name, text in result.files().items()]
-        if args.save_draws:
-            from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes
+        if notes:
+            result.diagnostics["notes"] = notes
+        from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes, with_integrity
 
-            written.append(out.write(DRAWS_FILE, Path.write_bytes, draws_bytes(result)))
+        files = dict(result.files())
+        if args.save_draws:
+            files[DRAWS_FILE] = draws_bytes(result)
+        written = [out.write(name, Path.write_bytes if isinstance(content, bytes) else
+                             Path.write_text, content)
+                   for name, content in with_integrity(files).items()]  # fit.json records the rest
         if args.diagnostics:
             written += _write_diagnostics(result, out)
     s = result.summary()

@@ -22,12 +22,16 @@ Formats (FORMAT):
            scores from their _samples.jsonl sidecars, or --level aggregate for one score per
            evaluation; --metric as for lm-eval
   tidy     long CSV / Parquet files (subject, item, response[, group, trials, se, weight])
-  epoch    Epoch AI benchmarking-hub raw/ directories (benchmark-level scores)
+  epoch    Epoch AI benchmarking-hub raw/ directories (benchmark-level scores), by the
+           Rosetta paper's rules: --min-release-date (default 2022-11-01; none keeps every
+           model) and --min-benchmarks (default 4); every score they leave out is listed in
+           the .missing.csv side table with its reason
 
 Besides --out, two tables are written beside it: <name>.metadata.csv (one row per run: model
 arguments, few-shot count, dates, versions) and <name>.missing.csv (per-item records without a
 usable score, with the reason). The written table keeps the provenance columns file, task and
-metric. Files are written whole or not at all.
+metric. The three files replace earlier ones together, only once all are written; a second
+import to the same --out while one runs stops with an error.
 """
 
 EPILOG = """\
@@ -67,13 +71,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    default="error",
                    help="repeated (subject, item) pairs, e.g. the same model run twice: fail "
                    "(default) or reduce them (mean pools the trials)")
+    e = p.add_argument_group("epoch")
+    e.add_argument("--min-benchmarks", type=int, default=None,
+                   help="keep models scored on at least this many benchmarks (default 4; 1 "
+                   "keeps all)")
+    e.add_argument("--min-release-date", default=None, metavar="DATE",
+                   help="keep models released on or after DATE (default 2022-11-01; 'none' "
+                   "keeps every model, those of unknown date too)")
     p.set_defaults(func=run)
+
+
+def _epoch_options(args) -> dict:
+    given = {k: v for k, v in (("--min-benchmarks", args.min_benchmarks),
+                               ("--min-release-date", args.min_release_date)) if v is not None}
+    if args.format != "epoch":
+        if given:
+            raise ValueError(f"{', '.join(given)} apply to the epoch format, not to "
+                             f"{args.format}")
+        return {}
+    options = {}
+    if args.min_benchmarks is not None:
+        if args.min_benchmarks < 1:
+            raise ValueError(f"--min-benchmarks must be >= 1 (got {args.min_benchmarks})")
+        options["min_benchmarks"] = args.min_benchmarks
+    if args.min_release_date is not None:
+        date = args.min_release_date
+        if date.lower() == "none":
+            options["min_release_date"] = None
+        else:
+            import pandas as pd
+
+            try:
+                pd.Timestamp(date)
+            except (TypeError, ValueError):
+                raise ValueError(f"--min-release-date {date!r} is not a date; use e.g. "
+                                 "2022-11-01, or none for no date rule") from None
+            options["min_release_date"] = date
+    return options
 
 
 def _read(args):
     from platinum_jax.importers import FORMATS
 
     reader = FORMATS[args.format]
+    epoch = _epoch_options(args)
     if args.format == "lm-eval":
         return reader(args.paths, metric=args.metric,
                       filter=None if args.filter == "any" else args.filter, tasks=args.tasks)
@@ -93,7 +134,7 @@ def _read(args):
         return reader(args.paths, scorer=args.metric[0] if args.metric else None)
     if args.metric is not None:
         raise ValueError(f"--metric does not apply to the {args.format} format")
-    return reader(args.paths)
+    return reader(args.paths, **epoch)
 
 
 def _side_paths(out: Path) -> tuple[Path, Path]:
@@ -114,6 +155,15 @@ def _with_provenance(table, responses):
     ).reset_index()
     frame = table.to_frame()
     return pd.merge(frame, prov, on=["subject", "item"], how="left", validate="one_to_one")
+
+
+def _by_rule(reasons) -> dict[str, int]:
+    """Counts of the reasons, with the per-model details (dates) folded into their rule."""
+    import re
+
+    rules = reasons.astype(str).map(lambda r: re.sub(r"released \d{4}-\d{2}-\d{2}, ",
+                                                     "released ", r))
+    return rules.value_counts().to_dict()
 
 
 def summary_lines(logs, table, out: Path, rule: str) -> list[str]:
@@ -142,6 +192,9 @@ def summary_lines(logs, table, out: Path, rule: str) -> list[str]:
                      f"{len(lost)}, e.g. {', '.join(lost[:3])}")
     lines.append(f"per-item records without a usable score: {len(miss)}"
                  + (f" (listed in {_side_paths(out)[1].name})" if len(miss) else ""))
+    if len(miss):
+        for reason, n in _by_rule(miss["reason"]).items():
+            lines.append(f"  {n} left out: {reason}")
     for r in miss.head(5).itertuples():
         lines.append(f"  {r.subject} {r.item}: {r.reason} [{r.file}]")
     if len(miss) > 5:
@@ -150,29 +203,23 @@ def summary_lines(logs, table, out: Path, rule: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from platinum_jax._outputs import atomic_write
+    from platinum_jax._outputs import output_files
 
     out = Path(args.out)
     if out.suffix.lower() not in (".parquet", ".pq", ".csv"):
         raise ValueError(f"--out {out}: name a .parquet or .csv file")
-    if out.is_dir():
-        raise ValueError(f"--out {out} is a directory; name a .parquet or .csv file")
     meta_path, miss_path = _side_paths(out)
-    existing = [p for p in (out, meta_path, miss_path) if p.exists()]
-    if existing and not args.overwrite:
-        raise ValueError(f"{', '.join(map(str, existing))} already exist(s); pass --overwrite "
-                         "to replace them")
-    if not out.parent.exists():
-        raise FileNotFoundError(f"--out {out}: the directory {out.parent} does not exist")
-    logs = _read(args)
-    table = logs.table(duplicates=args.duplicates, name=f"the {logs.format} logs")
-    frame = _with_provenance(table, logs.responses)
-    if out.suffix.lower() == ".csv":
-        atomic_write(out, frame.to_csv, index=False)
-    else:
-        atomic_write(out, frame.to_parquet, index=False)
-    atomic_write(meta_path, logs.metadata.to_csv, index=False)
-    atomic_write(miss_path, logs.missing.to_csv, index=False)
+    # Locked for the whole run; the three files are swapped in together at the end.
+    with output_files(out, overwrite=args.overwrite, companions=(meta_path, miss_path)) as write:
+        logs = _read(args)
+        table = logs.table(duplicates=args.duplicates, name=f"the {logs.format} logs")
+        frame = _with_provenance(table, logs.responses)
+        if out.suffix.lower() == ".csv":
+            write(out, frame.to_csv, index=False)
+        else:
+            write(out, frame.to_parquet, index=False)
+        write(meta_path, logs.metadata.to_csv, index=False)
+        write(miss_path, logs.missing.to_csv, index=False)
     for line in summary_lines(logs, table, out, args.duplicates):
         print(line)
     print(f"wrote {out}, {meta_path.name}, {miss_path.name}")

@@ -191,7 +191,15 @@ def _numbers(text: str, option: str) -> list[float]:
 def _two_columns(path: str, key: str, value: str, option: str):
     import pandas as pd
 
-    frame = pd.read_csv(path)
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{option} {path} is empty; it needs a header {key},{value} and one "
+                         "row per entry") from None
+    except pd.errors.ParserError as exc:
+        raise ValueError(f"{option} {path} is not a well-formed CSV ({exc})") from None
+    if frame.empty:
+        raise ValueError(f"{option} {path} has a header but no rows; give one row per entry")
     missing = [c for c in (key, value) if c not in frame.columns]
     if missing:
         raise ValueError(f"{option} {path}: needs columns {key},{value}; missing {missing} "
@@ -332,6 +340,9 @@ def run(args: argparse.Namespace) -> int:
               f"{len(prims.items)} benchmarks, {prims.n_draws} draws")
     else:
         fit = read_fit(fit_dir)
+        from platinum_jax.cli._common import note_unconverged
+
+        note_unconverged(fit_dir, "weights")
         print(f"read {fit_dir}: model {fit.model.name}, method {fit.method}, "
               f"{fit.table.n_items} items, {fit.table.n_subjects} subjects, "
               f"{1 if fit.draws is None else int(np.shape(fit.draws.items)[0])} draw(s)")

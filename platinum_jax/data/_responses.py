@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from platinum_jax._names import UnknownNameError, close_matches_message
+from platinum_jax._names import UnknownNameError, close_matches_message, normalise_names
 
 __all__ = ["ResponseTable"]
 
@@ -165,7 +165,8 @@ class ResponseTable:
                     f"{name}: {int(bad.sum())} row(s) have no {col} (rows "
                     f"{[int(i) for i in np.flatnonzero(bad)[:8]]}); fill in or drop those rows"
                 )
-            frame[col] = frame[col].astype(str)
+            # "m04" and "m04 " are one subject here as in every reader (said, not silent).
+            frame[col] = normalise_names(frame[col], what=col, source=name).astype(str)
         for col in ("response", *_OPTIONAL):
             if col not in frame.columns:
                 continue
@@ -192,6 +193,10 @@ class ResponseTable:
             if col in frame.columns and (frame[col].to_numpy() < 0).any():
                 bad = frame[col].to_numpy() < 0
                 raise ValueError(f"{name}: negative {col}: {_rows(frame, bad, col)}")
+        if "weight" in frame.columns and not (frame["weight"].to_numpy() > 0).any():
+            raise ValueError(f"{name}: every weight is 0, so no response counts and a fit would "
+                             "return its prior alone; give some rows a positive weight or drop "
+                             "the weight column")
         frame = _reduce_duplicates(frame, duplicates, name)
         return cls._from_clean(frame, name)
 
@@ -352,6 +357,9 @@ class ResponseTable:
             df = pd.read_csv(path)
         except pd.errors.EmptyDataError:
             raise ValueError(f"{path} is empty; expected a CSV with a header row") from None
+        except pd.errors.ParserError as exc:  # e.g. a row with more fields than the header
+            raise ValueError(f"{path} is not a well-formed CSV ({exc}); every row needs as "
+                             "many fields as the header") from None
         return cls.from_frame(df, name=kw.pop("name", path.name), **kw)
 
     @classmethod

@@ -9,13 +9,15 @@ estimate and the raw draws (Laplace draws, bootstrap replicates or posterior dra
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["draws_bytes", "read_fit", "DRAWS_FILE"]
+__all__ = ["draws_bytes", "read_fit", "with_integrity", "DRAWS_FILE"]
 
 DRAWS_FILE = "draws.npz"
 _FORMAT = 1
@@ -82,6 +84,78 @@ def draws_bytes(fit) -> bytes:
     return buf.getvalue()
 
 
+def with_integrity(files: dict[str, str | bytes]) -> dict[str, str | bytes]:
+    """``files`` (name -> content, ``fit.json`` among them) with ``fit.json`` recording what
+    the other files must be: for each its size and SHA-256, and for ``draws.npz`` the model,
+    method and array shapes it holds, so a reader can refuse a file that was truncated,
+    replaced or written by another fit (:func:`read_fit` checks them)."""
+    doc = json.loads(files["fit.json"])
+    record = {}
+    for name, content in files.items():
+        if name == "fit.json":
+            continue
+        data = content.encode() if isinstance(content, str) else content
+        record[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    doc["files"] = record
+    if DRAWS_FILE in files:
+        z = np.load(io.BytesIO(files[DRAWS_FILE]), allow_pickle=False)
+        meta = json.loads(str(z["meta"]))
+        doc["draws"] = {"model": meta["model"], "method": meta["method"],
+                        "shapes": {k: list(z[k].shape) for k in z.files
+                                   if k.startswith(("theta_", "draws_"))}}
+    return {**files, "fit.json": json.dumps(doc, indent=2) + "\n"}
+
+
+def _check_against_record(directory: Path, path: Path, z, meta: dict) -> None:
+    """``draws.npz`` against what ``fit.json`` records of it (when fit.json is there)."""
+    summary_path = directory / "fit.json"
+    if not summary_path.exists():
+        return
+    try:
+        summary = json.loads(summary_path.read_text())
+        if not isinstance(summary, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{summary_path} cannot be read ({exc}); it was damaged: refit with "
+                         "`platinum-jax fit ... --overwrite`") from None
+    fitted = (summary.get("model") or {}).get("name")
+    if fitted is not None and fitted != meta.get("model"):
+        raise ValueError(f"{path} holds draws of the {meta.get('model')} model, but "
+                         f"{summary_path} is a {fitted} fit: the file belongs to another fit; "
+                         "refit this directory with --save-draws --overwrite")
+    if summary.get("method") is not None and summary["method"] != meta.get("method"):
+        raise ValueError(f"{path} holds {meta.get('method')} draws, but {summary_path} records "
+                         f"method {summary['method']}: the file belongs to another fit")
+    want = (summary.get("files") or {}).get(DRAWS_FILE)
+    if want is not None:
+        data = path.read_bytes()
+        if len(data) != want["bytes"] or hashlib.sha256(data).hexdigest() != want["sha256"]:
+            raise ValueError(f"{path} is not the file {summary_path} records (size or checksum "
+                             "differs): it was replaced or damaged; refit with --save-draws "
+                             "--overwrite")
+    shapes = (summary.get("draws") or {}).get("shapes") or {}
+    for key, shape in shapes.items():
+        if key not in z.files or list(z[key].shape) != list(shape):
+            raise ValueError(f"{path}: array {key} has shape "
+                             f"{list(z[key].shape) if key in z.files else 'none'}, but "
+                             f"{summary_path} records {shape}; the file belongs to another fit")
+
+
+def _check_shapes(path: Path, z, problem, has_draws: bool) -> None:
+    """The arrays of ``draws.npz`` have the shapes its own model and responses imply."""
+    want = {"subjects": problem.init_S.shape, "items": problem.init_I.shape,
+            "globals": problem.init_G.shape}
+    for key, shape in want.items():
+        names = [f"theta_{key}"] + ([f"draws_{key}"] if has_draws else [])
+        for name in names:
+            got = z[name].shape[1:] if name.startswith("draws_") else z[name].shape
+            if tuple(got) != tuple(shape):
+                raise ValueError(f"{path}: array {name} has shape {tuple(z[name].shape)}, but "
+                                 f"its {problem.model.name} model on these responses needs "
+                                 f"{tuple(shape)}{' per draw' if name.startswith('draws_') else ''}"
+                                 "; the file is damaged: refit with --save-draws --overwrite")
+
+
 def _fixed(block, free, values) -> dict:
     """The fixed entries of one flat block, as the model's identification states them."""
     from platinum_jax.models import Fixed
@@ -93,6 +167,14 @@ def _fixed(block, free, values) -> dict:
             lead = mask.shape[:-1]
             out[name] = Fixed(mask.reshape(*lead, *shape), values[..., a:b].reshape(*lead, *shape))
     return out
+
+
+class _Arrays(dict):
+    """The arrays of a loaded ``.npz`` (``files`` and ``in`` as ``NpzFile`` has them)."""
+
+    @property
+    def files(self) -> list[str]:
+        return list(self)
 
 
 def read_fit(directory: str | Path):
@@ -121,9 +203,14 @@ def read_fit(directory: str | Path):
     try:
         z = np.load(path, allow_pickle=False)
         meta = json.loads(str(z["meta"]))
-    except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"{path} is not a draws file written by `platinum-jax fit`: {exc}") \
-            from exc
+        arrays = {k: z[k] for k in z.files}  # reads every member: a truncated file fails here
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        what = "empty" if path.stat().st_size == 0 else "truncated or damaged"
+        raise ValueError(f"{path} is {what}, not a draws file written by `platinum-jax fit` "
+                         f"({type(exc).__name__}: {exc}); refit with --save-draws --overwrite") \
+            from None
+    z = _Arrays(arrays)
+    _check_against_record(directory, path, z, meta)
     if meta.get("format") != _FORMAT:
         raise ValueError(f"{path} has format {meta.get('format')!r}; this version reads "
                          f"format {_FORMAT}")
@@ -150,6 +237,7 @@ def read_fit(directory: str | Path):
         description=meta["identification"],
     )
     problem = Problem(model, table, identification=ident)
+    _check_shapes(path, z, problem, bool(meta["has_draws"]))
     theta = Theta(*(jnp.asarray(z[f"theta_{k}"]) for k in ("subjects", "items", "globals")))
     draws = None
     if meta["has_draws"]:

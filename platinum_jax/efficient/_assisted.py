@@ -28,8 +28,11 @@ subset. ``(1 - n_h / N_h)`` is the finite-population correction: the truth is th
 one (the simple-random-sampling formula, conservative for proportional allocation).
 
 The interval is a *design-based* statement: it holds for subsets drawn at random (``"random"``,
-``"stratified"``). For subsets chosen deterministically (``"fisher"``) or one item per cluster
-(``"anchor"``) the same formula is computed, but nothing guarantees its coverage.
+``"stratified"``). Subsets chosen deterministically (``"fisher"``) or one item per cluster
+(``"anchor"``) are not probability samples: a subset whose ``method`` column names one of them
+is refused. The estimate and its interval are projected onto the range of the score (``[0, 1]``
+for fractions), which holds the truth by definition: the projection never moves the estimate
+away from the truth, though it gives up exact unbiasedness at the edges.
 """
 
 from __future__ import annotations
@@ -40,10 +43,13 @@ from scipy import stats
 
 from platinum_jax.data import ResponseTable
 
-from ._bank import ItemBank
+from ._bank import ItemBank, response_range
 from ._estimate import dense_responses, grid_posterior
 
-__all__ = ["assisted_scores"]
+__all__ = ["assisted_scores", "PROBABILITY_SAMPLES"]
+
+# Selection methods whose subsets are drawn at random (known inclusion probabilities).
+PROBABILITY_SAMPLES = ("random", "stratified")
 
 
 def _design(subset: pd.DataFrame, bank: ItemBank, tmask: np.ndarray):
@@ -51,6 +57,14 @@ def _design(subset: pd.DataFrame, bank: ItemBank, tmask: np.ndarray):
     if not isinstance(subset, pd.DataFrame) or "weight" not in subset.columns:
         raise ValueError("subset must be the frame of select_items (index item, column weight, "
                          "optionally group)")
+    if "method" in subset.columns:
+        methods = sorted(set(subset["method"].astype(str)))
+        if methods != [m for m in methods if m in PROBABILITY_SAMPLES]:
+            raise ValueError(
+                f"the subset was chosen by {', '.join(methods)}, which is not a probability "
+                f"sample; the design-based interval needs items drawn at random (select_items "
+                f"method {' or '.join(PROBABILITY_SAMPLES)}); score this subset with the item "
+                "model alone (estimate_scores, or `platinum-jax score` without --subset)")
     pos = bank.position(subset.index)
     if len(np.unique(pos)) != len(pos):
         raise ValueError("subset lists an item twice; a sample holds each item once")
@@ -117,7 +131,8 @@ def assisted_scores(
         raise ValueError(
             f"subject {responses.subjects[s]!r} has no response to subset item "
             f"{bank.items[pos[i]]!r} ({int(missing.sum())} missing in all); the design-based "
-            "estimate needs every drawn item answered: score that subject with estimate_scores"
+            "estimate needs every drawn item answered: score that subject with the item model "
+            "alone (estimate_scores; `platinum-jax score` without --subset)"
         )
     only = np.zeros_like(seen)
     only[:, pos] = True  # the ability comes from the drawn items, as the design assumes
@@ -134,10 +149,11 @@ def assisted_scores(
         var += big_w[h] ** 2 * (1 - n_h[h] / big_n[h]) * r.var(axis=1, ddof=1) / n_h[h]
     se = np.sqrt(var)
     q = stats.t.ppf(0.5 + interval / 2, len(pos) - 1)
-    score = predicted + correction
+    lo, hi = response_range(bank.fit.model)
+    score = np.clip(predicted + correction, lo, hi)
     return pd.DataFrame({
         "ability": post @ grid, "score": score, "score_se": se,
-        "score_lo": score - q * se, "score_hi": score + q * se,
+        "score_lo": np.maximum(score - q * se, lo), "score_hi": np.minimum(score + q * se, hi),
         "predicted": predicted, "residual": correction,
         "n_observed": len(pos), "n_target": n_t,
     }, index=pd.Index(responses.subjects, name="subject"))

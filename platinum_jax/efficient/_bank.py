@@ -28,7 +28,7 @@ import pandas as pd
 from platinum_jax.inference import Fit
 from platinum_jax.models.likelihoods import Bernoulli, Binomial, Gaussian
 
-__all__ = ["ItemBank", "item_bank", "pearson_dispersion"]
+__all__ = ["ItemBank", "item_bank", "pearson_dispersion", "response_range"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,18 @@ def _unit_variance(fit: Fit, mu, trials):
         "which it does not know; use a model fitted with the bernoulli, binomial or gaussian "
         "likelihood"
     )
+
+
+def response_range(model) -> tuple[float, float]:
+    """The range ``(lo, hi)`` of one response of ``model`` and so of a mean of responses (a
+    full-benchmark score): ``[0, 1]`` for fractions (Bernoulli, binomial, the Rosetta model's
+    scores), the real line otherwise."""
+    from platinum_jax.models._check import _SCORE_MODELS
+
+    lik = model.likelihood
+    if isinstance(lik, (Bernoulli, Binomial)) or getattr(model, "name", None) in _SCORE_MODELS:
+        return 0.0, 1.0
+    return -np.inf, np.inf
 
 
 def _check_scalar_ability(fit: Fit) -> None:

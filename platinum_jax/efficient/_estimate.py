@@ -23,7 +23,7 @@ import pandas as pd
 
 from platinum_jax.data import ResponseTable
 
-from ._bank import ItemBank
+from ._bank import ItemBank, response_range
 
 __all__ = ["estimate_scores", "grid_posterior", "dense_responses"]
 
@@ -96,7 +96,9 @@ def estimate_scores(
         ``ability_hi``; ``score`` (predictive mean of the full-benchmark score), ``score_sd``,
         ``score_lo``, ``score_hi``; ``observed_mean`` (plain mean of the observed target
         responses, NaN when none), ``n_observed`` (target items answered) and ``n_target``.
-        Unseen items are predicted with each subject's median trials.
+        Unseen items are predicted with each subject's median trials; each draw of their sum
+        is kept within what they can add up to (responses in :func:`response_range`), so the
+        interval lies inside the score's range.
     """
     if not 0 < interval < 1:
         raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
@@ -135,6 +137,11 @@ def estimate_scores(
     rows = np.arange(len(y))[:, None]
     m_np, v_np = np.asarray(m_g), np.asarray(v_g)
     unseen_sum = m_np[rows, g] + np.sqrt(v_np[rows, g]) * rng.standard_normal(g.shape)
+    # The normal approximation of the unseen sum is kept within what the unseen responses can
+    # add up to (each in the response range), so the interval stays inside the score's range.
+    lo, hi = response_range(bank.fit.model)
+    n_unseen = np.asarray(unseen).sum(1, keepdims=True)
+    unseen_sum = np.clip(unseen_sum, lo * n_unseen, hi * n_unseen)
     score = (obs_sum[:, None] + unseen_sum) / n_t  # (S, D)
     # Mean and sd of the mixture in closed form; the interval from the draws.
     s_mean = (obs_sum + np.sum(post_np * m_np, 1)) / n_t

@@ -35,6 +35,26 @@ def _inverse(param, values: np.ndarray, what: str) -> np.ndarray:
     raise ValueError(f"cannot map {what} back to its fitted scale (unknown transform {f!r})")
 
 
+def _check_values(param, values: np.ndarray, index, source: str, label: str) -> None:
+    """Every value finite and of the sign (range) the parameter's transform implies: a
+    discrimination ``exp(raw)`` is positive, a probability ``sigmoid(raw)`` inside (0, 1)."""
+    f = param.transform
+    bad = ~np.isfinite(values)
+    need = "a finite number"
+    if f is jnp.exp:
+        bad |= ~(values > 0)
+        need = "a positive number (the model writes it as exp of its fitted value)"
+    elif f is jax.nn.sigmoid:
+        bad |= ~((values > 0) & (values < 1))
+        need = "strictly between 0 and 1"
+    if bad.any():
+        rows = [f"{index[i]}: {values[i]:g}" for i in np.flatnonzero(bad)[:5]]
+        raise ValueError(
+            f"{source}, column {label}: {int(bad.sum())} value(s) are not {need} ({'; '.join(rows)}"
+            f"{', ...' if bad.sum() > 5 else ''}); the file was edited or damaged: refit with "
+            "`platinum-jax fit ... --overwrite`")
+
+
 def _read_block(block, frame: pd.DataFrame, source: str) -> np.ndarray:
     out = []
     for (name, label), _ in zip(block.columns(), range(block.size), strict=True):
@@ -42,6 +62,7 @@ def _read_block(block, frame: pd.DataFrame, source: str) -> np.ndarray:
             raise ValueError(f"{source} lacks the column {label!r} of parameter {name!r}; was it "
                              "written by `platinum-jax fit` with the same model?")
         values = frame[label].to_numpy(np.float64)
+        _check_values(dict(block.decl)[name], values, frame.index, source, label)
         out.append(_inverse(dict(block.decl)[name], values, f"{source}:{label}"))
     return np.stack(out, axis=-1) if out else np.zeros((len(frame), 0))
 
@@ -56,8 +77,14 @@ def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = No
                if not (d / n).is_file()]
     if missing:
         raise ValueError(f"{d} lacks {missing}; give a directory written by `platinum-jax fit`")
-    summary = json.loads((d / "fit.json").read_text())
-    desc = summary.get("model", {})
+    try:
+        summary = json.loads((d / "fit.json").read_text())
+        desc = summary.get("model", {})
+        desc.get("name")
+    except (ValueError, AttributeError) as exc:
+        raise ValueError(f"{d / 'fit.json'} is not the JSON summary `platinum-jax fit` writes "
+                         f"({exc}); it was damaged: refit with `platinum-jax fit ... "
+                         "--overwrite`") from None
     options = {"link": desc["link"], "l2": desc["l2"]} if desc.get("name") == "rosetta" else {}
     model = make_model(desc.get("name", "?"), **options)
     if model.likelihood.name != desc.get("likelihood"):  # keep a default's settings (noise)

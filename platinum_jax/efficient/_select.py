@@ -185,5 +185,5 @@ def select_items(bank: ItemBank, k: int, method: str = "fisher", *, seed: int = 
     else:
         raise ValueError(f"unknown selection method {method!r}; choose one of "
                          f"{SELECTION_METHODS}")
-    return pd.DataFrame({"weight": weights, "group": groups},
+    return pd.DataFrame({"weight": weights, "group": groups, "method": method},
                         index=pd.Index(bank.items[chosen], name="item"))

@@ -35,18 +35,33 @@ def read_tidy(paths: str | Path | Iterable[str | Path]) -> ImportedResponses:
                   ", ".join(map(str, paths)))
 
 
-def read_epoch(raw_dirs: str | Path | Iterable[str | Path]) -> ImportedResponses:
+def read_epoch(raw_dirs: str | Path | Iterable[str | Path], *, min_benchmarks: int = 4,
+               min_release_date: str | None = "2022-11-01") -> ImportedResponses:
     """Epoch AI's benchmarking-hub export (a ``raw/`` directory) as benchmark-level responses:
     subject = model, item = benchmark, response = score in [0, 1], by the Rosetta Stone paper's
-    rules (:func:`platinum_jax.stitching.read_epoch_raw` with its defaults)."""
+    rules (:func:`platinum_jax.stitching.read_epoch_raw`): models released before
+    ``min_release_date`` (or of unknown date) and models scored on fewer than
+    ``min_benchmarks`` benchmarks are left out.  Every score left out is a row of ``missing``
+    with its reason, so nothing leaves the table without a word."""
+    import warnings
+
     from platinum_jax.stitching import read_benchmark_info, read_epoch_raw
+    from platinum_jax.stitching._epoch import EpochDataWarning
 
     if isinstance(raw_dirs, str | Path):
         raw_dirs = [raw_dirs]
     frames: list[pd.DataFrame] = []
     meta: list[pd.DataFrame] = []
+    missing: list[dict] = []
     for raw in map(Path, raw_dirs):
-        scores = read_epoch_raw(raw)
+        with warnings.catch_warnings():
+            # The rules' warnings name the library's arguments; the left-out rows are reported
+            # below, one by one, with the command's options instead.
+            warnings.simplefilter("ignore", EpochDataWarning)
+            every = read_epoch_raw(raw, min_benchmarks=1, min_release_date=None)
+            scores = read_epoch_raw(raw, min_benchmarks=min_benchmarks,
+                                    min_release_date=min_release_date)
+        missing += _left_out(every, scores, raw, min_benchmarks, min_release_date)
         frame = pd.DataFrame({"subject": scores["model"], "item": scores["benchmark"],
                               "response": scores["score"], "file": str(raw),
                               "task": scores["benchmark"], "metric": "score"})
@@ -54,5 +69,32 @@ def read_epoch(raw_dirs: str | Path | Iterable[str | Path]) -> ImportedResponses
         info = read_benchmark_info(raw).reset_index()
         info.insert(0, "file", str(raw))
         meta.append(info)
-    return finish(pd.concat(frames, ignore_index=True), pd.concat(meta, ignore_index=True).to_dict("records"), [], "epoch",
+    return finish(pd.concat(frames, ignore_index=True),
+                  pd.concat(meta, ignore_index=True).to_dict("records"), missing, "epoch",
                   ", ".join(map(str, raw_dirs)))
+
+
+def _left_out(every: pd.DataFrame, kept: pd.DataFrame, raw: Path, min_benchmarks: int,
+              min_release_date) -> list[dict]:
+    """One record per (model, benchmark) score of ``every`` that ``kept`` lacks, with the rule
+    that removed it (the release-date rule applies first, as in the reader)."""
+    key = ["model", "benchmark"]
+    gone = every.merge(kept[key], on=key, how="left", indicator=True)
+    gone = gone[gone["_merge"] == "left_only"]
+    cutoff = None if min_release_date is None else pd.Timestamp(min_release_date)
+    out = []
+    for r in gone.itertuples(index=False):
+        date = r.model_release_date
+        if cutoff is not None and pd.isna(date):
+            reason = ("release date unknown (not in model_versions.csv): left out by "
+                      "--min-release-date (--min-release-date none keeps it)")
+        elif cutoff is not None and date < cutoff:
+            reason = (f"model released {date:%Y-%m-%d}, before --min-release-date "
+                      f"{cutoff:%Y-%m-%d}")
+        else:
+            reason = (f"model scored on fewer than --min-benchmarks {min_benchmarks} "
+                      "benchmarks")
+        out.append({"subject": str(r.model), "item": str(r.benchmark),
+                    "group": str(r.benchmark), "file": str(raw), "task": str(r.benchmark),
+                    "metric": "score", "reason": reason})
+    return out

@@ -123,7 +123,9 @@ class Problem:
                 "ResponseTable.from_frame or ResponseTable.read"
             )
         if validate:  # off only for placeholder tables (simulation) whose responses are dummies
-            model.likelihood.check(table.response, table.trials, table.source)
+            from platinum_jax.models._check import check_responses
+
+            check_responses(model, table)
         self.model = model
         self.table = table
         self.has_se = table.se is not None

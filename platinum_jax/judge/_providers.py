@@ -260,6 +260,21 @@ def _unusable(what) -> TransientError:
     return TransientError(f"the server's reply is not a chat completion ({text[:200]})")
 
 
+def _connection_error(exc: Exception, config) -> Exception:
+    """A refused connection means nothing listens at the address: no retry will change that,
+    so it stops the run at once (a dropped or timed-out connection is retried)."""
+    seen, cause = set(), exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError) or "connection refused" in str(cause).lower():
+            where = config.base_url or f"the {config.provider} API"
+            return FatalProviderError(
+                f"{config.name}: nothing answers at {where} (connection refused); start the "
+                "server or check --base-url")
+        cause = cause.__cause__ or cause.__context__
+    return TransientError(f"{type(exc).__name__}: {exc}")
+
+
 def _classify(exc: Exception, status: int | None, who: str) -> Exception:
     if status is None:
         return TransientError(f"{type(exc).__name__}: {exc}")
@@ -292,8 +307,10 @@ class OpenAIChatProvider(Provider):
             resp = self._client.chat.completions.create(
                 model=self.config.model, messages=messages, **self._sampling, **self.config.extra,
             )
-        except (o.APITimeoutError, o.APIConnectionError) as exc:
+        except o.APITimeoutError as exc:
             raise TransientError(f"{type(exc).__name__}: {exc}") from None
+        except o.APIConnectionError as exc:
+            raise _connection_error(exc, self.config) from None
         except o.APIStatusError as exc:
             raise _classify(exc, exc.status_code, self.config.name) from None
         except Exception as exc:  # a 200 whose body the client cannot decode (e.g. not JSON)
@@ -336,8 +353,10 @@ class AnthropicProvider(Provider):
                 model=self.config.model, messages=messages, max_tokens=self.config.max_tokens,
                 **self._sampling, **self.config.extra,
             )
-        except (a.APITimeoutError, a.APIConnectionError) as exc:
+        except a.APITimeoutError as exc:
             raise TransientError(f"{type(exc).__name__}: {exc}") from None
+        except a.APIConnectionError as exc:
+            raise _connection_error(exc, self.config) from None
         except a.APIStatusError as exc:
             raise _classify(exc, exc.status_code, self.config.name) from None
         except Exception as exc:  # a 200 whose body the client cannot decode

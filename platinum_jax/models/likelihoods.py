@@ -38,16 +38,32 @@ def _safe(mu):
     return jnp.clip(mu, eps, 1.0 - eps)
 
 
-def _check_unit(response, source, *, closed=True, what="responses"):
+def _check_unit(response, source, *, closed=True, what="responses", trials=None):
     lo, hi = float(np.min(response)), float(np.max(response))
     ok = (lo >= 0 and hi <= 1) if closed else (lo > 0 and hi < 1)
     if ok:
         return
-    hint = ""
-    if lo >= 0 and hi <= 100 and np.mean(response > 1.5) > 0.5:
-        hint = " -- these look like percentages; divide by 100"
     interval = "[0, 1]" if closed else "(0, 1), excluding 0 and 1"
-    raise ValueError(f"{source}: {what} must lie in {interval} (min {lo:g}, max {hi:g}){hint}")
+    raise ValueError(f"{source}: {what} must lie in {interval} (min {lo:g}, max {hi:g})"
+                     f"{unit_hint(response, trials)}")
+
+
+def unit_hint(response, trials=None) -> str:
+    """What to do with responses outside [0, 1]: counts of successes beside a trials column
+    are divided by the trials, percentages (no trials column) by 100; anything else is said
+    to be on another scale."""
+    y = np.asarray(response, np.float64)
+    if trials is not None:
+        n = np.asarray(trials, np.float64)
+        if np.all(y >= 0) and np.all(y <= n) and np.all(y == np.round(y)):
+            return (" -- with a trials column these look like counts of successes; the "
+                    "response is the fraction: divide each response by its trials")
+        return (" -- with a trials column the response is the fraction of the trials that "
+                "succeeded, in [0, 1]")
+    if y.min() >= 0 and 1.5 < y.max() <= 100:  # 0/100 answers included
+        return " -- these look like percentages; divide by 100"
+    return (" -- these are not fractions; rescale them to [0, 1] or choose a likelihood for "
+            "such responses (e.g. --likelihood gaussian)")
 
 
 class Bernoulli(Likelihood):
@@ -65,7 +81,7 @@ class Bernoulli(Likelihood):
         return jax.random.bernoulli(key, mu).astype(jnp.result_type(mu))
 
     def check(self, response, trials, source):
-        _check_unit(response, source)
+        _check_unit(response, source, trials=trials)
 
 
 class Binomial(Likelihood):
@@ -95,7 +111,7 @@ class Binomial(Likelihood):
         return mu, mu * (1.0 - mu) / n
 
     def check(self, response, trials, source):
-        _check_unit(response, source)
+        _check_unit(response, source, trials=trials)
         if trials is not None:
             k = response * trials
             bad = np.abs(k - np.round(k)) > 1e-6 * np.maximum(trials, 1)

@@ -7,7 +7,6 @@ keeps the labels, release dates and provenance for reporting.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from platinum_jax._names import UnknownNameError, close_matches_message
+from platinum_jax._names import UnknownNameError, close_matches_message, normalise_names
 
 __all__ = ["ScoreTable", "UnknownNameError", "close_matches_message", "normalise_names"]
 
@@ -34,37 +33,6 @@ _COLUMNS = (
     "source",
 )
 _DUPLICATE_RULES = ("error", "max", "mean", "first", "last")
-
-
-def normalise_names(values, *, what: str, source: str) -> pd.Series:
-    """Model or benchmark names with surrounding whitespace removed and inner runs collapsed.
-
-    Every loader calls this once on its name columns, so ``"Llama-2-70b-hf "`` in one file and
-    ``"Llama-2-70b-hf"`` in another name the same model, and ``"Winogrande "`` does not become a
-    second benchmark. Names that change are reported (a ``UserWarning`` listing each old and new
-    spelling, and which spellings merged into one name), never altered in silence. Missing
-    values stay missing. Returns a string Series on the index of ``values``.
-    """
-    raw = pd.Series(values).astype("string")
-    clean = raw.str.strip().str.replace(r"\s+", " ", regex=True)
-    changed = (raw != clean).fillna(False).to_numpy(dtype=bool)
-    if changed.any():
-        pairs = sorted({(str(a), str(b)) for a, b in zip(raw[changed], clean[changed], strict=True)})
-        merged = sorted(set(clean[changed].dropna()) & set(raw[~changed].dropna()))
-        shown = ", ".join(f"{a!r} -> {b!r}" for a, b in pairs[:10])
-        more = f" and {len(pairs) - 10} more" if len(pairs) > 10 else ""
-        note = (
-            f"; {len(merged)} of them now match a name already spelt that way ({merged[:5]})"
-            if merged
-            else ""
-        )
-        warnings.warn(
-            f"{source}: {len(pairs)} {what} name(s) had stray whitespace and were normalised: "
-            f"{shown}{more}{note}. Fix the spelling in the file to silence this",
-            UserWarning,
-            stacklevel=3,
-        )
-    return clean
 
 
 def _looks_like_percentages(values: np.ndarray) -> bool:
