@@ -1,21 +1,43 @@
-"""Shared fixtures: float64 for the numerical checks and the path to the public Epoch data."""
+"""Shared fixtures: float64 for the numerical checks, one compilation cache for the whole run
+and the path to the public Epoch data."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
 # The command line caches compiled programs in the user's home; tests call it in-process and
 # must leave nothing behind there.
 os.environ["PLATINUM_JAX_CACHE"] = "off"
 
+# One persistent XLA compilation cache for the run, in the repository's ignored .cache/ (`make
+# clean` empties it): JAX reads these variables when it is imported, so both xdist workers, the
+# subprocesses the tests start and the notebooks' kernels share it, and a program compiled in one
+# of them is loaded by the others. Programs that compile in under 0.1 s are not worth the disk.
+# Set JAX_COMPILATION_CACHE_DIR yourself to put it elsewhere.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO_ROOT / ".cache" / "jax-tests"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
+
+# One BLAS thread per process: the run is already two xdist workers on two cores, and OpenBLAS
+# threads that wait on a busy core spin (SciPy's least squares on the Epoch table took 30 s of
+# CPU with them and 1 s without). Read when NumPy loads, so this reaches the workers (started
+# from this process), subprocesses and kernels; a process that loaded NumPy already keeps its own.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
 import jax  # noqa: E402
 import pytest  # noqa: E402
+
+# Set again in case a pytest plugin imported JAX before this file was read.
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                  float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
 
 # Tests compare against NumPy/SciPy in double precision; the library itself never forces this.
 jax.config.update("jax_enable_x64", True)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 EPOCH_DIR = REPO_ROOT.parent / "shared" / "data" / "epoch-benchmark-stitching"
 
 
@@ -68,3 +90,19 @@ def _ctrl_c_raises():
     finally:
         if before == signal.SIG_IGN:
             signal.signal(signal.SIGINT, before)
+
+
+@pytest.fixture
+def no_compilation_cache():
+    """The run's persistent compilation cache unused during the test: for tests of what a fresh
+    compilation does (the cache would hand back a program another test compiled)."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    before = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()  # JAX decides once per process whether the cache is used
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", before)
+        compilation_cache.reset_cache()

@@ -39,9 +39,11 @@ def test_bad_argument_is_reported_without_traceback(tmp_path, capsys):
 def test_compilation_cache_setting(tmp_path, monkeypatch):
     import jax
 
-    from platinum_jax import enable_compilation_cache
+    from platinum_jax import _runtime, enable_compilation_cache
 
     before = jax.config.jax_compilation_cache_dir
+    min_time = jax.config.jax_persistent_cache_min_compile_time_secs
+    monkeypatch.setattr(_runtime, "_EXECUTABLES", _runtime._EXECUTABLES)  # put back afterwards
     try:
         monkeypatch.setenv("PLATINUM_JAX_CACHE", "off")
         assert enable_compilation_cache() is None
@@ -55,3 +57,4 @@ def test_compilation_cache_setting(tmp_path, monkeypatch):
             enable_compilation_cache(blocker / "xla")
     finally:
         jax.config.update("jax_compilation_cache_dir", before)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", min_time)

@@ -294,8 +294,8 @@ def test_bad_input_gets_named_errors():
         cmp.accuracy(_binary_frame(np.ones((2, 5)), cluster=[0] * 5))
     frac = _binary_frame(np.full((2, 5), 0.5))
     frac.loc[0, "response"] = 2.0
-    with pytest.raises(cmp.NonBinaryScoresError, match="bootstrap"):
-        cmp.accuracy(frac, method="wilson")
+    with pytest.raises(cmp.CompareInputError, match=r"must lie in \[0, 1\]"):
+        cmp.accuracy(frac)
     with pytest.raises(cmp.NonBinaryScoresError):
         cmp.mcnemar(1.5, 2)
     with pytest.raises(cmp.NonBinaryScoresError, match="successes"):
@@ -339,3 +339,15 @@ def test_response_table_input_and_command(tmp_path, capsys):
     assert main(["compare", str(bad), "--out", str(tmp_path / "none")]) == 2
     assert not (tmp_path / "none").exists()
     assert "at least two" in capsys.readouterr().err
+
+
+def test_percentages_get_the_message_fit_gives():
+    # The same support check as fit/score/subset: 0/100 answers are named as percentages, and
+    # counts beside a trials column are told to divide by the trials.
+    df = pd.DataFrame({"subject": ["a", "a", "b", "b"], "item": ["1", "2", "1", "2"],
+                       "response": [0, 100, 100, 0]})
+    with pytest.raises(cmp.CompareInputError, match=r"percentages; divide by 100"):
+        cmp.as_compare_data(df, name="pct.csv")
+    df = df.assign(response=[0, 3, 2, 1], trials=[4, 4, 4, 4])
+    with pytest.raises(cmp.CompareInputError, match=r"divide each response by its trials"):
+        cmp.as_compare_data(df, name="counts.csv")

@@ -114,7 +114,9 @@ class _NoTracing:
 
 
 @pytest.fixture
-def executables(tmp_path, monkeypatch):
+def executables(tmp_path, monkeypatch, no_compilation_cache):
+    # Only fresh compilations are written (see below), so the run's shared compilation cache,
+    # which may already hold these programs, is off.
     directory = tmp_path / "executables"
     monkeypatch.setattr(_runtime, "_EXECUTABLES", directory)
     return directory

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from platinum_jax.models.likelihoods import Bernoulli
+
 __all__ = [
     "CompareData",
     "CompareInputError",
@@ -128,6 +130,14 @@ def _from_frame(df: pd.DataFrame, name: str, trials: int | None) -> CompareData:
         rows = [int(i) for i in np.flatnonzero(bad)[:8]]
         raise CompareInputError(f"{name}: {int(bad.sum())} response(s) are not finite numbers "
                                 f"(rows {rows}); fix or drop them")
+    # The same support check as fit, score and subset (a likelihood's own check), so that
+    # percentages and counts get the same message everywhere.
+    try:
+        Bernoulli().check(resp, None if "trials" not in df.columns else
+                          pd.to_numeric(df["trials"], errors="coerce").to_numpy(np.float64),
+                          f"{name}, column response")
+    except ValueError as exc:
+        raise CompareInputError(f"{exc}; compare reads scores in [0, 1]") from None
     if "trials" in df.columns and trials is not None:
         raise CompareInputError(f"{name} has a trials column and trials={trials} was given; "
                                 "pass one of them")
