@@ -19,6 +19,10 @@ os.environ["PLATINUM_JAX_CACHE"] = "off"
 # Set JAX_COMPILATION_CACHE_DIR yourself to put it elsewhere.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO_ROOT / ".cache" / "jax-tests"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
+# A size limit makes JAX lock the cache (with the filelock package of the dev extra) while an
+# entry is written, so a worker never reads another's half-written program (a warning, which the
+# tests that turn warnings into errors would fail on).
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(8 * 2**30))
 
 # One BLAS thread per process: the run is already two xdist workers on two cores, and OpenBLAS
 # threads that wait on a busy core spin (SciPy's least squares on the Epoch table took 30 s of
@@ -34,6 +38,8 @@ import pytest  # noqa: E402
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs",
                   float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]))
+jax.config.update("jax_compilation_cache_max_size",
+                  int(os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"]))
 
 # Tests compare against NumPy/SciPy in double precision; the library itself never forces this.
 jax.config.update("jax_enable_x64", True)
