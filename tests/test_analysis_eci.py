@@ -169,10 +169,10 @@ def test_slope_ratio_sweep_matches_lstsq():
     t = np.linspace(2022.0, 2026.0, 30)
     tau0, s1, s2 = 2024.5, 0.4, 1.2
     c = s1 * (t - tau0) + (s2 - s1) * np.maximum(t - tau0, 0.0)
-    dates = an._trends.year_to_timestamp(t)
+    dates = an.year_to_timestamp(t)
     caps = pd.DataFrame({"capability": c, "release_date": dates}, index=[f"m{k}" for k in range(30)])
     year = an.decimal_year(caps["release_date"])
-    grid = pd.DatetimeIndex(an._trends.year_to_timestamp([2023.5, tau0, 2025.2]))
+    grid = pd.DatetimeIndex(an.year_to_timestamp([2023.5, tau0, 2025.2]))
     sweep = an.slope_ratio_sweep(caps, breakpoints=grid)
     assert sweep["ratio"].iloc[1] == pytest.approx(s2 / s1, rel=1e-6)
     for k, tau in enumerate(an.decimal_year(grid)):
@@ -213,25 +213,32 @@ def _scipy_fit(table, l2, log_slope=False):
     return unpack(sol.x)[0]
 
 
-def test_penalty_sweep_against_scipy():
-    table, _ = synthetic_score_table(seed=5, n_models=10, n_benchmarks=4, noise=0.03)
-    caps = fit_stitching(table, ANCHOR).capabilities["capability"]
-    anchors = ((caps.idxmin(), 130.0), (caps.idxmax(), 150.0))
-    sweep = an.penalty_sweep(table, [0.3], anchor=ANCHOR, penalties=["l2", "log_slope"],
-                             baseline_l2=0.3, eci_anchors=anchors)
+def test_penalty_sweep_against_scipy(world):
+    # the module's world at its own strength: the baseline is the world's fit (compiled once), and
+    # the log-slope penalty is the one new fit
+    table, fit, _, anchors = world
+    l2 = fit.l2
+    sweep = an.penalty_sweep(table, [l2], anchor=ANCHOR, penalties=["l2", "log_slope"],
+                             baseline_l2=l2, eci_anchors=anchors)
     assert sweep.summary["converged"].all()
+    i_lo, i_hi = (table.model_position(m) for m, _ in anchors)
     for penalty in ("l2", "log_slope"):
-        for l2 in (0.3,):
-            c = _scipy_fit(table, l2, log_slope=penalty == "log_slope")
-            i_lo, i_hi = (table.model_position(m) for m, _ in anchors)
-            eci = 130.0 + 20.0 * (c - c[i_lo]) / (c[i_hi] - c[i_lo])
-            got = sweep.capabilities[(penalty, l2)].to_numpy()
-            np.testing.assert_allclose(got, eci, atol=2e-4)
-    base = sweep.summary.query("penalty == 'l2' and l2 == 0.3").iloc[0]
+        c = _scipy_fit(table, l2, log_slope=penalty == "log_slope")
+        eci = 130.0 + 20.0 * (c - c[i_lo]) / (c[i_hi] - c[i_lo])
+        got = sweep.capabilities[(penalty, l2)].to_numpy()
+        np.testing.assert_allclose(got, eci, atol=2e-4)
+    base = sweep.summary.query("penalty == 'l2'").iloc[0]
     assert base["trend_change_pct"] == pytest.approx(0.0, abs=1e-3)
     assert base["max_abs_shift"] == pytest.approx(0.0, abs=1e-3)
+    # the log-slope fit differs from the paper's (else the comparison above would be vacuous)
+    assert sweep.summary.query("penalty == 'log_slope'").iloc[0]["max_abs_shift"] > 1e-2
     with pytest.raises(ValueError, match="penalties"):
         an.penalty_sweep(table, [0.1], anchor=ANCHOR, penalties=["l1"])
+    # a model built for another strength is refused by fit_stitching (before any fit)
+    from platinum_jax.models import Rosetta
+
+    with pytest.raises(ValueError, match="same l2"):
+        fit_stitching(table, ANCHOR, 0.3, model=Rosetta(link="sigmoid", l2=0.1, anchor=ANCHOR))
 
 
 # ---------------------------------------------------------------------- domain baskets
@@ -306,3 +313,36 @@ def test_cli_views(world, tmp_path):
     out = tmp_path / "baskets"
     assert main(["analyze", "baskets", str(data), "--out", str(out), *common]) != 0
     assert not (out / "domain_index.csv").exists()
+
+
+def test_cli_stitch_scale_eci(world, tmp_path):
+    import json
+
+    from platinum_jax.cli import main
+
+    table, _, _, anchors = world
+    data = tmp_path / "scores.csv"
+    table.data.to_csv(data, index=False)
+    (m_lo, _), (m_hi, _) = anchors
+    out = tmp_path / "fit"
+    args = ["stitch", str(data), "--anchor-benchmark", "bench_00", "--scale", "eci",
+            "--eci-anchors", m_lo, "130", m_hi, "150", "--out", str(out)]
+    assert main([*args, "--uncertainty", "bootstrap", "--replicates", "6"]) == 0
+    caps = pd.read_csv(out / "capabilities.csv", index_col=0)
+    c = caps["capability"]
+    # the map through the two anchors, by hand, beside the raw capabilities
+    want = 130.0 + 20.0 * (c - c[m_lo]) / (c[m_hi] - c[m_lo])
+    np.testing.assert_allclose(caps["eci"], want, atol=1e-9)
+    np.testing.assert_allclose(caps.loc[[m_lo, m_hi], ["eci_lower", "eci_upper"]],
+                               [[130.0, 130.0], [150.0, 150.0]], atol=1e-9)
+    assert caps[["eci_lower", "eci_upper"]].notna().all().all()
+    bench = pd.read_csv(out / "benchmarks.csv", index_col=0)
+    b = 20.0 / (c[m_hi] - c[m_lo])
+    np.testing.assert_allclose(bench["slope_eci"], bench["slope"] / b, rtol=1e-9)
+    info = json.loads((out / "fit.json").read_text())
+    assert info["eci_replicates"] == info["replicates_converged"]  # the bootstrap's refits reused
+    # an unknown anchor model fails before anything is written
+    bad = tmp_path / "bad"
+    assert main(["stitch", str(data), "--anchor-benchmark", "bench_00", "--scale", "eci",
+                 "--eci-anchors", "no-such-model", "130", m_hi, "150", "--out", str(bad)]) != 0
+    assert not (bad / "capabilities.csv").exists()

@@ -14,7 +14,8 @@ matching ``plot_*`` function:
 * the Epoch Capabilities Index -- :func:`eci_scale` (two anchor models, bootstrap intervals),
   :func:`elo_scale`, :func:`frontier_lag` (months behind the frontier),
   :func:`slope_ratio_sweep` (acceleration factor against the breakpoint), :func:`penalty_sweep`
-  (regularisation sensitivity), :func:`domain_index` (domain baskets).
+  (regularisation sensitivity), :func:`domain_index` (domain baskets),
+  :func:`compare_shapes` (trajectory shapes of the frontier by PSIS-LOO).
 
 Turn on float64 first: ``jax.config.update("jax_enable_x64", True)``.
 
@@ -43,7 +44,9 @@ _EXPORTS = {
     "fit_frontier_trend": "_trends",
     "forecast_capability": "_trends",
     "frontier_mask": "_trends",
+    "frontier_line_fit": "_trends",
     "frontier_models": "_trends",
+    "year_to_timestamp": "_trends",
     "weighted_least_squares": "_trends",
     "PAPER_FAMILIES": "_progress",
     "PAPER_PROGRESS_REFERENCE": "_progress",
@@ -77,6 +80,7 @@ _EXPORTS = {
     "eci_scale": "_eci",
     "elo_scale": "_eci",
     "parameter_draws": "_eci",
+    "capability_draw_matrix": "_frontier_lag",
     "frontier_lag": "_frontier_lag",
     "lag_months": "_frontier_lag",
     "organization_lag": "_frontier_lag",
@@ -87,7 +91,12 @@ _EXPORTS = {
     "basket_benchmarks": "_baskets",
     "domain_index": "_baskets",
     "project_capabilities": "_baskets",
+    "SHAPES": "_shapes",
+    "ShapeComparison": "_shapes",
+    "compare_shapes": "_shapes",
+    "shape_models": "_shapes",
     "plot_domain_index": "_eci_plots",
+    "plot_shapes": "_eci_plots",
     "plot_eci": "_eci_plots",
     "plot_frontier_lag": "_eci_plots",
     "plot_penalty_sweep": "_eci_plots",

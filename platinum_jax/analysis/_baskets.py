@@ -195,11 +195,10 @@ def domain_index(
                                              proj.index)
         counts = proj["n_benchmarks"]
     else:
-        from platinum_jax.stitching import fit_stitching
-        from platinum_jax.stitching._fit import _anchor_for_component
+        from platinum_jax.stitching import anchor_for_table, fit_stitching
 
         sub_table = fit.table.select_benchmarks(names)
-        sub = fit_stitching(sub_table, _anchor_for_component(fit.anchor, sub_table), fit.l2)
+        sub = fit_stitching(sub_table, anchor_for_table(fit.anchor, sub_table), fit.l2)
         if eci_anchors is not None:
             missing = [m for m, _ in eci_anchors if m not in sub_table.models]
             if missing:

@@ -118,7 +118,7 @@ def _resolve_bootstrap(fit, bootstrap, replicates, level, seed):
         return None
     if int(replicates) < 2:
         raise ValueError(f"replicates must be 0 (no intervals) or at least 2 (got {replicates})")
-    from platinum_jax.stitching._uncertainty import bootstrap as run_bootstrap
+    from platinum_jax.stitching import bootstrap as run_bootstrap
 
     return run_bootstrap(fit, int(replicates), seed=seed, level=level)
 

@@ -12,6 +12,7 @@ __all__ = [
     "plot_eci",
     "plot_frontier_lag",
     "plot_penalty_sweep",
+    "plot_shapes",
     "plot_slope_ratio",
 ]
 
@@ -118,3 +119,38 @@ def plot_domain_index(result: Any, ax: Any = None):
     ax.set_ylabel(f"{result.name} index ({result.mode} mode)")
     ax.set_title(f"{result.name}: {len(result.benchmarks)} benchmarks, {len(m)} models")
     return ax
+
+
+def plot_shapes(result: Any, axes: Any = None):
+    """Left: the frontier (measurement error as bars) with each shape's posterior median curve and
+    band; right: elpd_loo of each shape with its SE and the SE of its difference from the best."""
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+    ax, bx = axes
+    data, cmp = result.data, result.comparison
+    sd = data["measurement_sd"].to_numpy()
+    _errorbars(ax, data["release_date"], data["capability"].to_numpy(),
+               data["capability"].to_numpy() - sd, data["capability"].to_numpy() + sd, color="0.3",
+               label="frontier model (+-1 sd of its draws)")
+    for k, shape in enumerate(cmp.index):
+        curve = result.curves[result.curves["shape"] == shape]
+        ax.plot(curve.index, curve["median"], color=f"C{k}", lw=1.4,
+                label=f"{shape} (elpd {cmp.loc[shape, 'elpd_loo']:.1f})")
+        ax.fill_between(curve.index, curve["lower"], curve["upper"], color=f"C{k}", alpha=0.12)
+    ax.set_xlabel("release date")
+    ax.set_ylabel("capability")
+    ax.set_title(f"frontier trajectory shapes ({100 * result.level:.0f}% bands)")
+    ax.legend(fontsize=8, loc="upper left")
+    y = np.arange(len(cmp))[::-1]
+    bx.errorbar(cmp["elpd_loo"], y, xerr=cmp["se"], fmt="o", color="k", capsize=3, label="elpd_loo +- SE")
+    best = cmp["elpd_loo"].iloc[0]
+    bx.errorbar(best - cmp["elpd_diff"].iloc[1:], y[1:] + 0.2, xerr=cmp["dse"].iloc[1:], fmt="^",
+                color="0.5", capsize=3, label="difference from the best +- SE")
+    bx.axvline(best, color="0.7", ls="--", lw=0.8)
+    bx.set_yticks(y, [f"{s} (max k {cmp.loc[s, 'max_pareto_k']:.2f})" for s in cmp.index])
+    bx.set_xlabel("elpd (PSIS-LOO, standardised capability)")
+    bx.set_title("ranking by PSIS-LOO")
+    bx.legend(fontsize=8, loc="best")
+    return axes

@@ -25,15 +25,15 @@ import pandas as pd
 
 from ._acceleration import piecewise_sse
 from ._trends import (
-    _line_fit,
     as_capabilities,
     decimal_year,
     fit_frontier_trend,
+    frontier_line_fit,
     frontier_mask,
     year_to_timestamp,
 )
 
-__all__ = ["frontier_lag", "lag_months", "organization_lag", "slope_ratio_sweep"]
+__all__ = ["capability_draw_matrix", "frontier_lag", "lag_months", "organization_lag", "slope_ratio_sweep"]
 
 LAG_METHODS = ("observed", "trend")
 
@@ -49,7 +49,7 @@ def lag_months(capability: jax.Array, year: jax.Array) -> jax.Array:
 
 
 def _trend_lag(capability, year, x_ref, top_n):
-    beta = _line_fit(capability, year, jnp.ones(year.shape, bool), x_ref, top_n)
+    beta = frontier_line_fit(capability, year, jnp.ones(year.shape, bool), x_ref, top_n)
     line = beta[0] + beta[1] * (year - x_ref)
     return 12.0 * (line - capability) / beta[1]
 
@@ -58,8 +58,12 @@ _lag_draws = jax.jit(jax.vmap(lag_months, in_axes=(0, None)))
 _trend_lag_draws = jax.jit(jax.vmap(_trend_lag, in_axes=(0, None, None, None)), static_argnums=(3,))
 
 
-def _draw_matrix(draws: Any, models: pd.Index) -> np.ndarray:
-    """Capability draws (replicates x models) aligned on ``models``."""
+def capability_draw_matrix(draws: Any, models: pd.Index) -> np.ndarray:
+    """Capability draws (replicates x models) aligned on ``models``, as a float64 array.
+
+    ``draws`` is a stitching bootstrap result or a frame of draws (replicates or posterior draws x
+    models); missing models, fewer than 2 draws or non-finite values raise ``ValueError``.
+    """
     if hasattr(draws, "thetas") and hasattr(draws, "fit"):
         from ._trends import bootstrap_capabilities
 
@@ -130,7 +134,7 @@ def frontier_lag(
         index=caps.index,
     )
     if draws is not None:
-        mat = jnp.asarray(_draw_matrix(draws, caps.index))
+        mat = jnp.asarray(capability_draw_matrix(draws, caps.index))
         if method == "observed":
             lags = np.asarray(_lag_draws(mat, jnp.asarray(year)))
         else:
@@ -199,7 +203,7 @@ def organization_lag(
         index=pd.MultiIndex.from_arrays([orgs.to_numpy(), caps.index], names=["organization", "model"]),
     )
     if draws is not None:
-        _, lags = _organization_lag_draws(jnp.asarray(_draw_matrix(draws, caps.index)), *args)
+        _, lags = _organization_lag_draws(jnp.asarray(capability_draw_matrix(draws, caps.index)), *args)
         q = np.quantile(np.asarray(lags), [(1 - level) / 2, (1 + level) / 2], axis=0)
         out["lower"], out["upper"] = q[0], q[1]
     out = out[has].sort_values(["release_date"]).sort_index(level=0, sort_remaining=False, kind="stable")
@@ -272,7 +276,7 @@ def slope_ratio_sweep(
         index=pd.Index(year_to_timestamp(taus).round("D"), name="breakpoint"),
     )
     if draws is not None:
-        mat = jnp.asarray(_draw_matrix(draws, caps.index))
+        mat = jnp.asarray(capability_draw_matrix(draws, caps.index))
         d1, d2, dsse = (np.asarray(x) for x in _sweep_draws(mat, jnp.asarray(year), *args))
         valid = np.isfinite(dsse) & (d1 > 0)
         r = np.where(valid, d2 / np.where(valid, d1, 1.0), np.nan)

@@ -61,33 +61,11 @@ def _log_slope_model(anchor, l2, link):
 
 
 def _fit(table, anchor, l2, penalty, start):
-    """One fit: the paper's through :func:`fit_stitching`, the log-slope one through the engine."""
+    """One fit of the paper's model, or of the log-slope one, through :func:`fit_stitching`."""
     from platinum_jax.stitching import fit_stitching
 
-    if penalty == "l2":
-        return fit_stitching(table, anchor, l2, theta0=start)
-    from platinum_jax.inference import fit_map
-    from platinum_jax.stitching._engine import (
-        from_engine_theta,
-        params_of,
-        response_table,
-        to_engine_theta,
-    )
-    from platinum_jax.stitching._fit import StitchingFit
-    from platinum_jax.stitching._model import ParameterLayout
-
-    layout = ParameterLayout.from_table(table, anchor)
-    theta0 = None if start is None else to_engine_theta(layout, start)
-    # as fit_stitching: a lower LLVM optimisation level halves the compile time of a small fit
-    engine = fit_map(_log_slope_model(anchor, l2, "sigmoid"), response_table(table), theta0=theta0,
-                     max_steps=500, compiler_options={"xla_backend_optimization_level": 0})
-    return StitchingFit(
-        table=table, anchor=anchor, l2=float(l2), layout=layout,
-        theta=from_engine_theta(layout, engine.theta), params=params_of(engine.theta),
-        cost=float(engine.objective), iterations=int(engine.diagnostics["iterations"]),
-        converged=bool(engine.converged), gradient_norm=float(engine.diagnostics["gradient_norm"]),
-        engine=engine,
-    )
+    model = None if penalty == "l2" else _log_slope_model(anchor, l2, "sigmoid")
+    return fit_stitching(table, anchor, l2, theta0=start, model=model)
 
 
 @dataclass(frozen=True, eq=False)

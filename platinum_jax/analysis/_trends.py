@@ -38,9 +38,11 @@ __all__ = [
     "decimal_year",
     "fit_frontier_trend",
     "forecast_capability",
+    "frontier_line_fit",
     "frontier_mask",
     "frontier_models",
     "weighted_least_squares",
+    "year_to_timestamp",
 ]
 
 # The paper's headline figures on scores_long.csv (Winogrande anchor, l2 = 0.1).
@@ -148,7 +150,9 @@ def weighted_least_squares(
     return beta, jnp.sum(w * resid**2), chol
 
 
-def _line_fit(capability, year, valid, x_ref, top_n):
+def frontier_line_fit(capability, year, valid, x_ref, top_n):
+    """``(intercept, slope)`` of the least-squares line ``C = a + s (t - x_ref)`` through the
+    frontier (top ``top_n`` at release among ``valid``); pure and jittable (static ``top_n``)."""
     on = frontier_mask(capability, year, valid, top_n)
     X = jnp.stack([jnp.ones_like(year), year - x_ref], axis=1)
     beta, _, _ = weighted_least_squares(X, capability, on.astype(capability.dtype))
@@ -157,7 +161,7 @@ def _line_fit(capability, year, valid, x_ref, top_n):
 
 # Refit the frontier and its trend per capability draw; top_n is a Python int (static).
 _line_fit_draws = jax.jit(
-    jax.vmap(_line_fit, in_axes=(0, None, None, None, None)), static_argnums=(4,)
+    jax.vmap(frontier_line_fit, in_axes=(0, None, None, None, None)), static_argnums=(4,)
 )
 
 

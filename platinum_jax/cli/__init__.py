@@ -32,6 +32,8 @@ _COMMANDS = (
      "choose K items for evaluating new models"),
     ("score", "platinum_jax.cli.efficient",
      "abilities and full-benchmark scores of new subjects from a few items, with intervals"),
+    ("cat", "platinum_jax.cli.cat",
+     "simulate adaptive testing with exposure control on a response table"),
     ("weights", "platinum_jax.cli.weights",
      "optimal weights and platinum items with posterior intervals, from a fit"),
     ("platinum", "platinum_jax.cli.platinum",

@@ -1,4 +1,5 @@
-"""The ``analyze`` views on the Epoch Capabilities Index scale: eci, lag, breakpoints, penalty, baskets.
+"""The ``analyze`` views on the Epoch Capabilities Index scale: eci, lag, breakpoints, penalty, baskets,
+shapes.
 
 Thin wrappers over :mod:`platinum_jax.analysis`; ``analyze.py`` registers the options and hands
 the fitted model here.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-VIEWS = ("eci", "lag", "breakpoints", "penalty", "baskets")
+VIEWS = ("eci", "lag", "breakpoints", "penalty", "baskets", "shapes")
 
 HELP = """\
   eci           the Epoch Capabilities Index: capabilities mapped so that two anchor models take
@@ -27,11 +28,15 @@ HELP = """\
   baskets       a domain index on a benchmark subset (--basket NAMES or --basket-tag
                 math|coding with --raw-dir), --basket-mode project (benchmark parameters frozen
                 from the full fit) or refit
+  shapes        trajectory shapes of the frontier (--shapes linear quadratic power logistic)
+                as NumPyro regressions with the bootstrap spread of each capability as
+                measurement error, ranked by PSIS-LOO (elpd differences, SEs, Pareto k);
+                --shape-warmup, --shape-samples, --shape-chains set NUTS
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("ECI views (eci, lag, breakpoints, penalty, baskets)")
+    g = p.add_argument_group("ECI views (eci, lag, breakpoints, penalty, baskets, shapes)")
     g.add_argument("--eci-anchors", nargs=4, metavar=("MODEL_LO", "VALUE_LO", "MODEL_HI", "VALUE_HI"),
                    help="the two anchor models of the index and their values (default "
                         "claude-3-5-sonnet-20240620 130 gpt-5-2025-08-07_medium 150)")
@@ -57,9 +62,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="baskets: the benchmarks flagged is_math / is_coding (needs --raw-dir)")
     g.add_argument("--basket-mode", choices=("project", "refit"), default="project",
                    help="baskets: freeze benchmark parameters (project) or refit the subset")
+    g.add_argument("--shapes", nargs="+", choices=("linear", "quadratic", "power", "logistic"),
+                   default=["linear", "quadratic", "power", "logistic"],
+                   help="shapes: trajectory shapes to compare (default all four)")
+    g.add_argument("--shape-warmup", type=int, default=500, help="shapes: NUTS warm-up steps")
+    g.add_argument("--shape-samples", type=int, default=1000, help="shapes: NUTS draws per chain")
+    g.add_argument("--shape-chains", type=int, default=4, help="shapes: NUTS chains")
 
 
-def _anchors(args):
+def eci_anchors_from_args(args):
+    """The two (model, value) anchors of ``--eci-anchors`` (default: Epoch's)."""
     from platinum_jax.analysis import DEFAULT_ECI_ANCHORS
 
     if args.eci_anchors is None:
@@ -79,12 +91,13 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
 
     if args.eci_replicates < 0:
         raise ValueError(f"--eci-replicates must be >= 0 (got {args.eci_replicates})")
-    if table is None and (args.analysis not in ("lag", "breakpoints") or args.eci_replicates):
+    if table is None and (args.analysis not in ("lag", "breakpoints", "shapes") or args.eci_replicates):
         raise ValueError(
             f"analyze {args.analysis} needs a fit of DATA (the ECI scale, refits or a bootstrap); "
-            "drop --capabilities (only lag and breakpoints with --eci-replicates 0 can reuse one)"
+            "drop --capabilities (only lag, breakpoints and shapes with --eci-replicates 0 can "
+            "reuse one)"
         )
-    level, anchors = args.eci_level, _anchors(args)
+    level, anchors = args.eci_level, eci_anchors_from_args(args)
     boot = None
     if args.eci_replicates and args.analysis != "penalty":
         from platinum_jax.stitching import bootstrap
@@ -149,6 +162,22 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
         fig, axes = plt.subplots(1, 3, figsize=(15, 4))
         an.plot_penalty_sweep(sweep, axes=axes)
         save(fig, out, "penalty_sweep.png")
+    elif args.analysis == "shapes":
+        res = an.compare_shapes(fit, draws=boot, shapes=args.shapes, top_n=args.top_n,
+                                num_warmup=args.shape_warmup, num_samples=args.shape_samples,
+                                num_chains=args.shape_chains, level=level, seed=args.seed)
+        out.write("shapes_compare.csv", res.comparison.to_csv)
+        out.write("shapes_pareto_k.csv", res.pareto_k.to_csv)
+        out.write("shapes_curves.csv", res.curves.to_csv)
+        out.write("shapes_diagnostics.csv", res.diagnostics.to_csv)
+        cols = ["elpd_loo", "p_loo", "elpd_diff", "se", "dse", "weight", "max_pareto_k", "n_bad_pareto_k"]
+        print(f"{len(res.data)} frontier models; measurement error "
+              + ("none (no bootstrap)" if boot is None else f"from {args.eci_replicates} bootstrap refits"))
+        print(res.comparison[cols].round(3).to_string())
+        print(res.diagnostics.round(3).to_string())
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+        an.plot_shapes(res, axes=axes)
+        save(fig, out, "shapes.png")
     else:
         if (args.basket is None) == (args.basket_tag is None):
             raise ValueError("baskets needs exactly one of --basket NAMES or --basket-tag TAG")

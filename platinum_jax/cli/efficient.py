@@ -17,6 +17,10 @@ Methods (--method):
   random      uniform at random
 The weights sum to 1: sum(weight * response) is the method's plain estimate of the score;
 `platinum-jax score` gives the item-model estimate with intervals.
+
+Items are screened first (negative or near-zero discrimination; with --data also items solved
+by all or none, a negative item-rest correlation, infit/outfit above 2): the flagged ones are
+never chosen and are listed with their reason in OUT/screened.csv (--no-screen keeps them).
 """
 
 SCORE_DESCRIPTION = """\
@@ -48,6 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", help="the responses the fit was made from (anchor, stratified)")
     p.add_argument("--strata", type=int, default=10, help="bins of --method stratified")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--no-screen", action="store_true",
+                   help="do not exclude the items that item screening flags")
     _common(p)
     p.set_defaults(func=run_subset)
 
@@ -120,13 +126,23 @@ def run_subset(args: argparse.Namespace) -> int:
         raise ValueError(f"--method {args.method} needs --data, the responses the fit was made "
                          "from (it uses the observed response patterns)")
     from platinum_jax._outputs import output_directory
-    from platinum_jax.efficient import select_items
+    from platinum_jax.efficient import irt_mdad, screen_items, select_items
 
     bank = _bank(args, 1.0)
-    chosen = select_items(bank, args.k, args.method, seed=args.seed, strata=args.strata)
+    screened = None if args.no_screen else screen_items(bank)
+    flagged = [] if screened is None else screened.index[screened.flagged]
+    chosen = select_items(bank, args.k, args.method, seed=args.seed, strata=args.strata,
+                          exclude=flagged)
     with output_directory(args.out, "subset", overwrite=args.overwrite) as out:
         path = out.write_text("subset.csv", chosen.to_csv())
-    print(f"chose {len(chosen)} of {bank.n_items} items by {args.method}; wrote {path}")
+        if screened is not None:
+            out.write_text("screened.csv", screened[screened.flagged].to_csv())
+    print(f"chose {len(chosen)} of {bank.n_items} items by {args.method}"
+          + ("" if screened is None else f" after screening out {len(flagged)} (screened.csv)")
+          + f"; wrote {path}")
+    m = irt_mdad(bank, chosen.index).iloc[0]
+    print(f"MDAD (5% level, 80% power) at the fitted models' mean ability: "
+          f"{m.mdad_ability:.3g} ability units, {m.mdad_score:.3g} in score")
     return 0
 
 

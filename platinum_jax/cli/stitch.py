@@ -60,6 +60,9 @@ examples:
   platinum-jax stitch scores_long.csv --rescale gpt-4o-2024-05-13 130 gpt-5-2025-08-07_high 150 --out fit
       the paper's fit, also reported on a scale where those two models read 130 and 150
       (like Epoch's capability index; adds *_rescaled columns, predictions unchanged)
+  platinum-jax stitch scores_long.csv --scale eci --out fit
+      the paper's fit with the Epoch Capabilities Index beside it (Claude 3.5 Sonnet = 130,
+      GPT-5 medium = 150; 90% intervals from 100 bootstrap refits): eci, eci_lower, eci_upper
   platinum-jax stitch scores.csv --anchor-benchmark MMLU --l2 0.01 --clip --out fit
       a weaker penalty; scores outside [0, 1] clipped instead of rejected
   platinum-jax stitch scores_long.csv --restarts 32 --out fit
@@ -104,6 +107,19 @@ def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
                    default="none", help="error bars to compute (default none)")
     u.add_argument("--replicates", type=int, default=1000,
                    help="bootstrap replicates (default 1000)")
+    e = p.add_argument_group("scale")
+    e.add_argument("--scale", choices=("raw", "eci"), default="raw",
+                   help="raw: the fit's own scale only (default); eci: also the Epoch "
+                        "Capabilities Index beside it (eci, eci_lower, eci_upper in "
+                        "capabilities.csv; edi, edi_lower, edi_upper, slope_eci in benchmarks.csv)")
+    e.add_argument("--eci-anchors", nargs=4, metavar=("MODEL_LO", "VALUE_LO", "MODEL_HI", "VALUE_HI"),
+                   help="--scale eci: the two anchor models and their values (default "
+                        "claude-3-5-sonnet-20240620 130 gpt-5-2025-08-07_medium 150)")
+    e.add_argument("--eci-replicates", type=int, default=100,
+                   help="--scale eci: bootstrap refits for the index's intervals (default 100, as "
+                        "Epoch; 0 = none); with --uncertainty bootstrap its refits are reused")
+    e.add_argument("--eci-level", type=float, default=0.90,
+                   help="--scale eci: interval level (default 0.90)")
 
 
 def _add_bayes_hook(p: argparse.ArgumentParser) -> None:
@@ -217,8 +233,28 @@ def _load_table(args: argparse.Namespace):
     return ScoreTable.from_csv(path, duplicates=args.duplicates or "error", clip=args.clip)
 
 
+def _eci_columns(fit, args, boot, caps, bench):
+    """``caps``, ``bench`` with the ECI columns of :func:`platinum_jax.analysis.eci_scale` joined."""
+    from platinum_jax.analysis import eci_scale
+
+    from ._eci_views import eci_anchors_from_args
+
+    if boot is None and args.eci_replicates:
+        from platinum_jax.stitching import bootstrap
+
+        boot = bootstrap(fit, args.eci_replicates, seed=args.seed, level=args.eci_level, progress=True)
+    res = eci_scale(fit, anchors=eci_anchors_from_args(args), bootstrap=boot, replicates=0,
+                    level=args.eci_level)
+    m = res.models[["eci", "lower", "upper"]].rename(columns={"lower": "eci_lower", "upper": "eci_upper"})
+    b = res.benchmarks[["edi", "lower", "upper", "slope_eci"]].rename(
+        columns={"lower": "edi_lower", "upper": "edi_upper"})
+    info = {"eci_offset": res.offset, "eci_scale": res.scale, "eci_anchors": [list(a) for a in res.anchors],
+            "eci_level": res.level, "eci_replicates": 0 if res.draws is None else len(res.draws)}
+    return caps.join(m), bench.join(b), info
+
+
 def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
-    unc = None
+    unc = boot = None
     if args.uncertainty != "none":  # the uncertainty module builds programs of its own
         from platinum_jax.stitching import _uncertainty
 
@@ -227,8 +263,8 @@ def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
         elif args.uncertainty == "sensitivity":
             unc = _uncertainty.sensitivity(fit)
         elif args.uncertainty == "bootstrap":
-            unc = _uncertainty.bootstrap(fit, args.replicates, seed=args.seed,
-                                         progress=True).summary
+            boot = _uncertainty.bootstrap(fit, args.replicates, seed=args.seed, progress=True)
+            unc = boot.summary
     caps = fit.capabilities
     bench = fit.benchmarks
     if unc is not None:
@@ -252,10 +288,13 @@ def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
         sb = scaled.xs("benchmark", level="kind")
         bench = bench.join(sb["value"].rename("difficulty_rescaled"))
         bench = bench.join(sb["slope"].rename("slope_rescaled"))
+    eci_info = {}
+    if getattr(args, "scale", "raw") == "eci":
+        caps, bench, eci_info = _eci_columns(fit, args, boot, caps, bench)
     out.write(f"capabilities{suffix}.csv", caps.to_csv)
     out.write(f"benchmarks{suffix}.csv", bench.to_csv)
     out.write(f"residuals{suffix}.csv", fit.residuals.to_csv, index=False)
-    summary = fit.summary() | {"uncertainty": args.uncertainty}
+    summary = fit.summary() | {"uncertainty": args.uncertainty} | eci_info
     if args.uncertainty == "bootstrap":
         summary["replicates"] = args.replicates
         summary["replicates_converged"] = unc.attrs["n_converged"]
@@ -292,6 +331,9 @@ def run(args: argparse.Namespace) -> int:
         from platinum_jax.stitching._bayes_fit import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # before JAX runs anything
+    if getattr(args, "bayes", False) and args.scale == "eci":
+        raise ValueError("--scale eci applies to the least-squares fit only; drop --bayes (or "
+                         "--scale eci)")
     table = load_table(args)
     if getattr(args, "bayes", False):
         from .stitch_bayes import run_bayes
@@ -310,6 +352,15 @@ def run(args: argparse.Namespace) -> int:
         table.model_position(name)
     if hasattr(anchor, "benchmark"):
         table.benchmark_position(anchor.benchmark)
+    if args.scale == "eci":
+        from ._eci_views import eci_anchors_from_args
+
+        if args.eci_replicates < 0 or args.eci_replicates == 1:
+            raise ValueError(f"--eci-replicates must be 0 or at least 2 (got {args.eci_replicates})")
+        if not 0 < args.eci_level < 1:
+            raise ValueError(f"--eci-level must be in (0, 1) (got {args.eci_level})")
+        for name, _ in eci_anchors_from_args(args):
+            table.model_position(" ".join(name.split()))
     # Claimed before the fit: a directory that cannot be written fails in a second, not after it.
     with output_directory(args.out, "stitch", overwrite=args.overwrite) as out:
         print(f"{table!r}; anchor {anchor.describe()}; l2 = {args.l2:g}")

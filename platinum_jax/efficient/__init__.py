@@ -20,6 +20,17 @@ intervals.
 * :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
   stated rate on training subjects held out from the item fit;
 * :func:`adaptive_test`: computerized adaptive testing, vmapped over test-takers;
+* :class:`AdaptiveTest`: adaptive testing a harness drives item by item (an immutable
+  :class:`CatState`, ``next_item`` / ``update`` / ``summary``), with randomesque and
+  Sympson-Hetter exposure control (:func:`sympson_hetter`), content balancing and stopping by
+  standard error or budget; :func:`simulate_adaptive` runs it for many test-takers (``vmap``)
+  and reports item exposure and the overlap of their tests;
+* :func:`screen_items`: items a subset should not rely on (negative or near-zero
+  discrimination, solved by all or none, negative item-rest correlation, infit/outfit misfit),
+  each with its reason; ``select_items(..., exclude=...)`` leaves them out;
+* :func:`irt_mdad` / :func:`irt_mdad_subjects`: the minimum detectable ability difference
+  of a subset or of each adaptive test, ``(z_{1-alpha/2} + z_power) sqrt(SE_a^2 + SE_b^2)``
+  with ``SE = 1/sqrt(I(theta))`` from the test information, and its score-scale equivalent;
 * :func:`item_measurability`: per item, how much signal it carries (information, its
   parameters, saturation), beside its platinum status when given.
 
@@ -28,18 +39,24 @@ adds to every estimate and is not in the intervals of :func:`estimate_scores`. T
 design-based interval of :func:`assisted_scores` does not rely on the item model being right.
 """
 
+from ._adaptive import AdaptiveRun, AdaptiveTest, CatState, simulate_adaptive, sympson_hetter
 from ._assisted import assisted_scores
 from ._bank import ItemBank, item_bank, pearson_dispersion
 from ._calibrate import cross_fitted_banks, interval_scale
 from ._cat import CRITERIA, AdaptiveResult, adaptive_test
 from ._estimate import dense_responses, estimate_scores, grid_posterior
+from ._mdad import irt_mdad, irt_mdad_subjects
 from ._measurability import item_measurability
+from ._screen import screen_items
 from ._select import SELECTION_METHODS, item_patterns, kmeans, select_items
 
 __all__ = [
     "CRITERIA",
     "SELECTION_METHODS",
     "AdaptiveResult",
+    "AdaptiveRun",
+    "AdaptiveTest",
+    "CatState",
     "ItemBank",
     "adaptive_test",
     "assisted_scores",
@@ -49,9 +66,14 @@ __all__ = [
     "grid_posterior",
     "item_bank",
     "interval_scale",
+    "irt_mdad",
+    "irt_mdad_subjects",
     "item_measurability",
     "item_patterns",
     "kmeans",
     "pearson_dispersion",
+    "screen_items",
     "select_items",
+    "simulate_adaptive",
+    "sympson_hetter",
 ]

@@ -16,6 +16,11 @@ Methods (``select_items(bank, k, method=...)``):
   mean response in the fit, ``k`` allocated to the bins in proportion to their size.
 * ``"random"``: uniform without replacement (the baseline).
 
+``exclude`` (item labels, e.g. those flagged by :func:`~platinum_jax.efficient.screen_items`)
+removes items from the population before any method runs: the subset is drawn from the other
+items, and its weights describe them (the "full benchmark" of the estimate is then the kept
+items; pass them as ``target`` to the estimators).
+
 Each returns a frame indexed by item with ``weight`` (the share of the benchmark each item
 stands for; the weights sum to 1, so ``sum w_i y_i`` is the method's own plain estimate of
 the full-benchmark score) and ``group`` (stratum or cluster, -1 where there is none).
@@ -35,11 +40,12 @@ __all__ = ["select_items", "SELECTION_METHODS", "kmeans", "item_patterns"]
 SELECTION_METHODS = ("fisher", "anchor", "stratified", "random")
 
 
-def _check_k(bank: ItemBank, k: int) -> None:
+def _check_k(bank: ItemBank, k: int, n_kept: int) -> None:
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive whole number of items (got {k!r})")
-    if k > bank.n_items:
-        raise ValueError(f"k={k} exceeds the {bank.n_items} items of the fitted model")
+    if k > n_kept:
+        raise ValueError(f"k={k} exceeds the {n_kept} items of the fitted model left after "
+                         f"excluding {bank.n_items - n_kept}")
 
 
 def population_weights(bank: ItemBank) -> jax.Array:
@@ -51,7 +57,7 @@ def population_weights(bank: ItemBank) -> jax.Array:
 
 
 @jax.jit
-def _greedy_information(info, weight, prior_precision, order_k):
+def _greedy_information(info, weight, prior_precision, order_k, used0):
     """Greedy maximisation of ``sum_g weight_g log(prior + sum_S info[g])`` for ``len(order_k)``
     steps; returns the chosen item per step."""
 
@@ -62,7 +68,7 @@ def _greedy_information(info, weight, prior_precision, order_k):
         i = jnp.argmax(gain)
         return (total + info[:, i], used.at[i].set(True)), i
 
-    init = (jnp.zeros(info.shape[0], info.dtype), jnp.zeros(info.shape[1], bool))
+    init = (jnp.zeros(info.shape[0], info.dtype), used0)
     _, chosen = jax.lax.scan(step, init, order_k)
     return chosen
 
@@ -116,8 +122,8 @@ def _lloyd(x, c0, iterations: int):
     return c, assign(c)
 
 
-def _anchor(bank: ItemBank, k: int, seed: int):
-    x = item_patterns(bank)
+def _anchor(bank: ItemBank, k: int, seed: int, kept: np.ndarray):
+    x = item_patterns(bank)[kept]
     centres, assign = kmeans(x, k, seed=seed)
     chosen, groups, weights = [], [], []
     taken = np.zeros(len(x), bool)
@@ -131,13 +137,14 @@ def _anchor(bank: ItemBank, k: int, seed: int):
         chosen.append(i)
         groups.append(j)
         weights.append(np.sum(assign == j) / len(x))
-    return np.array(chosen), np.array(groups), np.array(weights)
+    return kept[np.array(chosen)], np.array(groups), np.array(weights)
 
 
-def _stratified(bank: ItemBank, k: int, strata: int, rng):
+def _stratified(bank: ItemBank, k: int, strata: int, rng, kept: np.ndarray):
     t = bank.fit.table
     rate = np.bincount(t.item_index, weights=t.response, minlength=t.n_items) / np.bincount(
         t.item_index, minlength=t.n_items)
+    rate = rate[kept]
     n_bins = min(strata, k)
     # Bins by rank (ties broken at random) so that every bin has items.
     order = np.lexsort((rng.random(len(rate)), rate))
@@ -156,31 +163,37 @@ def _stratified(bank: ItemBank, k: int, strata: int, rng):
         chosen.extend(pick)
         groups.extend([b] * take[b])
         weights.extend([size[b] / size.sum() / take[b]] * take[b])
-    return np.array(chosen), np.array(groups), np.array(weights)
+    return kept[np.array(chosen)], np.array(groups), np.array(weights)
 
 
 def select_items(bank: ItemBank, k: int, method: str = "fisher", *, seed: int = 0,
-                 strata: int = 10) -> pd.DataFrame:
+                 strata: int = 10, exclude=None) -> pd.DataFrame:
     """Choose ``k`` items of ``bank`` by ``method`` (one of :data:`SELECTION_METHODS`; see the
     module docstring). ``seed`` drives the random methods and the k-means start; ``strata`` is
-    the number of bins of ``"stratified"``. Returns a frame indexed by item (in the order
-    chosen) with ``weight`` and ``group``."""
-    _check_k(bank, k)
+    the number of bins of ``"stratified"``; ``exclude`` lists items never to choose (unknown
+    labels raise). Returns a frame indexed by item (in the order chosen) with ``weight`` and
+    ``group``."""
+    keep = np.ones(bank.n_items, bool)
+    if exclude is not None:
+        keep[bank.position(pd.Index(exclude))] = False
+    kept = np.flatnonzero(keep)
+    _check_k(bank, k, len(kept))
     rng = np.random.default_rng(seed)
     if method == "fisher":
         info = bank.information()
         prior_precision = 1.0 / float(np.var(np.asarray(bank.fit.theta.subjects)) or 1.0)
         chosen = np.asarray(_greedy_information(info, population_weights(bank),
-                                                prior_precision, jnp.zeros(k)))
+                                                prior_precision, jnp.zeros(k),
+                                                jnp.asarray(~keep)))
         groups, weights = np.full(k, -1), np.full(k, 1.0 / k)
     elif method == "anchor":
-        chosen, groups, weights = _anchor(bank, k, seed)
+        chosen, groups, weights = _anchor(bank, k, seed, kept)
     elif method == "stratified":
         if strata < 1:
             raise ValueError(f"strata must be >= 1 (got {strata})")
-        chosen, groups, weights = _stratified(bank, k, strata, rng)
+        chosen, groups, weights = _stratified(bank, k, strata, rng, kept)
     elif method == "random":
-        chosen = rng.choice(bank.n_items, k, replace=False)
+        chosen = rng.choice(kept, k, replace=False)
         groups, weights = np.full(k, -1), np.full(k, 1.0 / k)
     else:
         raise ValueError(f"unknown selection method {method!r}; choose one of "

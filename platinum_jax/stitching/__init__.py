@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
         read_metr_horizons,
         read_model_compute,
     )
-    from ._fit import StitchingFit, fit_stitching
+    from ._fit import StitchingFit, anchor_for_table, fit_stitching
     from ._model import (
         BenchmarkAnchor,
         ModelAnchor,
@@ -62,6 +62,7 @@ _EXPORTS = {
     "StitchingParams": "_model",
     "SyntheticTruth": "_synthetic",
     "UnknownNameError": "_table",
+    "anchor_for_table": "_fit",
     "bootstrap": "_uncertainty",
     "bootstrap_weights": "_uncertainty",
     "by_kind": "_uncertainty",
@@ -98,6 +99,7 @@ __all__ = [
     "StitchingParams",
     "SyntheticTruth",
     "UnknownNameError",
+    "anchor_for_table",
     "bootstrap",
     "bootstrap_weights",
     "by_kind",

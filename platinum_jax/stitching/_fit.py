@@ -190,8 +190,9 @@ def _component_message(comps) -> str:
     return "; ".join(parts) + more
 
 
-def _anchor_for_component(anchor: Anchor, table: ScoreTable) -> Anchor:
-    """The given anchor where it lies in ``table``; otherwise the most-scored benchmark."""
+def anchor_for_table(anchor: Anchor, table: ScoreTable) -> Anchor:
+    """The given anchor where it lies in ``table`` (e.g. a sub-table); otherwise the table's
+    most-scored benchmark, with the anchor's D and alpha when it was a benchmark anchor."""
     if isinstance(anchor, BenchmarkAnchor) and anchor.benchmark in table.benchmarks:
         return anchor
     if isinstance(anchor, ModelAnchor) and all(m in table.models for m in anchor.models):
@@ -241,6 +242,7 @@ def fit_stitching(
     restarts: int = 0,
     seed: int = 0,
     link: str = "sigmoid",
+    model: Any = None,
     **solver_options,
 ) -> StitchingFit | list[StitchingFit]:
     """MAP fit of ``score(m, b) = sigmoid(alpha_b (C_m - D_b))`` to ``table``.
@@ -270,6 +272,9 @@ def fit_stitching(
         seed: seed of the jitter.
         link: ``"sigmoid"`` (the paper) or ``"clipped_linear"``; kept on the fit, so its
             predictions and residuals use the same link.
+        model: a model of the Rosetta family to fit in place of the preset (e.g. a subclass of
+            :class:`~platinum_jax.models.Rosetta` with another penalty), built with the same
+            ``anchor``, ``l2`` and ``link``; None fits the paper's model.
         **solver_options: ``max_steps``, ``gtol``, ``xtol``, ``ftol``.
     """
     anchor = BenchmarkAnchor() if anchor is None else anchor
@@ -286,6 +291,14 @@ def fit_stitching(
             "parameters. Fit the components one by one (table.select_models) to give starts"
         )
     _check_anchor(table, anchor)
+    if model is not None:
+        if components == "separate":
+            raise ValueError("model cannot be combined with components='separate': the model is "
+                             "built for one anchor; fit the components one by one")
+        if getattr(model, "l2", l2) != l2 or getattr(model, "link", link) != link:
+            raise ValueError(f"model was built with l2={getattr(model, 'l2', None)}, "
+                             f"link={getattr(model, 'link', None)!r}; pass the same l2 and link "
+                             f"to fit_stitching (got l2={l2}, link={link!r})")
     comps = table.components()
     if len(comps) > 1:
         if components == "error":
@@ -299,16 +312,17 @@ def fit_stitching(
             sub = table.select_models(sorted(models))
             fits.append(
                 fit_stitching(
-                    sub, _anchor_for_component(anchor, sub), l2, restarts=restarts, seed=seed,
+                    sub, anchor_for_table(anchor, sub), l2, restarts=restarts, seed=seed,
                     link=link, **solver_options,
                 )
             )
         return fits
     _warn_unidentified(table, anchor)
-    return _fit_connected(table, anchor, float(l2), theta0, restarts, seed, link, solver_options)
+    return _fit_connected(table, anchor, float(l2), theta0, restarts, seed, link, solver_options, model)
 
 
-def _fit_connected(table, anchor, l2, theta0, restarts, seed, link, solver_options) -> StitchingFit:
+def _fit_connected(table, anchor, l2, theta0, restarts, seed, link, solver_options,
+                   model=None) -> StitchingFit:
     """One connected table: the Rosetta preset through :func:`platinum_jax.inference.fit_map`."""
     from platinum_jax.inference import fit_map
 
@@ -332,7 +346,8 @@ def _fit_connected(table, anchor, l2, theta0, restarts, seed, link, solver_optio
         # One fit of the paper's data runs in milliseconds but compiles in about a second:
         # LLVM's optimisation turned down halves the compile time and doubles the tiny run time.
         options.setdefault("compiler_options", {"xla_backend_optimization_level": 0})
-    engine = fit_map(rosetta_model(anchor, l2, link), response_table(table), restarts=restarts,
+    model = rosetta_model(anchor, l2, link) if model is None else model
+    engine = fit_map(model, response_table(table), restarts=restarts,
                      seed=seed, theta0=start, **options)
     theta = from_engine_theta(layout, engine.theta)
     return StitchingFit(
