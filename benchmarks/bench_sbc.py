@@ -149,7 +149,7 @@ def main() -> None:
     )
     summary = rank_uniformity(result)
     print(summary.round(3).to_string())
-    worlds_div = result.groupby("world")["n_divergent"].first()
+    worlds_div = result.groupby("world")["divergences"].first()
     print(f"divergences: {int(worlds_div.sum())} in {int((worlds_div > 0).sum())} of "
           f"{args.worlds} worlds; {time.perf_counter() - start:.0f} s in all")
     plot_ranks(result, summary, args.plot)

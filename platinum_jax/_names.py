@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["UnknownNameError", "close_matches_message", "normalise_names"]
+__all__ = ["UnknownNameError", "close_matches_message", "DEPRECATED_LIKELIHOOD_NAMES",
+           "likelihood_name", "normalise_names"]
 
 
 class UnknownNameError(KeyError, ValueError):
@@ -62,3 +63,19 @@ def normalise_names(values, *, what: str, source: str) -> pd.Series:
             stacklevel=3,
         )
     return clean
+
+
+#: older spellings of likelihood names, still accepted with a DeprecationWarning -> the name
+#: used everywhere now (the registry :data:`platinum_jax.models.likelihoods.LIKELIHOODS`)
+DEPRECATED_LIKELIHOOD_NAMES = {"betabinomial": "beta_binomial"}
+
+
+def likelihood_name(name: str) -> str:
+    """The canonical name of a likelihood: ``name`` itself, or for an older spelling of
+    :data:`DEPRECATED_LIKELIHOOD_NAMES` its replacement, with a ``DeprecationWarning``."""
+    if name in DEPRECATED_LIKELIHOOD_NAMES:
+        new = DEPRECATED_LIKELIHOOD_NAMES[name]
+        warnings.warn(f"likelihood name {name!r} is deprecated; use {new!r}", DeprecationWarning,
+                      stacklevel=3)
+        return new
+    return name

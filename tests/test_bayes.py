@@ -144,7 +144,7 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
         var = mu * (1 - mu) / (1 + np.exp(lphi[bi])) + se2
         phi = np.maximum(mu * (1 - mu) / var - 1, 1.0)
         lp += st.beta.logpdf(y, mu * phi, (1 - mu) * phi).sum()
-    elif likelihood == "betabinomial":
+    elif likelihood == "beta_binomial":
         lphi = point["log_precision"]
         lp += st.norm.logpdf(lphi, pr.log_precision_loc, pr.log_precision_scale).sum()
         n_items = table.data["n_items"].to_numpy(dtype=float)
@@ -163,7 +163,7 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
         ("gaussian", None, 4),  # x (4 scores) centred, y (3 scores) not
         ("beta", None, 20),
         ("binomial", None, 20),
-        ("betabinomial", None, 20),
+        ("beta_binomial", None, 20),
         ("gaussian", (0.5, -0.7), 20),
     ],
 )
@@ -200,12 +200,12 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min, monkey
     if likelihood != "gaussian":
         for k in ("noise_log_mu", "noise_log_tau", "noise_log_sigma"):
             point.pop(k)
-    if likelihood not in ("beta", "betabinomial"):
+    if likelihood not in ("beta", "beta_binomial"):
         point.pop("log_precision")
     model, data = stitching_model(table, layout_anchor, likelihood=likelihood, priors=pr)
     ours, _ = log_density(model, (data,), {}, point)
     # jax.scipy.special.betaln (inside NumPyro's BetaBinomial) agrees with SciPy's to ~1e-7.
-    rel = 1e-7 if likelihood == "betabinomial" else 1e-9
+    rel = 1e-7 if likelihood == "beta_binomial" else 1e-9
     expected = _scipy_log_joint(table, point, likelihood, pr, model_anchor, centred_min)
     assert float(ours) == pytest.approx(expected, rel=rel)
 
@@ -264,7 +264,7 @@ def test_nuts_intervals_cover_the_true_capabilities(nuts_fit, synth):
     assert 0.85 <= coverage <= 0.95, coverage
     assert np.corrcoef(nuts_fit.capabilities["mean"].reindex(truth.index), truth)[0, 1] > 0.99
     d = nuts_fit.diagnostics
-    assert d["n_divergent"] == 0
+    assert d["divergences"] == 0
     # A reduced run (2 x 300 draws): the largest of ~130 split R-hats of a well-mixed run this
     # short scatters up to about 1.03, so 1.05 separates it from chains that disagree (> 1.5
     # below).  The full target (R-hat <= 1.01 over every parameter) is checked on real data in
@@ -323,7 +323,7 @@ def test_diagnostics_warn_when_chains_disagree(nuts_fit):
     # the advice starts from what the run used: the default 0.99 and this fixture's 300 steps
     assert "target_accept is already 0.99, so do not raise it further" in messages
     assert "lengthen the warmup beyond this run's 300 (e.g. 600)" in messages
-    assert diag["n_divergent"] == 3 and diag["max_r_hat"] > 1.5
+    assert diag["divergences"] == 3 and diag["rhat_max"] > 1.5
     # a run at a lower target is told to raise it, naming what it used
     broken.attrs["target_accept"] = 0.9
     with pytest.warns(SamplingWarning, match=r"raise target_accept to 0.99 \(this run used 0.9\)"):
@@ -372,7 +372,7 @@ def test_optimal_weights_reject_bad_inputs(nuts_fit):
 def test_svi_recovers_truth_and_compare_likelihoods(svi_beta, nuts_fit, synth):
     table, truth = synth
     assert np.corrcoef(svi_beta.capabilities["mean"].reindex(truth.index), truth)[0, 1] > 0.98
-    assert np.isnan(svi_beta.diagnostics["max_r_hat"])  # no R-hat for independent guide draws
+    assert np.isnan(svi_beta.diagnostics["rhat_max"])  # no R-hat for independent guide draws
     fits = {"gaussian": nuts_fit, "beta": svi_beta}
     cmp = compare_likelihoods(fits)
     assert set(cmp.index) == {"gaussian", "beta"}
@@ -613,7 +613,7 @@ def test_betabinomial_sees_overdispersion_that_binomial_cannot():
     table = ScoreTable.from_frame(frame)
     truth = pd.Series(C, index=[f"m{m:02d}" for m in range(n_models)])
     fit = fit_stitching_bayes(
-        table, ANCHOR, likelihood="betabinomial", method="svi", svi_steps=2000, samples=200,
+        table, ANCHOR, likelihood="beta_binomial", method="svi", svi_steps=2000, samples=200,
         seed=0,
     )
     # six scores a model, each with sd ~0.1 on the score scale: capabilities are recovered, noisily

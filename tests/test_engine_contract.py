@@ -33,6 +33,7 @@ from platinum_jax.models import (
     ThreePL,
     TwoPL,
 )
+from platinum_jax.models.rosetta_bayes import RosettaBayes
 
 # name -> (model, main subject parameter, subjects, items, minimum MAP correlation with truth)
 # Each world's tests share one module fixture; the suite spreads the worlds over its workers.
@@ -41,6 +42,9 @@ XDIST_GROUP_BY_PARAMETER = True
 WORLDS = {
     "rosetta": (Rosetta(likelihood=Gaussian(noise=0.05), anchor=BenchmarkAnchor("i00")),
                 "capability", 60, 12, 0.9),
+    # The Bayesian Rosetta model (a noise per benchmark, standardised sampling coordinates):
+    # the model `stitch-bayes` samples, on a small world to keep the suite quick.
+    "rosetta_bayes": (RosettaBayes(anchor=BenchmarkAnchor("i00")), "capability", 60, 12, 0.9),
     "1pl": (OnePL(), "ability", 120, 20, 0.85),
     "2pl": (TwoPL(), "ability", 120, 20, 0.8),
     "3pl": (ThreePL(), "ability", 120, 20, 0.7),
@@ -55,6 +59,11 @@ WORLDS = {
     "hierarchical": (HierarchicalTwoPL(groups=3, item_groups=(0,) * 4 + (1,) * 4 + (2,) * 4),
                      "ability", 120, 12, 0.45),
 }
+
+
+# Sampler options of a world, where the defaults cost the suite time without testing more: a
+# dense mass matrix over the Bayesian Rosetta model's ~100 coordinates triples its NUTS time.
+NUTS_OPTIONS = {"rosetta_bayes": {"dense_mass": False}}
 
 
 # Models whose abilities are identified only up to sign (a reflection of one dimension).
@@ -117,7 +126,8 @@ def test_svi_and_nuts_give_labelled_posteriors(world):
     name, model, param, _, _, _, min_corr = world
     # A smaller world: these check the wiring and labels; calibration lives in benchmarks/.
     table, truth = simulate(model, 40, 12, seed=5)
-    post = nuts(model, table, chains=1, warmup=100, samples=100, seed=1)
+    post = nuts(model, table, chains=1, warmup=100, samples=100, seed=1,
+                **NUTS_OPTIONS.get(name, {}))
     _labelled(post.subjects, table.subjects, [param, f"{param}_sd", f"{param}_lo"])
     idata = post.inference_data
     site = param.split("[")[0]

@@ -23,7 +23,9 @@ item column, as the group otherwise), so the Rosetta paper's scores_long.csv rea
 
 Models (--model):
   rosetta  score = f(alpha_b (C_m - D_b)), benchmarks as items, the paper's L2-penalised least
-           squares (Ho et al. 2025, "A Rosetta Stone for AI Benchmarks"); --link, --l2, anchors
+           squares (Ho et al. 2025, "A Rosetta Stone for AI Benchmarks"); --link, --l2, anchors.
+           svi/nuts sample it with one free noise for all benchmarks, not the model of
+           `stitch-bayes` (a noise per benchmark); fit.json says so (sampled_model)
   1pl      P = sigmoid(a (theta - b_i)), one discrimination for all items
   2pl      P = sigmoid(a_i (theta - b_i))
   3pl      adds a lower asymptote c_i (guessing, chance score)
@@ -42,7 +44,8 @@ Models (--model):
 
 Methods (--method):
   map        penalised MAP (Levenberg-Marquardt over the subject-item structure); --restarts
-  laplace    MAP plus a Gaussian from the exact Hessian: _sd, _lo, _hi columns (90% intervals)
+  laplace    MAP plus a Gaussian from the exact Hessian: _sd, _lo, _hi columns (90% intervals);
+             least squares (rosetta's default) takes its noise from the residual variance
   bootstrap  --replicates refits over resampled responses: _sd and percentile intervals
   marginal   one-ability binary models: item parameters with the abilities integrated out
              (EM over a quadrature grid), abilities by EAP with an ability_sd column
@@ -135,6 +138,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 _FROM_FRACTIONS_MODEL = {"none-some-all": "graded", "squeeze": "beta"}
 
+# Written to fit.json and printed, so that no one mistakes this posterior for stitch-bayes'.
+SAMPLED_ROSETTA = (
+    "the plain Rosetta model with one Gaussian noise for all benchmarks (free, or as "
+    "--likelihood says), sampled in its own coordinates; `platinum-jax stitch-bayes` samples "
+    "the Bayesian Rosetta model instead (a noise per benchmark, known standard errors, "
+    "standardised coordinates): the two posteriors differ")
+
+
+def sampled_model_note(model: str, method: str) -> str | None:
+    """What ``fit.json`` says about the model a Bayesian method samples, where it could be
+    mistaken for another command's."""
+    return SAMPLED_ROSETTA if model == "rosetta" and method in ("svi", "nuts") else None
+
 
 def derive_responses(table, how: str):
     """The table with responses derived from fractions in [0, 1] (see ``--from-fractions``),
@@ -189,6 +205,10 @@ def build_model(args, table):
 
         kw = {} if lik is None else {"likelihood": make_model("2pl", likelihood=lik).likelihood}
         return HierarchicalTwoPL.for_table(table, **kw)
+    if "likelihood" in options:  # an instance (rosetta's free noise), not a registry name
+        from platinum_jax.models import MODELS
+
+        return MODELS[args.model](**options)
     return make_model(args.model, likelihood=lik, **options)
 
 
@@ -302,6 +322,9 @@ def run(args: argparse.Namespace) -> int:
             result.diagnostics["responses_derived"] = derived
         if notes:
             result.diagnostics["notes"] = notes
+        note = sampled_model_note(args.model, args.method)
+        if note is not None:
+            result.diagnostics["sampled_model"] = note
         from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes, with_integrity
 
         files = dict(result.files())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from platinum_jax.stitching._bayes_options import LIKELIHOODS
+from platinum_jax.stitching._bayes_options import ACCEPTED_NAMES
 
 from .stitch import add_anchor_arguments, add_min_benchmarks_argument, anchor_from_args, load_table
 
@@ -22,7 +22,7 @@ Likelihoods (--likelihood):
             half an item (or by 0.005 when n_items is unknown) and the count is reported
   binomial  round(score * n_items) ~ Binomial(n_items, mu): large benchmarks weigh more;
             needs an n_items column
-  betabinomial
+  beta_binomial
             round(score * n_items) ~ BetaBinomial with mean mu and precision phi_b: counts as
             binomial, plus a per-benchmark noise scale for items that share quirks
 
@@ -110,9 +110,10 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Bayesian fit")
     g.add_argument(
         "--likelihood",
-        choices=LIKELIHOODS,
+        choices=ACCEPTED_NAMES,
         default="gaussian",
-        help="observation model (default gaussian)",
+        help="observation model (default gaussian; betabinomial is the deprecated spelling of "
+        "beta_binomial)",
     )
     g.add_argument(
         "--method",
@@ -263,18 +264,18 @@ def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
     out.write("capabilities.png", lambda p: plot_capabilities(fit, path=p))
     out.write("ppc.png", lambda p: plot_ppc(fit, path=p))
     d = fit.diagnostics
-    print(f"done in {d['wall_s']:.1f} s ({fit.info.get('chain_method', args.method)} chains)")
+    print(f"done in {d['seconds']:.1f} s ({fit.info.get('chain_method', args.method)} chains)")
     if args.method == "nuts":
         rhat = (
-            f"max R-hat {d['max_r_hat']:.4f} ({d.get('worst_r_hat')})"
-            if d.get("n_chains", 0) > 1
+            f"max R-hat {d['rhat_max']:.4f} ({d.get('worst_rhat_parameter')})"
+            if d.get("chains", 0) > 1
             else "R-hat n/a (1 chain)"
         )
         print(
             f"diagnostics over every parameter, hyper-parameters included: divergences "
-            f"{d['n_divergent']}, {rhat}, min bulk ESS {d['min_ess_bulk']:.0f} "
-            f"({d.get('worst_ess_bulk')}), min tail ESS {d['min_ess_tail']:.0f} "
-            f"({d.get('worst_ess_tail')})"
+            f"{d['divergences']}, {rhat}, min bulk ESS {d['ess_bulk_min']:.0f} "
+            f"({d.get('worst_ess_bulk_parameter')}), min tail ESS {d['ess_tail_min']:.0f} "
+            f"({d.get('worst_ess_tail_parameter')})"
         )
     print(fit.capabilities[["mean", "sd", "hdi_3%", "hdi_97%"]].nlargest(5, "mean").to_string())
     if weights_cfg is not None:

@@ -79,6 +79,9 @@ def draws_bytes(fit) -> bytes:
         arrays["draws_subjects"] = np.asarray(fit.draws.subjects)
         arrays["draws_items"] = np.asarray(fit.draws.items)
         arrays["draws_globals"] = np.asarray(fit.draws.globals)
+    if getattr(fit, "raw_sd", None) is not None:  # a Laplace fit's exact sds (optional)
+        for key, sd in zip(("subjects", "items", "globals"), fit.raw_sd, strict=True):
+            arrays[f"sd_{key}"] = np.asarray(sd)
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     return buf.getvalue()
@@ -242,4 +245,8 @@ def read_fit(directory: str | Path):
     draws = None
     if meta["has_draws"]:
         draws = Theta(*(jnp.asarray(z[f"draws_{k}"]) for k in ("subjects", "items", "globals")))
-    return Fit(problem, meta["method"], theta, draws=draws, interval=meta["interval"])
+    raw_sd = None
+    if "sd_subjects" in z:
+        raw_sd = Theta(*(np.asarray(z[f"sd_{k}"]) for k in ("subjects", "items", "globals")))
+    return Fit(problem, meta["method"], theta, draws=draws, interval=meta["interval"],
+               raw_sd=raw_sd)

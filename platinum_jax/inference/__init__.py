@@ -19,8 +19,24 @@ with the abilities integrated out by quadrature, abilities by EAP), ``laplace``
 
 from typing import TYPE_CHECKING
 
+from ._diagnostics import (
+    DIAGNOSTIC_KEYS,
+    Diagnostics,
+    canonical_diagnostics,
+    choose_chain_method,
+    sampler_diagnostics,
+)
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
-from ._point import bootstrap, cross_validate, fit_map, laplace, score_subjects
+from ._point import (
+    NOISE_SCALES,
+    bootstrap,
+    cross_validate,
+    fit_map,
+    laplace,
+    laplace_covariance,
+    noise_variance,
+    score_subjects,
+)
 from ._problem import Data, Problem, Theta
 from ._results import Fit
 from ._simulate import simulate
@@ -50,22 +66,29 @@ _LAZY = {
 }
 
 __all__ = [
+    "DIAGNOSTIC_KEYS",
     "Data",
+    "Diagnostics",
     "Fit",
     "MAPResult",
     "METHODS",
+    "NOISE_SCALES",
     "Problem",
     "Theta",
     "bootstrap",
+    "canonical_diagnostics",
+    "choose_chain_method",
     "cross_validate",
     "fit",
     "fit_map",
     "fit_marginal",
     "gauss_newton_system",
     "laplace",
+    "laplace_covariance",
     "loo",
     "marginal_log_likelihood",
     "map_solver",
+    "noise_variance",
     "numpyro_model",
     "posterior_values",
     "run_nuts",
@@ -73,6 +96,7 @@ __all__ = [
     "posterior_theta",
     "quadrature",
     "row_mesh",
+    "sampler_diagnostics",
     "score_subjects",
     "shard_rows",
     "simulate",
@@ -91,7 +115,8 @@ def fit(model, table, method: str = "map", **options) -> Fit:
     if method == "map":
         return fit_map(model, table, **options)
     if method == "laplace":
-        lap = {k: options.pop(k) for k in ("draws", "seed", "max_parameters") if k in options}
+        lap = {k: options.pop(k) for k in ("draws", "seed", "max_parameters", "noise_scale")
+               if k in options}
         return laplace(fit_map(model, table, **options), **lap)
     if method == "bootstrap":
         return bootstrap(model, table, **options)

@@ -19,6 +19,7 @@ import numpy as np
 from platinum_jax.data import ResponseTable
 from platinum_jax.models._protocol import Hierarchical, MeasurementModel
 
+from ._diagnostics import choose_chain_method, rhat_ok, sampler_diagnostics
 from ._problem import Data, Problem, Theta
 from ._results import Fit, _natural_matrix
 
@@ -286,7 +287,7 @@ def run_nuts(
     target_accept: float = 0.9,
     max_tree_depth: int = 10,
     dense_mass=False,
-    chain_method: str = "sequential",
+    chain_method: str = "auto",
     init_values: dict | None = None,
     plain_names: bool = False,
     extra_fields: tuple[str, ...] = ("diverging",),
@@ -296,6 +297,8 @@ def run_nuts(
     the finished ``numpyro.infer.MCMC`` (samples by site, extra fields by chain).
 
     ``dense_mass``: True, False or NumPyro's list of site-name tuples (dense blocks);
+    ``chain_method``: ``"auto"`` (the package's one policy, :func:`choose_chain_method`) or
+    NumPyro's ``"parallel"``, ``"vectorized"``, ``"sequential"``;
     ``init_values``: start values by site (others start uniform on (-2, 2) unconstrained).
     Presets that need the sampler's raw output (their own summaries) call this directly.
     """
@@ -306,7 +309,9 @@ def run_nuts(
                   target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
                   dense_mass=dense_mass, init_strategy=init)
     mcmc = MCMC(kernel, num_warmup=int(warmup), num_samples=int(samples),
-                num_chains=int(chains), chain_method=chain_method, progress_bar=progress_bar)
+                num_chains=int(chains), progress_bar=progress_bar,
+                chain_method=(choose_chain_method(chains) if chain_method == "auto"
+                              else chain_method))
     mcmc.run(rng_key, data, extra_fields=extra_fields)
     return mcmc
 
@@ -352,7 +357,7 @@ def nuts(
     data = problem.data()
     if dense_mass is None:
         dense_mass = problem.n_free <= 600
-    method = "parallel" if jax.local_device_count() >= chains else "sequential"
+    method = choose_chain_method(chains)
     t0 = time.perf_counter()
     mcmc = run_nuts(problem, data, chains=chains, warmup=warmup, samples=samples,
                     target_accept=target_accept, dense_mass=dense_mass, chain_method=method,
@@ -362,19 +367,12 @@ def nuts(
     flat = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
     div = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
     summary = az.summary(az.from_dict(posterior=flat), kind="diagnostics")
-    rhat = float(summary["r_hat"].max()) if chains > 1 else float("nan")
-    diagnostics = {
-        "chains": chains, "warmup": warmup, "samples": samples, "seconds": elapsed,
-        "dense_mass": bool(dense_mass),
-        "divergences": int(div.sum()),
-        "rhat_max": rhat if chains > 1 else "unavailable with one chain",
-        "ess_bulk_min": float(summary["ess_bulk"].min()),
-        "ess_tail_min": float(summary["ess_tail"].min()),
-        "worst_rhat_parameter": str(summary["r_hat"].idxmax()) if chains > 1 else None,
-    }
+    diagnostics = sampler_diagnostics(summary, int(div.sum()), chains=chains, samples=samples,
+                                      chain_method=method, seconds=elapsed)
+    diagnostics.update(warmup=warmup, dense_mass=bool(dense_mass))
     diagnostics["ok"] = bool(
         diagnostics["divergences"] == 0
-        and (chains == 1 or rhat <= rhat_max)
+        and (chains == 1 or rhat_ok(diagnostics, rhat_max))
         and diagnostics["ess_bulk_min"] >= ess_min and diagnostics["ess_tail_min"] >= ess_min
     )
     merged = {k: v.reshape(-1, *v.shape[2:]) for k, v in flat.items()}

@@ -7,6 +7,7 @@ solver still runs but stops at float32 precision.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import jax
@@ -21,7 +22,8 @@ from ._map import map_solver
 from ._problem import Data, Problem, Theta
 from ._results import Fit
 
-__all__ = ["fit_map", "laplace", "bootstrap", "cross_validate", "score_subjects"]
+__all__ = ["fit_map", "laplace", "laplace_covariance", "noise_variance", "bootstrap",
+           "cross_validate", "score_subjects"]
 
 
 def _problem(model, table) -> Problem:
@@ -147,13 +149,31 @@ def _to_free(problem: Problem, theta: Theta):
     return jnp.concatenate([jnp.asarray(b).ravel()[ix] for b, ix in zip(theta, idx, strict=True)])
 
 
+_SYSTEMS: dict = {}
+
+
+def _newton_system(problem: Problem):
+    """The jitted per-row Newton blocks of ``problem`` (rows as an argument, not constants
+    folded into the program), kept by problem structure like the solvers."""
+    from ._map import _structure_key, gauss_newton_system
+
+    key = _structure_key(problem, "newton_system", None, {})
+    if key is not None and key in _SYSTEMS:
+        return _SYSTEMS[key]
+    bare = copy.copy(problem)
+    bare.table = None  # keep no table alive in the cache: the rows come in as ``d``
+    fn = jax.jit(lambda th, d: gauss_newton_system(bare, th, d, "newton"))
+    if key is not None:
+        if len(_SYSTEMS) >= 16:
+            _SYSTEMS.pop(next(iter(_SYSTEMS)))  # the oldest
+        _SYSTEMS[key] = fn
+    return fn
+
+
 def _dense_hessian(problem: Problem, theta: Theta, data: Data):
     """Exact Hessian of the objective over the free entries, assembled from the per-row blocks
     of the solver (one pass over the responses instead of one per parameter)."""
-    from ._map import gauss_newton_system
-
-    # The rows as an argument, not constants folded into the program.
-    sys = jax.jit(lambda th, d: gauss_newton_system(problem, th, d, "newton"))(theta, data)
+    sys = _newton_system(problem)(theta, data)
     n_s, p_s = sys.gS.shape
     n_i, p_i = sys.gI.shape
     a, b = n_s * p_s, n_i * p_i
@@ -168,16 +188,79 @@ def _dense_hessian(problem: Problem, theta: Theta, data: Data):
     return full[np.ix_(free, free)]
 
 
-def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int = 6000) -> Fit:
-    """Gaussian approximation at the MAP: covariance = inverse Hessian of the penalised
-    objective over the free raw parameters (Cholesky, no explicit inverse); intervals come from
-    ``draws`` samples mapped to natural values.
+NOISE_SCALES = ("auto", "residual", "likelihood")
 
-    Raises:
-        ValueError: more than ``max_parameters`` free parameters (the Hessian is dense: use
-            :func:`bootstrap` or a Bayesian fit), or a Hessian that is not positive definite
-            at the fit (not a minimum, or a parameter the data and penalty do not pin down).
+
+def _mean_parameter_count(problem: Problem) -> int:
+    """Free parameters that the likelihood sees: every free entry but the point-fit devices
+    (``map_only`` globals such as the centre of the Rosetta penalty), which use up no residual
+    degrees of freedom."""
+    devices = 0
+    free_g = np.asarray(problem.free_G).ravel()
+    for name, (a, b, _) in problem.glob.slices().items():
+        if dict(problem.glob.decl)[name].map_only:
+            devices += int(free_g[a:b].sum())
+    return problem.n_free - devices
+
+
+def noise_variance(fit: Fit, noise_scale: str | float = "auto") -> dict:
+    """The factor ``s^2`` by which a Laplace covariance multiplies the inverse Hessian, and why.
+
+    * ``"residual"``: for a least-squares likelihood (a Gaussian whose noise ``sigma_0`` is fixed
+      by hand, e.g. the Rosetta paper's ``0.5 sum r^2``), the noise is estimated from the
+      residuals: ``s^2 = sum_i w_i ((y_i - mu_i) / sigma_0)^2 / (n - p)``, with ``n`` the rows of
+      positive weight and ``p`` the free parameters of the mean (point-fit devices such as the
+      penalty's centre excluded). Reading ``objective / s^2`` as the negative log posterior, the
+      covariance is ``s^2 H^{-1}``; with no penalty and a linear mean this is the textbook
+      ``sigma_hat^2 (J^T J)^{-1}`` with the unbiased ``sigma_hat^2 = RSS / (n - p)``.
+    * ``"likelihood"``: ``s^2 = 1``, the covariance the likelihood implies as written (right for
+      families with an estimated or known spread: Bernoulli, Binomial, a free Gaussian noise).
+    * ``"auto"`` (default): ``"residual"`` for a least-squares likelihood
+      (:attr:`Likelihood.least_squares`), ``"likelihood"`` otherwise.
+    * a positive number ``sigma``: the noise sd of the responses, ``s^2 = (sigma / sigma_0)^2``.
+
+    Returns ``{"noise_scale": how, "noise_variance": s^2}`` plus ``"residual_dof"`` (``n - p``)
+    for ``"residual"``; these go into a Laplace fit's diagnostics (and ``fit.json``).
     """
+    problem = fit.problem
+    lik = problem.model.likelihood
+    if isinstance(noise_scale, str):
+        if noise_scale not in NOISE_SCALES:
+            raise ValueError(f"noise_scale must be one of {NOISE_SCALES} or a positive number "
+                             f"(got {noise_scale!r})")
+        how = noise_scale
+        if how == "auto":
+            how = "residual" if lik.least_squares else "likelihood"
+    else:
+        sigma = float(noise_scale)
+        if not (np.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"noise_scale must be a positive number (got {noise_scale!r})")
+        base = float(lik.noise) if lik.least_squares else 1.0
+        return {"noise_scale": "given", "noise_variance": (sigma / base) ** 2}
+    if how == "likelihood":
+        return {"noise_scale": "likelihood", "noise_variance": 1.0}
+    if not lik.least_squares:
+        raise ValueError(
+            f"noise_scale='residual' is for least-squares likelihoods (a Gaussian with its noise "
+            f"fixed, e.g. Gaussian(noise=1.0)); model {problem.model.name!r} has the "
+            f"{lik.name} likelihood, whose spread the Hessian already carries: use "
+            "noise_scale='likelihood' (or 'auto')")
+    t = problem.table
+    w = np.ones(t.n_responses) if t.weight is None else np.asarray(t.weight, np.float64)
+    n = int(np.sum(w > 0))
+    p = _mean_parameter_count(problem)
+    if n <= p:
+        raise ValueError(
+            f"{n} responses for {p} free parameters: too few to estimate the noise from the "
+            "residuals; pass noise_scale=<noise sd> or noise_scale='likelihood'")
+    r = (np.asarray(fit.predict()) - np.asarray(t.response, np.float64)) / float(lik.noise)
+    return {"noise_scale": "residual", "noise_variance": float(np.sum(w * r**2) / (n - p)),
+            "residual_dof": n - p}
+
+
+def _laplace_factor(fit: Fit, max_parameters: int):
+    """``(x0, L)``: the free raw parameters at the fit and the Cholesky factor of the Hessian
+    of the objective over them (float64 advised)."""
     problem = fit.problem
     n = problem.n_free
     if n > max_parameters:
@@ -185,10 +268,8 @@ def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int =
             f"Laplace needs a dense {n} x {n} Hessian (more than max_parameters="
             f"{max_parameters}); use bootstrap or SVI for a model this large, or raise the limit"
         )
-    data = problem.data()
     theta = Theta(*(jnp.asarray(t, problem.dtype) for t in fit.theta))
-    x0 = _to_free(problem, theta)
-    hess = _dense_hessian(problem, theta, data)
+    hess = _dense_hessian(problem, theta, problem.data())
     chol = jnp.linalg.cholesky(hess)
     if not bool(jnp.all(jnp.isfinite(chol))):
         raise ValueError(
@@ -196,12 +277,72 @@ def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int =
             "no Gaussian to report: check that the fit converged, and that every free parameter "
             "is pinned down by data or a penalty (an item nobody answered, a missing anchor)"
         )
+    return theta, _to_free(problem, theta), chol
+
+
+def _free_labels(problem: Problem) -> pd.MultiIndex:
+    """``(block, entity, parameter)`` of every free raw entry, in the order of the free vector."""
+    t = problem.table
+    rows = []
+    for kind, block, entities, free in (("subject", problem.subject, t.subjects, problem.free_S),
+                                        ("item", problem.item, t.items, problem.free_I),
+                                        ("global", problem.glob, [""], problem.free_G)):
+        cols = [label for _, label in block.columns()]
+        mask = np.asarray(free).reshape(len(entities), len(cols))
+        rows += [(kind, e, c) for k, e in enumerate(entities) for j, c in enumerate(cols)
+                 if mask[k, j]]
+    return pd.MultiIndex.from_tuples(rows, names=["block", "entity", "parameter"])
+
+
+def laplace_covariance(fit: Fit, *, noise_scale: str | float = "auto",
+                       max_parameters: int = 6000) -> pd.DataFrame:
+    """The Laplace covariance ``s^2 H^{-1}`` of the free raw parameters at a MAP fit, labelled
+    ``(block, entity, parameter)`` on both axes; ``s^2`` as :func:`noise_variance` says
+    (recorded in ``attrs``). ``H^{-1}`` comes from Cholesky solves, never an explicit inverse."""
+    _, _, chol = _laplace_factor(fit, max_parameters)
+    info = noise_variance(fit, noise_scale)
+    eye = jnp.eye(chol.shape[0], dtype=chol.dtype)
+    cov = info["noise_variance"] * np.asarray(jax.scipy.linalg.cho_solve((chol, True), eye))
+    labels = _free_labels(fit.problem)
+    out = pd.DataFrame(cov, index=labels, columns=labels)
+    out.attrs.update(info)
+    return out
+
+
+def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int = 6000,
+            noise_scale: str | float = "auto") -> Fit:
+    """Gaussian approximation at the MAP: covariance ``s^2 H^{-1}``, ``H`` the Hessian of the
+    penalised objective over the free raw parameters (Cholesky, no explicit inverse) and ``s^2``
+    the noise factor of :func:`noise_variance` (``noise_scale``: by default the residual
+    variance for a least-squares likelihood, 1 otherwise; the diagnostics say which).
+
+    The result carries ``draws`` samples (what ``draws.npz`` and ``platinum-jax weights`` read)
+    and the Gaussian's exact standard deviation of every raw entry: a parameter reported on its
+    raw scale (no transform) gets that ``_sd`` and the normal interval ``value +- z sd``; a
+    transformed one (a log discrimination) gets the sd and quantiles of its mapped draws.
+
+    Raises:
+        ValueError: more than ``max_parameters`` free parameters (the Hessian is dense: use
+            :func:`bootstrap` or a Bayesian fit), or a Hessian that is not positive definite
+            at the fit (not a minimum, or a parameter the data and penalty do not pin down).
+    """
+    problem = fit.problem
+    theta, x0, chol = _laplace_factor(fit, max_parameters)
+    info = noise_variance(fit, noise_scale)
+    scale = float(np.sqrt(info["noise_variance"]))
+    n = x0.shape[0]
     z = jax.random.normal(jax.random.PRNGKey(seed), (draws, n), problem.dtype)
-    steps = jax.scipy.linalg.solve_triangular(chol.T, z.T, lower=False).T  # ~ N(0, H^-1)
+    steps = scale * jax.scipy.linalg.solve_triangular(chol.T, z.T, lower=False).T  # ~ N(0, s2 H^-1)
     sample = jax.vmap(lambda d: _from_free(problem, theta, x0 + d))(steps)
+    # diag(H^-1) = column norms of L^-1: one triangular solve.
+    linv = jax.scipy.linalg.solve_triangular(chol, jnp.eye(n, dtype=chol.dtype), lower=True)
+    sd = scale * jnp.sqrt(jnp.sum(linv**2, axis=0))
+    zero = Theta(*(jnp.zeros_like(t) for t in theta))
+    raw_sd = _from_free(problem, zero, sd)
     return dataclasses.replace(
         fit, method="laplace", draws=Theta(*(np.asarray(s) for s in sample)),
-        diagnostics={**fit.diagnostics, "laplace_draws": draws},
+        raw_sd=Theta(*(np.asarray(s) for s in raw_sd)),
+        diagnostics={**fit.diagnostics, "laplace_draws": draws, **info},
     )
 
 
@@ -239,7 +380,7 @@ def bootstrap(
         raise ValueError("no bootstrap replicate converged; check the full-data fit first")
     draws = Theta(*(np.asarray(t)[ok] for t in res.theta))
     return dataclasses.replace(
-        base, method="bootstrap", draws=draws,
+        base, method="bootstrap", draws=draws, raw_sd=None,
         diagnostics={**base.diagnostics, "replicates": replicates,
                      "replicates_converged": int(ok.sum())},
     )
@@ -294,6 +435,8 @@ def score_subjects(fit: Fit, responses: ResponseTable, *, draws: int = 2000,
 
     ``responses`` names items of the fit (unknown items raise with close matches). Returns a
     :class:`Fit` over the new subjects whose ``subjects`` frame has the estimates and intervals.
+    For a least-squares likelihood the Laplace noise is the residual variance of ``fit`` (the
+    items' fit), as :func:`noise_variance` estimates it there.
     """
     old = fit.problem
     pos = np.array([old.table.item_position(i) for i in responses.items])
@@ -305,4 +448,10 @@ def score_subjects(fit: Fit, responses: ResponseTable, *, draws: int = 2000,
     problem.free_G = np.zeros_like(problem.free_G)
     problem.init_G = np.asarray(fit.theta.globals, np.float64)
     new = fit_map(problem, responses)
-    return laplace(new, draws=draws, seed=seed)
+    # A least-squares noise comes from the fit of the items (many residuals), not from the
+    # handful of new responses.
+    lik = old.model.likelihood
+    scale = "likelihood"
+    if lik.least_squares:
+        scale = float(lik.noise) * float(np.sqrt(noise_variance(fit)["noise_variance"]))
+    return laplace(new, draws=draws, seed=seed, noise_scale=scale)

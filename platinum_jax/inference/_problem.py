@@ -267,6 +267,8 @@ class Problem:
         if self.lik_item_names:
             raw = self.item.unflatten(theta[1][item_index])
             lik_g = {**lik_g, **{n: raw[n] for n in self.lik_item_names}}
+        # Rows given by position carry no known standard error: 0, as everywhere it is unknown.
+        lik_g["se"] = jnp.zeros((), jnp.result_type(mu))
         return self.model.likelihood.moments(mu, trials, lik_g)
 
     def expected(self, theta: Theta, subject_index, item_index, trials=None):

@@ -43,6 +43,9 @@ class Fit:
         inference_data: ArviZ ``InferenceData`` for SVI/NUTS fits.
         subject_columns: extra per-subject columns (e.g. the posterior SD of an EAP ability
             from a marginal fit), added to :attr:`subjects`.
+        raw_sd: Laplace fits: the Gaussian's exact sd of every raw entry (0 where fixed); a
+            parameter without a transform reports it as ``_sd``, with the normal interval
+            ``value +- z sd`` (the draws would only estimate them, to about ``1/sqrt(2 D)``).
     """
 
     problem: Problem
@@ -55,6 +58,7 @@ class Fit:
     interval: float = 0.9
     inference_data: object = None
     subject_columns: dict = field(default_factory=dict)
+    raw_sd: Theta | None = None
 
     @property
     def model(self):
@@ -65,7 +69,8 @@ class Fit:
         return self.problem.table
 
     # ------------------------------------------------------------------ frames
-    def _frame(self, block: Block, raw_point, raw_draws, index, extra: dict) -> pd.DataFrame:
+    def _frame(self, block: Block, raw_point, raw_draws, index, extra: dict,
+               raw_sd=None) -> pd.DataFrame:
         cols = [label for _, label in block.columns()]
         point = _natural_matrix(block, np.asarray(raw_point))
         frame = pd.DataFrame(point, index=index, columns=cols)
@@ -75,6 +80,16 @@ class Fit:
             sd = nat.std(axis=0, ddof=1)
             lo = np.quantile(nat, lo_q, axis=0)
             hi = np.quantile(nat, hi_q, axis=0)
+            if raw_sd is not None:  # exact Gaussian sd and interval where natural = raw
+                from scipy.stats import norm
+
+                same = np.concatenate([np.full(p.size, p.transform is None)
+                                       for _, p in block.decl])
+                exact = np.asarray(raw_sd).reshape(point.shape)
+                half = norm.ppf(hi_q) * exact
+                sd = np.where(same, exact, sd)
+                lo = np.where(same, point - half, lo)
+                hi = np.where(same, point + half, hi)
             for k, c in enumerate(cols):
                 frame[f"{c}_sd"] = sd[:, k]
                 frame[f"{c}_lo"] = lo[:, k]
@@ -90,8 +105,9 @@ class Fit:
         t = self.table
         counts = np.bincount(t.subject_index, minlength=t.n_subjects)
         draws = None if self.draws is None else self.draws.subjects
+        sd = None if self.raw_sd is None else self.raw_sd.subjects
         return self._frame(self.problem.subject, self.theta.subjects, draws, t.subjects,
-                           {**self.subject_columns, "n_responses": counts})
+                           {**self.subject_columns, "n_responses": counts}, sd)
 
     @property
     def items(self) -> pd.DataFrame:
@@ -103,7 +119,8 @@ class Fit:
             extra["group"] = np.asarray(t.groups)[t.item_group]
         extra["n_responses"] = np.bincount(t.item_index, minlength=t.n_items)
         draws = None if self.draws is None else self.draws.items
-        return self._frame(self.problem.item, self.theta.items, draws, t.items, extra)
+        sd = None if self.raw_sd is None else self.raw_sd.items
+        return self._frame(self.problem.item, self.theta.items, draws, t.items, extra, sd)
 
     @property
     def globals(self) -> pd.DataFrame:
@@ -112,7 +129,9 @@ class Fit:
         if block.size == 0:
             return pd.DataFrame(columns=["value"])
         draws = None if self.draws is None else self.draws.globals[:, None, :]
-        frame = self._frame(block, np.asarray(self.theta.globals)[None], draws, ["value"], {})
+        sd = None if self.raw_sd is None else np.asarray(self.raw_sd.globals)[None]
+        frame = self._frame(block, np.asarray(self.theta.globals)[None], draws, ["value"], {},
+                            sd)
         base = [label for _, label in block.columns()]
         out = pd.DataFrame({"value": frame[base].iloc[0].to_numpy()}, index=pd.Index(base,
                                                                                       name="name"))

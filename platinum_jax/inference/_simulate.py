@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.models._protocol import MeasurementModel
+from platinum_jax.models._protocol import Hierarchical, MeasurementModel
 
 from ._problem import Problem, Theta
 
@@ -45,23 +45,38 @@ def simulate(
                                             trials=n_trials)
     problem = Problem(model, placeholder, validate=False)
     key = jax.random.PRNGKey(seed)
-    blocks = []
-    for block, init, free, lead in ((problem.subject, problem.init_S, problem.free_S, n_subjects),
-                                    (problem.item, problem.init_I, problem.free_I, n_items),
-                                    (problem.glob, problem.init_G, problem.free_G, None)):
+    blocks, later = [], []
+    for k, (block, init, free, lead) in enumerate((
+            (problem.subject, problem.init_S, problem.free_S, n_subjects),
+            (problem.item, problem.init_I, problem.free_I, n_items),
+            (problem.glob, problem.init_G, problem.free_G, None))):
         out = np.array(init, dtype=np.float64)
         for name, (a, b, _) in block.slices().items():
             p = dict(block.decl)[name]
             if p.prior is None or p.map_only:
                 continue
-            key, sub = jax.random.split(key)
             size = (b - a,) if lead is None else (lead, b - a)
+            if isinstance(p.prior, Hierarchical):  # needs the globals: drawn after them
+                later.append((k, a, b, size, free, p.prior))
+                continue
+            key, sub = jax.random.split(key)
             draw = np.asarray(p.prior.sample(sub, size), dtype=np.float64)
             out[..., a:b] = np.where(free[..., a:b], draw, out[..., a:b])
-        blocks.append(jnp.asarray(out, problem.dtype))
+        blocks.append(out)
+    if later:
+        glob = problem.glob.natural(problem.glob.unflatten(jnp.asarray(blocks[2])))
+        for k, a, b, size, free, prior in later:
+            key, sub = jax.random.split(key)
+            draw = float(glob[prior.loc]) + float(glob[prior.scale]) * np.asarray(
+                jax.random.normal(sub, size, jnp.float64), dtype=np.float64)
+            blocks[k][..., a:b] = np.where(free[..., a:b], draw, blocks[k][..., a:b])
+    blocks = [jnp.asarray(b, problem.dtype) for b in blocks]
     truth = Theta(*blocks)
     mu = problem.predict(truth, s_idx, i_idx)
-    _, lik = problem.split_globals(truth.globals)
+    if problem.lik_item_names:  # per-item likelihood parameters (a noise per benchmark)
+        lik = problem.likelihood_rows(truth, problem.data())
+    else:
+        _, lik = problem.split_globals(truth.globals)
     key, sub = jax.random.split(key)
     n = None if n_trials is None else jnp.asarray(n_trials, problem.dtype)
     y = np.asarray(model.likelihood.sample(sub, mu, n, lik), dtype=np.float64)

@@ -9,8 +9,10 @@ function, a likelihood, penalties and priors, an identification) and the models 
   single questions; :class:`BetaTwoPL`: the 2PL for continuous fractions;
   :class:`GradedResponse`: ordered categories; :class:`MultidimensionalTwoPL`: K abilities per
   subject; :class:`HierarchicalTwoPL`: items within benchmarks;
-* :mod:`~platinum_jax.models.rosetta_bayes`: the Bayesian Rosetta model, sampled in
-  standardised coordinates (a :class:`Reparameterisation`), imported on demand.
+* :class:`~platinum_jax.models.rosetta_bayes.RosettaBayes` (registered as
+  ``"rosetta_bayes"``): the Bayesian Rosetta model, a noise per benchmark, sampled in
+  standardised coordinates (a :class:`Reparameterisation`); NumPyro loads only when its
+  priors are read.
 
 Every model gets every inference method of :mod:`platinum_jax.inference` for free.
 """

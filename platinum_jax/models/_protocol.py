@@ -273,6 +273,13 @@ class Likelihood(eqx.Module):
     def check(self, response: np.ndarray, trials: np.ndarray | None, source: str) -> None:
         """Raise a clear ``ValueError`` when responses cannot come from this family."""
 
+    @property
+    def least_squares(self) -> bool:
+        """True when MAP under this family is least squares with a noise scale fixed by hand
+        (not estimated): its Laplace covariance then takes the noise from the residuals
+        (:func:`platinum_jax.inference.laplace`, ``noise_scale="auto"``)."""
+        return False
+
     def moments(self, mu, trials, theta: dict):
         """Mean and variance of one response given ``mu`` (residuals, infit/outfit).
 

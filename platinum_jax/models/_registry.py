@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from platinum_jax._names import likelihood_name
+
 from .graded import GradedResponse
 from .hierarchical import HierarchicalTwoPL
 from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
 from .likelihoods import LIKELIHOODS
 from .mirt import MultidimensionalTwoPL
 from .rosetta import Rosetta
+from .rosetta_bayes import RosettaBayes
 
 __all__ = ["MODELS", "make_model"]
 
 MODELS = {
     "rosetta": Rosetta,
+    "rosetta_bayes": RosettaBayes,
     "1pl": OnePL,
     "2pl": TwoPL,
     "3pl": ThreePL,
@@ -32,6 +36,7 @@ def make_model(name: str, *, likelihood: str | None = None, **options):
     except KeyError:
         raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)}") from None
     if likelihood is not None:
+        likelihood = likelihood_name(likelihood)
         try:
             options["likelihood"] = LIKELIHOODS[likelihood]()
         except KeyError:

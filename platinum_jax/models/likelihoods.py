@@ -138,6 +138,10 @@ class Gaussian(Likelihood):
         return {"log_noise": Param(init=float(np.log(0.1)), prior=PriorSpec("Normal", np.log(0.1), 1.5),
                                    transform=jnp.exp, doc="measurement noise sd (log)")}
 
+    @property
+    def least_squares(self) -> bool:
+        return self.noise is not None
+
     def _sigma(self, theta):
         return self.noise if self.noise is not None else jnp.exp(theta["log_noise"])
 

@@ -243,7 +243,7 @@ class ItemBetaBinomial(BetaBinomial):
     (benchmark) instead of one for all."""
 
     priors: Priors = Priors()
-    name: ClassVar[str] = "betabinomial"
+    name: ClassVar[str] = "beta_binomial"
 
     def params(self):
         return {}

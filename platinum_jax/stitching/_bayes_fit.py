@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from platinum_jax.inference import numpyro_model, run_nuts
+from platinum_jax.inference import choose_chain_method, numpyro_model, run_nuts
 from platinum_jax.inference._bayes import _assemble
 
 from ._bayes_model import (
@@ -27,6 +27,7 @@ from ._bayes_model import (
     prepare_data,
     stitching_problem,
 )
+from ._bayes_options import check_likelihood
 from ._bayes_plots import plot_capabilities, plot_ppc
 from ._bayes_summary import (  # noqa: F401  (HDI_PROB re-exported)
     _HDI_HI,
@@ -86,10 +87,13 @@ class BayesStitchingFit:
             release_date`` of C_m.
         benchmarks: index ``benchmark``; the same columns prefixed ``difficulty_`` and ``slope_``
             for D_b and alpha_b, plus ``noise_sd_mean`` (posterior mean of sqrt(Sigma_bb)).
-        diagnostics: ``n_divergent``, ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail`` over
+        diagnostics: ``divergences``, ``rhat_max``, ``ess_bulk_min``, ``ess_tail_min`` over
             every sampled quantity (free capabilities, difficulties, slopes, the noise and all
-            hyper-parameters), the worst parameter of each (``worst_r_hat``, ...),
-            ``n_chains``, ``n_draws`` and ``wall_s``; ``max_r_hat`` is NaN for one chain.
+            hyper-parameters), the worst parameter of each (``worst_rhat_parameter``, ...),
+            ``chains``, ``samples``, ``chain_method`` and ``seconds``: the package's one
+            vocabulary (:data:`platinum_jax.inference.DIAGNOSTIC_KEYS`; the old names
+            ``n_divergent``, ``max_r_hat``, ... still read, with a ``DeprecationWarning``).
+            ``rhat_max`` is ``"unavailable with one chain"`` for one chain, NaN for SVI.
         info: data handling notes (e.g. ``n_boundary_moved`` for the Beta likelihood).
     """
 
@@ -108,26 +112,13 @@ class BayesStitchingFit:
 
     def __repr__(self) -> str:
         d = self.diagnostics
+        rhat = d.get("rhat_max", float("nan"))
+        rhat = f"{rhat:.4f}" if isinstance(rhat, float) else str(rhat)
         return (
             f"BayesStitchingFit({self.likelihood}, {self.method}, {self.table.n_models} models, "
-            f"{self.table.n_benchmarks} benchmarks, divergent={d.get('n_divergent')}, "
-            f"max_r_hat={d.get('max_r_hat', float('nan')):.4f}, "
-            f"min_ess_bulk={d.get('min_ess_bulk', float('nan')):.0f})"
+            f"{self.table.n_benchmarks} benchmarks, divergences={d.get('divergences')}, "
+            f"rhat_max={rhat}, ess_bulk_min={d.get('ess_bulk_min', float('nan')):.0f})"
         )
-
-
-def choose_chain_method(chains: int) -> str:
-    """How NUTS runs ``chains`` chains on this machine.
-
-    ``"parallel"`` (one chain per device) when ``jax.local_device_count() >= chains``;
-    otherwise ``"vectorized"``: the chains are batched into one program, so each leapfrog step
-    evaluates all chains' gradients in one vectorised pass, but every step waits for the chain
-    with the longest trajectory.  Independent chains on separate devices are faster: on a 2-core
-    CPU, four chains on four host devices finish in about half the time of the vectorised run
-    (see ``benchmarks/bench_bayes.py``).  A CPU shows one device unless asked for more before
-    JAX runs anything; :func:`use_cpu_devices_for_chains` does that.
-    """
-    return "parallel" if jax.local_device_count() >= chains else "vectorized"
 
 
 def use_cpu_devices_for_chains(chains: int) -> bool:
@@ -160,8 +151,7 @@ def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False) -> list[tu
     most 4 x 4 (every other site diagonal) is cheap to adapt.  Returns NumPyro's list of
     site-name tuples (empty when there is nothing to couple).
     """
-    if likelihood not in LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
+    likelihood = check_likelihood(likelihood)
     block: tuple[str, ...] = ("capability_mu", "capability_tau") if model_anchor else ()
     if likelihood == "gaussian":
         block += ("noise_log_mu", "noise_log_tau")
@@ -183,7 +173,7 @@ def fit_stitching_bayes(
     table: ScoreTable,
     anchor: BenchmarkAnchor | ModelAnchor | None = None,
     *,
-    likelihood: Literal["gaussian", "beta", "binomial", "betabinomial"] = "gaussian",
+    likelihood: Literal["gaussian", "beta", "binomial", "beta_binomial"] = "gaussian",
     method: Literal["nuts", "svi"] = "nuts",
     chains: int = 4,
     samples: int = 1500,
@@ -210,7 +200,7 @@ def fit_stitching_bayes(
         anchor: as in :func:`fit_stitching` (default ``BenchmarkAnchor()``: Winogrande,
             D = 0, alpha = 1); anchored entries are fixed, not sampled.
         likelihood: ``"gaussian"`` (the Bayesian twin of least squares), ``"beta"``,
-            ``"binomial"`` or ``"betabinomial"`` (both need ``n_items``; the second adds a
+            ``"binomial"`` or ``"beta_binomial"`` (both need ``n_items``; the second adds a
             per-benchmark noise scale); see :mod:`platinum_jax.models.rosetta_bayes`.
         method: ``"nuts"`` (exact MCMC, ``chains`` x ``samples`` draws after ``warmup``) or
             ``"svi"`` (variational; ``svi_guide`` AutoNormal or AutoLowRankMultivariateNormal,
@@ -243,6 +233,7 @@ def fit_stitching_bayes(
     """
     if not isinstance(table, ScoreTable):
         raise TypeError(f"table must be a ScoreTable, got {type(table).__name__}")
+    likelihood = check_likelihood(likelihood)
     if method not in ("nuts", "svi"):
         raise ValueError(f"method must be 'nuts' or 'svi', got {method!r}")
     for name, value in (("chains", chains), ("samples", samples)):
@@ -375,6 +366,7 @@ def fit_stitching_bayes(
                 "samples": int(samples),
                 "chains": int(chains),
                 "max_tree_depth": int(max_tree_depth),
+                "chain_method": cm,
             }
         )
     summary = posterior_summary(idata, with_diagnostics=(method == "nuts"))

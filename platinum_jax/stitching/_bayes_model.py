@@ -20,7 +20,7 @@ from jaxtyping import Array, Float, Int
 from platinum_jax.models.rosetta_bayes import CENTRED_NOISE_MIN_SCORES as _CENTRED_DEFAULT
 from platinum_jax.models.rosetta_bayes import Priors
 
-from ._bayes_options import COUNT_LIKELIHOODS, LIKELIHOODS
+from ._bayes_options import COUNT_LIKELIHOODS, LIKELIHOODS, check_likelihood
 from ._model import BenchmarkAnchor, ParameterLayout
 
 __all__ = [
@@ -75,8 +75,7 @@ def prepare_data(
     ``stderr_floor=0`` to use the standard errors as given.
     Returns ``(data, info)``.
     """
-    if likelihood not in LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
+    likelihood = check_likelihood(likelihood)
     frame = table.data
     scores = np.asarray(table.scores, dtype=np.float64)
     stderr = frame["stderr"].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -154,7 +153,7 @@ def _likelihood(likelihood: str, priors: Priors):
         return NoisyGaussian(priors=priors, centred_min=int(CENTRED_NOISE_MIN_SCORES))
     if likelihood == "beta":
         return NoisyBeta(priors=priors)
-    if likelihood == "betabinomial":
+    if likelihood == "beta_binomial":
         return ItemBetaBinomial(priors=priors)
     return Binomial()
 
@@ -190,8 +189,7 @@ def stitching_problem(table, anchor=None, *, likelihood: str = "gaussian",
     from platinum_jax.inference import Problem
     from platinum_jax.models.rosetta_bayes import RosettaBayes
 
-    if likelihood not in LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
+    likelihood = check_likelihood(likelihood)
     priors = Priors() if priors is None else priors
     anchor = BenchmarkAnchor() if anchor is None else anchor
     if data is None:

@@ -181,7 +181,7 @@ def run_sbc(
     by ``thin`` to L = samples // thin draws (thinning brings the draws close to independent,
     which the rank test assumes).  Returns one row per (world, parameter entry) with columns
     ``world, group, site, index, truth, rank`` (0..L), ``n_draws`` (L), ``in_50``, ``in_90``
-    (the truth inside the central 50% / 90% posterior interval), ``n_divergent`` (of the world).
+    (the truth inside the central 50% / 90% posterior interval), ``divergences`` (of the world).
     The model is the engine's NumPyro model of
     :class:`~platinum_jax.models.rosetta_bayes.RosettaBayes`.  Run in float64.
     """
@@ -216,7 +216,7 @@ def run_sbc(
         if progress is not None:
             progress(w + 1, n_worlds, n_div)
     cols = ["world", "group", "site", "index", "truth", "rank", "n_draws", "in_50", "in_90",
-            "n_divergent", "derived"]
+            "divergences", "derived"]
     return pd.DataFrame(rows, columns=cols)
 
 

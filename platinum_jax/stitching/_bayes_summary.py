@@ -129,31 +129,20 @@ def _checked_rows(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def _diagnostics(idata, summary, method, wall) -> dict[str, object]:
+    """The package's one set of sampler diagnostics
+    (:func:`platinum_jax.inference.sampler_diagnostics`) over :func:`_checked_rows`."""
+    from platinum_jax.inference import Diagnostics, sampler_diagnostics
+
+    if method != "nuts":  # independent guide draws: nothing to diagnose but the time
+        return Diagnostics(divergences=0, rhat_max=float("nan"), ess_bulk_min=float("nan"),
+                           ess_tail_min=float("nan"), seconds=float(wall))
     checked = _checked_rows(summary)
-    out: dict[str, object] = {"wall_s": float(wall)}
-    if method == "nuts":
-        n_chains = int(idata.posterior.sizes["chain"])
-        out["n_divergent"] = int(idata.sample_stats["diverging"].values.sum())
-        # R-hat compares chains with each other; one chain cannot say whether it converged.
-        out["max_r_hat"] = float(checked["r_hat"].max()) if n_chains > 1 else float("nan")
-        out["min_ess_bulk"] = float(checked["ess_bulk"].min())
-        out["min_ess_tail"] = float(checked["ess_tail"].min())
-        out["n_chains"] = n_chains
-        out["n_draws"] = int(idata.posterior.sizes["draw"])
-        for col in ("r_hat", "ess_bulk", "ess_tail"):
-            values = checked[col]
-            if n_chains > 1 or col != "r_hat":
-                pos = values.idxmax() if col == "r_hat" else values.idxmin()
-                if pd.notna(pos):
-                    out[f"worst_{col}"] = _label(checked.loc[pos])
-    else:
-        out.update(
-            n_divergent=0,
-            max_r_hat=float("nan"),
-            min_ess_bulk=float("nan"),
-            min_ess_tail=float("nan"),
-        )
-    return out
+    labelled = checked[["r_hat", "ess_bulk", "ess_tail"]].set_axis(
+        [_label(row) for _, row in checked.iterrows()])
+    return sampler_diagnostics(
+        labelled, int(idata.sample_stats["diverging"].values.sum()),
+        chains=int(idata.posterior.sizes["chain"]), samples=int(idata.posterior.sizes["draw"]),
+        chain_method=str(idata.attrs.get("chain_method", "unknown")), seconds=float(wall))
 
 
 def _label(row: pd.Series) -> str:
@@ -169,12 +158,14 @@ def check_diagnostics(idata, *, min_ess: float = 400.0, max_r_hat: float = 1.01)
     rank-normalised split R-hat and the smallest bulk and tail ESS (ArviZ), and which parameter
     is worst.  R-hat compares chains, so with a single chain it is NaN and a warning says so.
     Each failing check warns with what to try, given the run's settings where ``idata.attrs``
-    records them.  Returns ``{"n_divergent", "max_r_hat", "min_ess_bulk", "min_ess_tail",
-    "n_chains", "n_draws", "worst_r_hat", "worst_ess_bulk", "worst_ess_tail"}``.
+    records them.  Returns the package's diagnostics
+    (:data:`platinum_jax.inference.DIAGNOSTIC_KEYS`: ``divergences``, ``rhat_max``,
+    ``ess_bulk_min``, ``ess_tail_min``, ``worst_rhat_parameter``, ..., ``chains``,
+    ``samples``), without ``seconds``.
     """
     summary = posterior_summary(idata)
     diag = _diagnostics(idata, summary, "nuts", float("nan"))
-    diag.pop("wall_s")
+    diag.pop("seconds")
     _warn_on_diagnostics(diag, min_ess=min_ess, max_r_hat=max_r_hat, run=dict(idata.attrs))
     return diag
 
@@ -199,10 +190,10 @@ def _divergence_advice(run: Mapping) -> str:
 
 def _warn_on_diagnostics(diag, *, min_ess, max_r_hat, run: Mapping | None = None) -> None:
     run = {} if run is None else run
-    n_chains, n_draws = diag.get("n_chains"), diag.get("n_draws")
-    if diag["n_divergent"] > 0:
+    n_chains, n_draws = diag.get("chains"), diag.get("samples")
+    if diag["divergences"] > 0:
         warnings.warn(
-            f"NUTS reported {diag['n_divergent']} divergent transition(s): the posterior has "
+            f"NUTS reported {diag['divergences']} divergent transition(s): the posterior has "
             f"regions the step size cannot follow; {_divergence_advice(run)}",
             SamplingWarning,
             stacklevel=3,
@@ -210,24 +201,25 @@ def _warn_on_diagnostics(diag, *, min_ess, max_r_hat, run: Mapping | None = None
     if n_chains == 1:
         warnings.warn(
             "one chain: R-hat compares chains with each other, so convergence cannot be checked "
-            "(max_r_hat is NaN); the ESS below is of this one chain only.  Run chains >= 2 "
-            "(4 is usual) before trusting the intervals",
+            "(rhat_max is unavailable); the ESS below is of this one chain only.  Run "
+            "chains >= 2 (4 is usual) before trusting the intervals",
             SamplingWarning,
             stacklevel=3,
         )
-    elif not diag["max_r_hat"] <= max_r_hat:
+    elif not diag["rhat_max"] <= max_r_hat:
         warnings.warn(
-            f"max R-hat = {diag['max_r_hat']:.3f} > {max_r_hat} (worst: "
-            f"{diag.get('worst_r_hat', '?')}): the chains disagree; run a longer warmup (this "
-            f"run: {run.get('warmup', '?')} steps) and more samples before trusting the intervals",
+            f"max R-hat = {diag['rhat_max']:.3f} > {max_r_hat} (worst: "
+            f"{diag.get('worst_rhat_parameter', '?')}): the chains disagree; run a longer warmup "
+            f"(this run: {run.get('warmup', '?')} steps) and more samples before trusting the "
+            "intervals",
             SamplingWarning,
             stacklevel=3,
         )
     for kind in ("bulk", "tail"):
-        ess = diag[f"min_ess_{kind}"]
+        ess = diag[f"ess_{kind}_min"]
         if ess >= min_ess:
             continue
-        where = diag.get(f"worst_ess_{kind}", "?")
+        where = diag.get(f"worst_ess_{kind}_parameter", "?")
         if n_chains and n_draws and ess > 0:
             # ESS grows about linearly with the number of draws at a fixed step size.
             need = int(np.ceil(n_draws * min_ess / ess / 100.0) * 100)

@@ -310,45 +310,41 @@ def _flat_hessian(problem, theta) -> Float[Array, "Q Q"]:
 def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "residual"):
     """Laplace approximation around the fit: ``theta ~ N(theta_hat, s^2 H^{-1})``.
 
-    ``H`` is the exact autodiff Hessian of the objective ``F = 0.5 sum r^2``; reading ``F / s^2``
-    as a negative log posterior (Gaussian score noise of variance ``s^2``, Gaussian prior from the
-    L2 term), the covariance is ``s^2 H^{-1}``. ``noise_scale="residual"`` estimates
-    ``s^2 = sum r_i^2 / (N - P)`` from the score residuals; a number sets ``s`` directly.
-    ``H`` is factorised by Cholesky (``sd_j = s |L^{-1} e_j|``); an indefinite ``H`` (the fit is
-    not at a minimum) raises ``ValueError``. Returns ``value, sd, lower, upper`` (normal interval
-    at ``level``).
+    ``H`` is the exact Hessian of the objective ``F = 0.5 sum r^2 + penalty``; reading
+    ``F / s^2`` as a negative log posterior (Gaussian score noise of variance ``s^2``, Gaussian
+    prior from the L2 term), the covariance is ``s^2 H^{-1}``. ``noise_scale="residual"``
+    estimates ``s^2 = sum r_i^2 / (N - P)`` from the score residuals; a number sets ``s``
+    directly. The covariance is the engine's
+    (:func:`platinum_jax.inference.laplace_covariance` of the Rosetta model, the one
+    ``platinum-jax fit --model rosetta --method laplace`` draws from), with the penalty's free
+    centre marginalised, which equals profiling it out of ``H``. A Hessian that is not positive
+    definite (the fit is not at a minimum) raises ``ValueError``. Returns ``value, sd, lower,
+    upper`` (normal interval at ``level``).
     """
     from scipy.stats import norm
 
-    hess = objective_hessian(fit)
-    chol = jnp.linalg.cholesky(hess)  # of the profiled Hessian: the marginal covariance
-    if not bool(jnp.all(jnp.isfinite(chol))):
-        eig = np.linalg.eigvalsh(np.asarray(hess))
-        raise ValueError(
-            f"the objective's Hessian at the fit is not positive definite (smallest eigenvalue "
-            f"{eig[0]:.3g}); the fit has not converged to a minimum (converged={fit.converged}). "
-            "Refit with more steps or a larger l2 before asking for Laplace errors"
-        )
-    p = hess.shape[0]
-    if noise_scale == "residual":
-        n = fit.table.n_scores
-        if n <= p:
-            raise ValueError(
-                f"{n} scores for {p} free parameters: too few to estimate the score noise; "
-                "pass noise_scale=<number> instead"
-            )
-        s2 = float(np.sum(fit.residuals["residual"].to_numpy() ** 2) / (n - p))
-    else:
-        s2 = float(noise_scale) ** 2
-    # diag(H^{-1}) = column norms of L^{-1}: one triangular solve, no explicit inverse of H.
-    linv = jax.scipy.linalg.solve_triangular(chol, jnp.eye(p, dtype=chol.dtype), lower=True)
-    sd = np.sqrt(s2 * np.asarray(jnp.sum(linv**2, axis=0)))
+    from platinum_jax.inference import Fit, laplace_covariance
+
+    from ._engine import engine_problem, layout_entries
+
+    if isinstance(noise_scale, str) and noise_scale != "residual":
+        raise ValueError(f"noise_scale must be 'residual' or a positive number (got "
+                         f"{noise_scale!r})")
+    problem, theta = engine_problem(fit)
+    engine_fit = Fit(problem=problem, method="map", theta=theta, converged=fit.converged)
+    cov = laplace_covariance(engine_fit, noise_scale=noise_scale)
+    # The layout's free entries as positions in the engine's vector of free entries.
+    free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
+                                          (problem.free_S, problem.free_I, problem.free_G)]))
+    x_pos, _ = layout_entries(problem, fit.layout)
+    k = np.searchsorted(free, x_pos)
+    sd = np.sqrt(np.diag(cov.to_numpy())[k])
     z = norm.ppf(0.5 + level / 2)
     frame = pd.DataFrame(
         {"value": fit.theta, "sd": sd, "lower": fit.theta - z * sd, "upper": fit.theta + z * sd},
         index=_index(fit),
     )
-    frame.attrs["noise_variance"] = s2
+    frame.attrs["noise_variance"] = cov.attrs["noise_variance"]
     return frame
 
 
