@@ -213,6 +213,23 @@ def test_a_damaged_discrimination_is_named_by_subset_and_score(fitted, tmp_path,
     assert err.count("items.csv, column discrimination") == 2 and "q5" in err, err
 
 
+def test_an_edited_parameter_table_is_named_by_its_checksum(fitted, tmp_path, capsys):
+    """Values that pass their own checks but differ from what the fit wrote: fit.json's size and
+    SHA-256 of items.csv no longer match, and subset names the file instead of using it."""
+    fit_dir, _ = fitted
+    import shutil
+
+    copy = tmp_path / "fit"
+    shutil.copytree(fit_dir, copy)
+    items = pd.read_csv(copy / "items.csv", index_col=0)
+    items["discrimination"] = items["discrimination"] * 1.5
+    items.to_csv(copy / "items.csv")
+    assert main(["subset", str(copy), "--k", "3", "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "items.csv is not the file" in err and "edited or replaced" in err, err
+    assert not (tmp_path / "a").exists()
+
+
 def test_score_intervals_stay_in_the_response_range(fitted, tmp_path):
     """Fractions average to a score in [0, 1]; so must every interval, for the item-model
     estimate and the model-assisted one (few items, extreme answers: wide intervals)."""

@@ -118,5 +118,24 @@ def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = No
     theta = Theta(_read_block(problem.subject, subjects, f"{d}/subjects.csv"),
                   _read_block(problem.item, items, f"{d}/items.csv"),
                   _read_block(problem.glob, g_frame, f"{d}/globals.csv")[0])
+    _check_recorded_files(d, summary, ("subjects.csv", "items.csv", "globals.csv"))
     return Fit(problem=problem, method=summary.get("method", "map"), theta=theta,
                diagnostics={"placeholder_table": placeholder})
+
+
+def _check_recorded_files(d: Path, summary: dict, names) -> None:
+    """Each parameter table against the size and SHA-256 that ``fit.json`` records of it (fits
+    written before the record existed carry none and pass): a table edited or swapped after the
+    fit is named, after its values have passed their own checks."""
+    import hashlib
+
+    record = summary.get("files") or {}
+    for name in names:
+        want = record.get(name)
+        if not isinstance(want, dict):
+            continue
+        data = (d / name).read_bytes()
+        if len(data) != want.get("bytes") or hashlib.sha256(data).hexdigest() != want.get("sha256"):
+            raise ValueError(f"{d / name} is not the file {d / 'fit.json'} records (size or "
+                             "checksum differs): it was edited or replaced after the fit; refit "
+                             "with `platinum-jax fit ... --overwrite`, or restore the file")
