@@ -226,7 +226,8 @@ def as_compare_data(data, *, trials: int | None = None, name: str | None = None)
             has no ``trials`` column (e.g. 10 for pass@1 over 10 samples).
 
     Raises:
-        CompareInputError and its subclasses, each naming the input and what to pass instead.
+        CompareInputError: a bad input (or one of its subclasses), naming the input and what
+            to pass instead.
     """
     if isinstance(data, CompareData):
         return data

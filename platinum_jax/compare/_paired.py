@@ -204,8 +204,9 @@ def compare_pairs(
         ``p_holm``, ``significant_bh``, ``significant_holm``.
 
     Raises:
-        TooFewModelsError: fewer than two models.  NoSharedItemsError: a pair with no shared
-        items in a benchmark they both answered, unless ``unpaired``.
+        TooFewModelsError: fewer than two models.
+        NoSharedItemsError: a pair with no shared items in a benchmark they both answered,
+            unless ``unpaired``.
     """
     data = as_compare_data(data, trials=trials)
     require_two_models(data)
