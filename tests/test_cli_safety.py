@@ -248,6 +248,27 @@ def test_score_intervals_stay_in_the_response_range(fitted, tmp_path):
         assert (s.score_lo <= s.score).all() and (s.score <= s.score_hi).all()
 
 
+def test_score_reports_each_subjects_mdad_from_its_items(fitted, tmp_path):
+    """scores.csv carries the minimum detectable ability difference of each subject's items:
+    (z_0.975 + z_0.8) sqrt(2) / sqrt(I(theta)), I the 2PL test information sum a^2 p (1 - p)
+    over the items the subject answered (here recomputed with NumPy/SciPy from items.csv)."""
+    from scipy import stats
+
+    fit_dir, _ = fitted
+    new = _new_subjects(tmp_path / "new.csv", [[1, 0, 1, 1], [0, 0, 1, 0]])
+    assert main(["score", str(fit_dir), str(new), "--dispersion", "1",
+                 "--out", str(tmp_path / "s")]) == 0
+    s = pd.read_csv(tmp_path / "s" / "scores.csv", index_col=0)
+    items = pd.read_csv(fit_dir / "items.csv", index_col=0).loc[["q0", "q1", "q2", "q3"]]
+    a, b = items["discrimination"].to_numpy(), items["difficulty"].to_numpy()
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    for theta, got in zip(s["ability"], s["mdad_ability"], strict=True):
+        p = 1 / (1 + np.exp(-a * (theta - b)))
+        want = z * np.sqrt(2) / np.sqrt(np.sum(a**2 * p * (1 - p)))
+        assert got == pytest.approx(want, rel=0.02)  # the bank interpolates on its ability grid
+    assert (s["mdad_score"] > 0).all()
+
+
 # ------------------------------------------------------------------ fit directories defend themselves
 @pytest.fixture(scope="module")
 def laplace_dirs(fitted, tmp_path_factory):

@@ -165,6 +165,15 @@ def run_score(args: argparse.Namespace) -> int:
         scores = assisted_scores(bank, responses, subset, interval=args.interval)
     else:
         scores = estimate_scores(bank, responses, interval=args.interval, seed=args.seed)
+    if "ability" in scores.columns:
+        # What each subject's items can tell apart: the MDAD against a second model measured
+        # as precisely, at the subject's ability (irt_mdad_subjects).
+        from platinum_jax.efficient import irt_mdad_subjects
+
+        frame = responses.to_frame()
+        given = frame[frame["item"].isin(bank.items)][["subject", "item"]].astype(str)
+        mdad = irt_mdad_subjects(bank, given, ability=scores["ability"])
+        scores = scores.join(mdad[["mdad_ability", "mdad_score"]])
     with output_directory(args.out, "score", overwrite=args.overwrite) as out:
         path = out.write_text("scores.csv", scores.to_csv())
     print(f"scored {len(scores)} subjects on {bank.n_items} items (dispersion "
