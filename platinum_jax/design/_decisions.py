@@ -104,7 +104,7 @@ def _one_draw(A, L_C, d, F, w, current, r_grid, tau_w, tau_m, tau_e):
                 _best_scaled_welfare(uniform, B, d, F, w, r),
                 _best_scaled_welfare(current, B, d, F, w, r))
 
-    return jax.vmap(at)(r_grid)
+    return jax.lax.map(at, r_grid)
 
 
 @jax.jit
@@ -120,13 +120,20 @@ def decisions_per_draw(
     tau_m: Float[Array, ""],
     tau_e: Float[Array, ""],
 ) -> DecisionDraws:
-    """Optimal weights, platinum flags and welfare per draw and per ``r`` (one ``vmap``).
+    """Optimal weights, platinum flags and welfare per draw and per ``r`` (one compiled loop).
 
     Inputs are assumed valid (:func:`platinum_jax.design.posterior_decisions` checks them):
     ``C`` positive definite, ``d > 0``, every ``r > 0`` in ``r_grid``.  Cost ``O(D R m (K + k)²)``.
     """
     L_C = jnp.linalg.cholesky(C)
-    out = jax.vmap(_one_draw, in_axes=(0, None, 0, 0, 0, None, None, None, None, None))(
-        A, L_C, d, F, w, current, r_grid, tau_w, tau_m, tau_e
-    )
+
+    # A loop over draws (and over r inside), not a vmap: batched LAPACK calls (the
+    # eigendecomposition and the Cholesky factors) that XLA's CPU runtime runs at the same time
+    # each wait on the same small thread pool for their batch, which deadlocks on a 2-core
+    # machine. Unbatched calls run where they are issued.
+    def draw(args):
+        a, dd, ff, ww = args
+        return _one_draw(a, L_C, dd, ff, ww, current, r_grid, tau_w, tau_m, tau_e)
+
+    out = jax.lax.map(draw, (A, d, F, w))
     return DecisionDraws(*out)
