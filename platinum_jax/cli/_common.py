@@ -52,3 +52,15 @@ def note_unconverged(fit_dir, command: str) -> None:
         print(f"note: platinum-jax {command}: {path} records a fit that did not converge; "
               "these results rest on its unconverged numbers (refit, e.g. with --restarts)",
               file=sys.stderr)
+
+
+def comma_numbers(text: str, option: str) -> list[float]:
+    """The numbers of a comma-separated option value (``--r-factors 0.5,1,2``); a named error
+    for anything else or nothing."""
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{option} must be comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise ValueError(f"{option} is empty; give comma-separated numbers")
+    return values

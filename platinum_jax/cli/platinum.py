@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from platinum_jax.cli._common import comma_numbers
+
 DESCRIPTION = """\
 Which benchmark items are platinum, how sure the measurements make us, and what weighting gains.
 
@@ -104,16 +106,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _numbers(text: str, option: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"{option} must be comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise ValueError(f"{option} is empty; give comma-separated numbers")
-    return values
-
-
 def run(args: argparse.Namespace) -> int:
     import jax
 
@@ -124,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from platinum_jax.design._measured_plots import write_plots
     from platinum_jax.importers import read_principal_agent_release
 
-    factors = _numbers(args.r_factors, "--r-factors")
+    factors = comma_numbers(args.r_factors, "--r-factors")
     if args.r is not None and not args.r > 0:
         raise ValueError(f"--r (risk aversion, 1/$) must be > 0, got {args.r}")
     release = read_principal_agent_release(args.release)

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from platinum_jax.cli._common import comma_numbers
+
 DESCRIPTION = """\
 Which items (or benchmarks) deserve weight, which are platinum, and how sure the data are.
 
@@ -178,16 +180,6 @@ def _noise_per_item(fit_dir: Path) -> bool:
     return "noise_per_item_refits" in info.get("diagnostics", {})
 
 
-def _numbers(text: str, option: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"{option} must be comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise ValueError(f"{option} is empty; give comma-separated numbers")
-    return values
-
-
 def _two_columns(path: str, key: str, value: str, option: str):
     import pandas as pd
 
@@ -254,7 +246,7 @@ def _welfare(args, fit, prims):
                                                       "--target-weights")), \
             f"target weights from {args.target_weights}"
     if args.ability_weights is not None:
-        beta = _numbers(args.ability_weights, "--ability-weights")
+        beta = comma_numbers(args.ability_weights, "--ability-weights")
         return welfare_from_abilities(prims.A, beta), f"ability weights {beta}"
     if fit is None:
         raise ValueError("--regress needs the fitted scores of `platinum-jax fit --save-draws`; "
@@ -317,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
     from platinum_jax.design._fit_files import DRAWS_FILE
     from platinum_jax.design._stitching import POSTERIOR_FILE
 
-    factors = _numbers(args.r_factors, "--r-factors")
+    factors = comma_numbers(args.r_factors, "--r-factors")
     rank = args.residual_rank
     if rank != "auto":
         try:
@@ -325,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             raise ValueError(f"--residual-rank must be 'auto' or an integer >= 0, got "
                              f"{rank!r}") from None
-    cost = None if args.cost is None else _numbers(args.cost, "--cost")
+    cost = None if args.cost is None else comma_numbers(args.cost, "--cost")
     fit_dir = Path(args.fit_dir)
     if not (fit_dir / DRAWS_FILE).exists() and (fit_dir / POSTERIOR_FILE).exists():
         fit = None

@@ -45,8 +45,9 @@ from ._intervals import bootstrap_means, cell_moments, strata
 __all__ = ["compare_pairs", "mcnemar", "p_better_matrix", "adjust_bh", "adjust_holm"]
 
 
-def adjust_bh(p) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values (NaN kept in place, excluded from the count)."""
+def _adjust_finite(p, step) -> np.ndarray:
+    """``step(sorted finite p-values, m)`` -> adjusted values in that order, put back in place;
+    NaN stays NaN and is left out of the count ``m``."""
     p = np.asarray(p, float)
     out = np.full(p.shape, np.nan)
     ok = np.isfinite(p)
@@ -55,29 +56,21 @@ def adjust_bh(p) -> np.ndarray:
     if m == 0:
         return out
     order = np.argsort(q)
-    ranked = q[order] * m / np.arange(1, m + 1)
-    ranked = np.minimum.accumulate(ranked[::-1])[::-1]
     adj = np.empty(m)
-    adj[order] = np.minimum(ranked, 1.0)
+    adj[order] = np.minimum(step(q[order], m), 1.0)
     out[ok] = adj
     return out
+
+
+def adjust_bh(p) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (NaN kept in place, excluded from the count)."""
+    return _adjust_finite(p, lambda q, m: np.minimum.accumulate(
+        (q * m / np.arange(1, m + 1))[::-1])[::-1])
 
 
 def adjust_holm(p) -> np.ndarray:
     """Holm step-down adjusted p-values (NaN kept in place, excluded from the count)."""
-    p = np.asarray(p, float)
-    out = np.full(p.shape, np.nan)
-    ok = np.isfinite(p)
-    q = p[ok]
-    m = q.size
-    if m == 0:
-        return out
-    order = np.argsort(q)
-    ranked = np.maximum.accumulate(q[order] * (m - np.arange(m)))
-    adj = np.empty(m)
-    adj[order] = np.minimum(ranked, 1.0)
-    out[ok] = adj
-    return out
+    return _adjust_finite(p, lambda q, m: np.maximum.accumulate(q * (m - np.arange(m))))
 
 
 def mcnemar(b, c, exact_below: int = 50) -> np.ndarray:
