@@ -7,6 +7,10 @@ package reads the integer arrays of a :class:`ResponseTable`; the labels stay he
 
 Memory: the arrays are ``int32`` indices and ``float64`` values (about 16 bytes a response plus 8
 per optional column), so 10 million responses take well under 1 GB.
+
+Longer than the package's 500-line guide: the table and its one validation pass (every check a
+reader relies on, with its message) are kept together so that no other module builds or checks
+a table.
 """
 
 from __future__ import annotations

@@ -67,6 +67,10 @@ everyone solves finite.
 Why marginal: joint MAP fits every ability as a parameter, and with few subjects per item the
 abilities are shrunk by their prior, which inflates the discriminations; integrating the
 abilities out removes that bias. Float64 (``jax_enable_x64``) is recommended, as for every fit.
+
+Longer than the package's 500-line guide: the EM driver, the two data layouts (dense and
+split), the closed-form 1PL/2PL M-step and the acceleration read the same private arrays, and
+splitting them along those ideas waits until the fast path is a strategy a model opts into.
 """
 
 from __future__ import annotations

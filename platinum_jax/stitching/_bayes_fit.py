@@ -1,4 +1,8 @@
-"""Posterior inference for the stitching model: NUTS or SVI, results as ArviZ InferenceData."""
+"""Posterior inference for the stitching model: NUTS or SVI, results as ArviZ InferenceData.
+
+Longer than the package's 500-line guide: NUTS and SVI share the data preparation, the
+thresholds and the diagnostics that decide the warning, which stay beside both samplers.
+"""
 
 from __future__ import annotations
 
