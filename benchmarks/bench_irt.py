@@ -9,6 +9,9 @@ For each size (subjects x items) and missing share, binary responses are drawn f
   closed-form dense path), float64;
 * ``girth``: girth 0.8.0's marginal maximum likelihood (``onepl_mml``/``twopl_mml``), abilities
   by its ``ability_eap``;
+* ``theta-irt``: theta-irt 0.1.1's ``theta.fit`` (Bock-Aitkin EM on 61 Gauss-Hermite nodes
+  over a dense subject x item matrix with NaN for missing cells, float64), abilities by its
+  EAP ``score``; 1PL to 4PL, warm (median of three more fits in one process) and cold;
 * ``py-irt``: py-irt 0.7.1's defaults (Pyro SVI, 2,000 epochs), run only up to
   ``--pyirt-max-cells`` cells (its time grows with the responses: minutes at 200 x 100 here);
 * ``ours-map`` (with ``--map-models 1pl``): this package's joint MAP (Levenberg-Marquardt over
@@ -37,13 +40,20 @@ The table goes to stdout (with the load average of the machine at the start and 
 each tool's count of non-finite estimates), then one JSON line per (size, model):
 ``{"name", "ours_s", "baseline_s", "ratio", "max_abs_diff"}`` with ``baseline_s`` the faster
 peer, ``ratio = baseline_s / ours_s`` (cold; the lines whose name ends in ``_warm`` and
-``_cached`` take our warm and cached times) and ``max_abs_diff`` the largest difference
+``_cached`` take our warm and cached times; a warm line compares with the peer's warm time
+where it has one, theta-irt's)  and ``max_abs_diff`` the largest difference
 between our aligned difficulties and that peer's (over the items both estimated finitely).
+When theta-irt ran but was not the fastest peer, its lines follow the fastest's.
+``--stability-models 3pl 4pl`` fits ours and theta-irt on ``--stability-sets`` data sets
+(seeds 0, 1, ...) of the first size and counts the fits that did not converge or left an item
+at a boundary (guessing < 0.001, upper asymptote > 0.999, discrimination > 10, ...).
 When every peer was stopped at its limit, the line's name ends in ``_stopped`` and
 ``baseline_s`` is the limit, so ``ratio`` is a lower bound and ``max_abs_diff`` is null.
 
     python benchmarks/bench_irt.py                       # 200 x 100, a few minutes
     python benchmarks/bench_irt.py --sizes 200x100 1000x500 5000x1000
+    python benchmarks/bench_irt.py --sizes 1000x50 50000x100 --missing 0 --models 1pl 2pl \
+        3pl 4pl --no-3pl --peers theta-irt --stability-models 3pl 4pl --peer-python PEER_PY
 """
 
 from __future__ import annotations
@@ -61,12 +71,12 @@ from pathlib import Path
 import numpy as np
 
 
-def simulate(n_s, n_i, missing, seed, guessing=0.0):
+def simulate(n_s, n_i, missing, seed, guessing=0.0, upper=1.0):
     rng = np.random.default_rng(seed)
     theta = rng.normal(size=n_s)
     b = rng.normal(size=n_i)
     a = np.exp(rng.normal(0.0, 0.3, n_i))
-    p = guessing + (1 - guessing) / (1 + np.exp(-a[None] * (theta[:, None] - b[None])))
+    p = guessing + (upper - guessing) / (1 + np.exp(-a[None] * (theta[:, None] - b[None])))
     y = (rng.random((n_s, n_i)) < p).astype(float)
     mask = rng.random((n_s, n_i)) >= missing
     # every subject and item keeps a response
@@ -80,7 +90,8 @@ def _load():
     return f"{one:.2f}, {five:.2f}, {fifteen:.2f} (1, 5, 15 min)"
 
 
-WARM_REPEATS = 3  # fits after the first, in one process; their median is the warm time
+# fits after the first, in one process; their median is the warm time
+WARM_REPEATS = int(os.environ.get("BENCH_IRT_WARM_REPEATS", "3"))
 
 
 def _peak_mib():
@@ -99,10 +110,10 @@ def run_ours(model, y, mask, method="marginal"):
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     from platinum_jax.data import ResponseTable
     from platinum_jax.inference import fit
-    from platinum_jax.models import OnePL, ThreePL, TwoPL
+    from platinum_jax.models import FourPL, OnePL, ThreePL, TwoPL
 
     s, i = np.nonzero(mask)
-    cls = {"1pl": OnePL, "2pl": TwoPL, "3pl": ThreePL}[model]
+    cls = {"1pl": OnePL, "2pl": TwoPL, "3pl": ThreePL, "4pl": FourPL}[model]
     t0 = time.perf_counter()
     table = ResponseTable.from_arrays(s, i, y[s, i])
     res = fit(cls(), table, method=method)
@@ -121,8 +132,10 @@ def run_ours(model, y, mask, method="marginal"):
     out = {"theta": res.subjects["ability"].to_numpy(), "b": items["difficulty"].to_numpy(),
            "a": a, "seconds": cold, "warm_seconds": warm, "converged": res.converged,
            "iterations": res.diagnostics["iterations"]}
-    if model == "3pl":
+    if model in ("3pl", "4pl"):
         out["c"] = items["guessing"].to_numpy()
+    if model == "4pl":
+        out["d"] = items["upper"].to_numpy()
     return out
 
 
@@ -226,17 +239,114 @@ def run_pyirt(model, y, mask):
     return {"theta": theta, "b": b, "a": a, "seconds": seconds}
 
 
+def run_theta(model, y, mask):
+    """theta-irt 0.1.1: ``theta.fit`` (Bock-Aitkin EM on 61 Gauss-Hermite nodes, its
+    defaults: ``max_iter=500``, ``tol=1e-4``, Beta priors on the 3PL/4PL asymptotes) on the
+    dense subject x item matrix with NaN for missing cells, abilities by ``IRTModel.score``
+    (EAP). Cold and warm as for ours: the matrix is built inside the timed region."""
+    import theta  # sets jax_enable_x64 on import
+
+    def once():
+        dense = np.where(mask, y, np.nan)
+        res = theta.fit(dense, model=model.upper())
+        th, _ = res.score(dense)
+        return res, th
+
+    t0 = time.perf_counter()
+    res, th = once()
+    cold = time.perf_counter() - t0
+    warm_runs = []
+    for _ in range(WARM_REPEATS):
+        t0 = time.perf_counter()
+        res, th = once()
+        warm_runs.append(time.perf_counter() - t0)
+    out = {"theta": np.asarray(th, float), "b": np.asarray(res.b, float),
+           "a": np.asarray(res.a, float), "seconds": cold,
+           "warm_seconds": float(np.median(warm_runs)), "converged": bool(res.converged),
+           "iterations": int(res.n_iter)}
+    if model in ("3pl", "4pl"):
+        out["c"] = np.asarray(res.c, float)
+    if model == "4pl":
+        out["d"] = np.asarray(res.d, float)
+    return out
+
+
+def _truth_asymptotes(model):
+    """(guessing, upper) of the simulated data for ``model``."""
+    return {"3pl": (0.2, 1.0), "4pl": (0.2, 0.9)}.get(model, (0.0, 1.0))
+
+
 def worker(args):
-    guessing = 0.2 if args.model == "3pl" else 0.0
-    y, mask, *_ = simulate(args.n_s, args.n_i, args.missing, args.seed, guessing)
+    guessing, upper = _truth_asymptotes(args.model)
+    y, mask, *_ = simulate(args.n_s, args.n_i, args.missing, args.seed, guessing, upper)
     fn = {"ours": run_ours, "ours-map": run_ours_map, "ours-hier": run_ours_hier,
-          "girth": run_girth, "py-irt": run_pyirt}[args.tool]
+          "girth": run_girth, "py-irt": run_pyirt, "theta-irt": run_theta}[args.tool]
     out = fn(args.model, y, mask)
     out["peak_mib"] = _peak_mib()
     np.savez(args.out, **{k: np.asarray(v) for k, v in out.items()})
 
 
 # ---------------------------------------------------------------------- driver
+# A 3PL/4PL fit is "at a boundary" when an asymptote or slope sits where the data cannot have
+# put it: guessing below 0.001 or above 0.5, upper asymptote above 0.999 or below 0.5, a
+# discrimination above 10 or below 0.05, or any non-finite estimate.
+def at_boundary(res, model):
+    a, b = np.asarray(res["a"]), np.asarray(res["b"])
+    bad = ~np.isfinite(a) | ~np.isfinite(b) | (a > 10.0) | (a < 0.05)
+    if "c" in res:
+        c = np.asarray(res["c"])
+        bad |= ~np.isfinite(c) | (c < 1e-3) | (c > 0.5)
+    if model == "4pl" and "d" in res:
+        d = np.asarray(res["d"])
+        bad |= ~np.isfinite(d) | (d > 0.999) | (d < 0.5)
+    return int(bad.sum())
+
+
+def stability(model, size, args):
+    """Ours and theta-irt on ``--stability-sets`` data sets (seeds 0, 1, ...) of ``size``:
+    per tool, the fits that did not converge, the fits with any item at a boundary
+    (:func:`at_boundary`) and the median fit time (warm repeats skipped)."""
+    n_s, n_i = size
+    guessing, upper = _truth_asymptotes(model)
+    rows = []
+    summary = {}
+    for tool in ("ours", "theta-irt"):
+        stats = {"failed": 0, "not_converged": 0, "boundary_fits": 0, "boundary_items": 0,
+                 "seconds": [], "b_corr": []}
+        for seed in range(args.stability_sets):
+            _, _, theta, b, a = simulate(n_s, n_i, 0.0, seed, guessing, upper)
+            res = launch(tool, model, n_s, n_i, 0.0, seed,
+                         args.timeout if tool == "ours" else args.peer_timeout, warm=False)
+            if "error" in res:
+                stats["failed"] += 1
+                continue
+            stats["not_converged"] += int(not bool(res["converged"]))
+            k = at_boundary(res, model)
+            stats["boundary_fits"] += int(k > 0)
+            stats["boundary_items"] += k
+            stats["seconds"].append(float(res["seconds"]))
+            m = metrics(align(res, theta, b, a), theta, b, a, model)
+            stats["b_corr"].append(m["b"]["corr"])
+        summary[tool] = stats
+        print(f"stability {model}_{n_s}x{n_i} {tool:<9}: {args.stability_sets} data sets, "
+              f"{stats['failed']} failed, {stats['not_converged']} not converged, "
+              f"{stats['boundary_fits']} with items at a boundary "
+              f"({stats['boundary_items']} items), median time "
+              f"{np.median(stats['seconds']) if stats['seconds'] else float('nan'):.2f} s, "
+              f"median r(b) {np.median(stats['b_corr']) if stats['b_corr'] else float('nan'):.4f}",
+              flush=True)
+    if all(summary[t]["seconds"] for t in summary):
+        ours_s = float(np.median(summary["ours"]["seconds"]))
+        base_s = float(np.median(summary["theta-irt"]["seconds"]))
+        rows.append({"name": f"{model}_{n_s}x{n_i}_stability_vs_theta-irt", "ours_s": ours_s,
+                     "baseline_s": base_s, "ratio": base_s / ours_s, "max_abs_diff": None,
+                     "ours_not_converged": summary["ours"]["not_converged"],
+                     "ours_boundary_fits": summary["ours"]["boundary_fits"],
+                     "theta_not_converged": summary["theta-irt"]["not_converged"],
+                     "theta_boundary_fits": summary["theta-irt"]["boundary_fits"]})
+    return rows
+
+
 def align(est, theta, b, a):
     """Linear map of the estimated scale onto the truth's, by least squares on abilities."""
     th = est["theta"]
@@ -262,11 +372,13 @@ def metrics(aligned, theta, b, a, model):
 PEER_PYTHON = sys.executable  # the interpreter of the peers' fits (--peer-python)
 
 
-def launch(tool, model, n_s, n_i, missing, seed, timeout, cache=None):
+def launch(tool, model, n_s, n_i, missing, seed, timeout, cache=None, warm=True):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    if not warm:
+        env["BENCH_IRT_WARM_REPEATS"] = "0"
     if cache is not None:
         env["BENCH_IRT_JAX_CACHE"] = cache
-    python = PEER_PYTHON if tool in ("girth", "py-irt") else sys.executable
+    python = PEER_PYTHON if tool in ("girth", "py-irt", "theta-irt") else sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.npz"
         cmd = [python, __file__, "--worker", tool, model, str(n_s), str(n_i),
@@ -289,7 +401,7 @@ def main():
                         help="subjects x items, e.g. 200x100 1000x500 5000x1000")
     parser.add_argument("--missing", nargs="+", type=float, default=[0.0, 0.3])
     parser.add_argument("--models", nargs="+", default=["1pl", "2pl"])
-    parser.add_argument("--peers", nargs="+", default=["girth", "py-irt"])
+    parser.add_argument("--peers", nargs="+", default=["girth", "py-irt", "theta-irt"])
     parser.add_argument("--pyirt-max-cells", type=int, default=20_000,
                         help="run py-irt only up to this many subject x item cells")
     parser.add_argument("--pyirt-complete-only", action="store_true",
@@ -306,6 +418,11 @@ def main():
                         help="also fit the 2PL with learned spreads of the item parameters "
                              "(ours-hier: HierarchicalTwoPL, all items in one group, marginal)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--stability-models", nargs="*", default=[],
+                        help="also fit these models (3pl, 4pl) by ours and theta-irt on "
+                             "--stability-sets data sets of the first size and count the "
+                             "non-converged and boundary fits")
+    parser.add_argument("--stability-sets", type=int, default=10)
     parser.add_argument("--peer-python", default=sys.executable,
                         help="Python interpreter with girth and py-irt installed (default: this "
                              "one); py-irt 0.7.1 pins pandas < 3, so it may need its own "
@@ -322,8 +439,8 @@ def main():
         worker(w)
         return
     for peer in args.peers:
-        if peer not in ("girth", "py-irt"):
-            parser.error(f"unknown peer {peer!r}; choose girth and/or py-irt")
+        if peer not in ("girth", "py-irt", "theta-irt"):
+            parser.error(f"unknown peer {peer!r}; choose from girth, py-irt and theta-irt")
     sizes = []
     for s in args.sizes:
         try:
@@ -347,8 +464,8 @@ def main():
     if not args.no_3pl:
         runs.append((sizes[0][0], sizes[0][1], 0.0, "3pl"))
     for n_s, n_i, miss, model in runs:
-        guessing = 0.2 if model == "3pl" else 0.0
-        _, _, theta, b, a = simulate(n_s, n_i, miss, args.seed, guessing)
+        guessing, upper = _truth_asymptotes(model)
+        _, _, theta, b, a = simulate(n_s, n_i, miss, args.seed, guessing, upper)
         case = f"{model}_{n_s}x{n_i}_{'complete' if miss == 0 else f'{miss:.0%}missing'}"
         results, stopped = {}, {}
         tools = ["ours", *args.peers]
@@ -357,8 +474,11 @@ def main():
         if model == "2pl" and args.hier_2pl:
             tools.insert(1, "ours-hier")
         for tool in tools:
-            if tool == "py-irt" and model == "3pl":
-                print(f"{case:<28} {tool:<8} not run: the 3PL row is ours and girth only")
+            if tool == "py-irt" and model in ("3pl", "4pl"):
+                print(f"{case:<28} {tool:<8} not run: py-irt is fitted as a 1PL/2PL here")
+                continue
+            if tool == "girth" and model == "4pl":
+                print(f"{case:<28} {tool:<8} not run: girth 0.8.0 has no 4PL")
                 continue
             if tool == "py-irt" and n_s * n_i > args.pyirt_max_cells:
                 print(f"{case:<28} {tool:<8} not run: {n_s * n_i:,} cells is over "
@@ -400,26 +520,37 @@ def main():
             print(f"{case:<28} {tool:<8} {float(res['seconds']):8.2f} "
                   f"{float(res['peak_mib']):9.0f}  {cells[0]:>14} {cells[1]:>14} "
                   f"{cells[2]:>14} {nan:>11}{warm}", flush=True)
-            if model == "3pl" and "c" in res:
+            if model in ("3pl", "4pl") and "c" in res:
                 c = res["c"]
-                print(f"{'':<28} {tool:<8} guessing: mean {np.mean(c):.3f} (truth 0.2), "
-                      f"RMSE {np.sqrt(np.mean((c - 0.2) ** 2)):.3f}")
+                print(f"{'':<28} {tool:<8} guessing: mean {np.mean(c):.3f} (truth "
+                      f"{guessing}), RMSE {np.sqrt(np.mean((c - guessing) ** 2)):.3f}")
+            if model == "4pl" and "d" in res:
+                d = res["d"]
+                print(f"{'':<28} {tool:<8} upper: mean {np.mean(d):.3f} (truth {upper}), "
+                      f"RMSE {np.sqrt(np.mean((d - upper) ** 2)):.3f}")
         peers = [t for t in results if t not in ("ours", "ours-map", "ours-hier")]
         if "ours" in results and peers:
-            fastest = min(peers, key=lambda t: float(results[t][0]["seconds"]))
-            ours_s = float(results["ours"][0]["seconds"])
-            base_s = float(results[fastest][0]["seconds"])
-            gap = np.abs(results["ours"][1][1] - results[fastest][1][1])
-            diff = float(np.max(gap[np.isfinite(gap)])) if np.isfinite(gap).any() else None
-            json_lines.append({"name": f"{case}_vs_{fastest}", "ours_s": ours_s,
-                               "baseline_s": base_s, "ratio": base_s / ours_s,
-                               "max_abs_diff": diff})
-            for mode in ("warm", "cached"):
-                if f"{mode}_seconds" in results["ours"][0]:
-                    t = float(results["ours"][0][f"{mode}_seconds"])
-                    json_lines.append({"name": f"{case}_vs_{fastest}_{mode}", "ours_s": t,
-                                       "baseline_s": base_s, "ratio": base_s / t,
-                                       "max_abs_diff": diff})
+            fastest_peer = min(peers, key=lambda t: float(results[t][0]["seconds"]))
+            # the fastest peer, and theta-irt as well when it was not the fastest
+            also = ["theta-irt"] if "theta-irt" in peers else []
+            for fastest in dict.fromkeys([fastest_peer, *also]):
+                ours_s = float(results["ours"][0]["seconds"])
+                base_s = float(results[fastest][0]["seconds"])
+                gap = np.abs(results["ours"][1][1] - results[fastest][1][1])
+                diff = float(np.max(gap[np.isfinite(gap)])) if np.isfinite(gap).any() else None
+                json_lines.append({"name": f"{case}_vs_{fastest}", "ours_s": ours_s,
+                                   "baseline_s": base_s, "ratio": base_s / ours_s,
+                                   "max_abs_diff": diff})
+                for mode in ("warm", "cached"):
+                    if f"{mode}_seconds" in results["ours"][0]:
+                        t = float(results["ours"][0][f"{mode}_seconds"])
+                        # warm against warm where the peer has one (theta-irt), else its cold time
+                        peer = results[fastest][0]
+                        base = float(peer["warm_seconds"]) if mode == "warm" and \
+                            "warm_seconds" in peer else base_s
+                        json_lines.append({"name": f"{case}_vs_{fastest}_{mode}", "ours_s": t,
+                                           "baseline_s": base, "ratio": base / t,
+                                           "max_abs_diff": diff})
         elif "ours" in results and any(t in stopped for t in args.peers):
             ours_s = float(results["ours"][0]["seconds"])
             first = min((t for t in args.peers if t in stopped), key=stopped.get)
@@ -432,6 +563,8 @@ def main():
                     json_lines.append({"name": f"{case}_vs_{first}_stopped_{mode}",
                                        "ours_s": t, "baseline_s": stopped[first],
                                        "ratio": stopped[first] / t, "max_abs_diff": None})
+    for model in args.stability_models:
+        json_lines += stability(model, sizes[0], args)
     print(f"# load average at end {_load()}")
     for row in json_lines:
         print(json.dumps(row))
