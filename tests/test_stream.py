@@ -1,0 +1,128 @@
+"""The streamed 2PL path: Parquet read in batches into one byte per cell, the blocked EM, and
+scoring against frozen items.
+
+Held against the package's other paths (the pandas reader, the marginal EM) and against
+posteriors computed here with NumPy on a grid."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy.special import expit
+
+from platinum_jax.data import ResponseTable
+from platinum_jax.inference import (
+    CodedResponses,
+    fit,
+    fit_streamed_2pl,
+    read_parquet_streamed,
+    score_streamed_2pl,
+)
+from platinum_jax.models import TwoPL
+
+jax.config.update("jax_enable_x64", True)
+
+
+def _world(n_s, n_i, seed, missing=0.3):
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=n_s)
+    b = rng.normal(size=n_i)
+    a = np.exp(rng.normal(0.0, 0.3, n_i))
+    s, i = np.divmod(np.arange(n_s * n_i), n_i)
+    keep = rng.random(s.size) >= missing
+    s, i = s[keep], i[keep]
+    y = (rng.random(s.size) < expit(a[i] * (theta[s] - b[i]))).astype(np.int8)
+    return s, i, y
+
+
+def _parquet(path, s, i, y, *, row_group=50):
+    frame = pd.DataFrame({"subject": [f"model-{k}" for k in s],
+                          "item": [f"q{k:03d}" for k in i], "response": y})
+    frame = frame.sample(frac=1.0, random_state=0)  # rows in no particular order
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path,
+                   row_group_size=row_group)
+    return frame
+
+
+def test_streamed_reader_equals_pandas_path(tmp_path):
+    s, i, y = _world(37, 11, 0)
+    path = tmp_path / "r.parquet"
+    _parquet(path, s, i, y)
+    streamed = read_parquet_streamed(path, batch_rows=23)  # many batches, new labels in each
+    table = ResponseTable.read(path)
+    assert list(streamed.subjects) == list(table.subjects)
+    assert list(streamed.items) == list(table.items)
+    assert streamed.n_responses == table.n_responses == s.size
+    dense = np.zeros((table.n_subjects, table.n_items), np.int8)
+    dense[table.subject_index, table.item_index] = table.response.astype(np.int8) + 1
+    np.testing.assert_array_equal(streamed.codes[:table.n_subjects], dense)
+    assert not streamed.codes[table.n_subjects:].any()  # padding rows hold nothing
+
+
+def test_streamed_reader_names_bad_rows(tmp_path):
+    s, i, y = _world(10, 5, 1, missing=0.0)
+    bad = tmp_path / "bad.parquet"
+    frame = pd.DataFrame({"subject": s, "item": i, "response": y.astype(float)})
+    frame.loc[7, "response"] = 0.5
+    frame.to_parquet(bad)
+    with pytest.raises(ValueError, match=r"bad.parquet.*row 7 has 0.5"):
+        read_parquet_streamed(bad, batch_rows=4)
+    dup = tmp_path / "dup.parquet"
+    pd.concat([frame.iloc[:3], frame.iloc[:3]]).assign(response=1).to_parquet(dup)
+    with pytest.raises(ValueError, match=r"3 rows repeat a \(subject, item\) pair"):
+        read_parquet_streamed(dup)
+    empty = tmp_path / "null.parquet"
+    frame.assign(response=1.0).astype({"item": "object"}).assign(
+        item=lambda f: f["item"].where(f.index != 2, None)).to_parquet(empty)
+    with pytest.raises(ValueError, match=r"column 'item' is empty at row 2"):
+        read_parquet_streamed(empty)
+
+
+def test_streamed_em_equals_marginal_em():
+    s, i, y = _world(300, 12, 2)
+    ref = fit(TwoPL(), ResponseTable.from_arrays(s, i, y.astype(float)), method="marginal",
+              tol=1e-8)
+    # float64 products (tol < 1e-6) and blocks of 256 subjects: two blocks, one padded
+    res = fit_streamed_2pl(CodedResponses.from_arrays(s, i, y), tol=1e-8, block_cells=256 * 12)
+    assert res.converged and res.diagnostics["block_rows"] == 256
+    for col in ("difficulty", "discrimination"):
+        np.testing.assert_allclose(res.items[col].to_numpy(), ref.items[col].to_numpy(),
+                                   atol=1e-6)
+    for col in ("ability", "ability_sd"):
+        np.testing.assert_allclose(res.subjects[col].to_numpy(), ref.subjects[col].to_numpy(),
+                                   atol=1e-6)
+    assert res.diagnostics["marginal_log_lik"] == pytest.approx(
+        ref.diagnostics["marginal_log_lik"], abs=1e-5)
+
+
+def test_scoring_against_frozen_items_matches_a_numpy_posterior():
+    rng = np.random.default_rng(3)
+    n_i = 8
+    items = pd.DataFrame({"difficulty": rng.normal(size=n_i),
+                          "discrimination": np.exp(rng.normal(0, 0.3, n_i))},
+                         index=pd.Index([f"i{k}" for k in range(n_i)], name="item"))
+    s, i, y = _world(40, n_i, 4)
+    scores = score_streamed_2pl(CodedResponses.from_arrays(s, i, y), items, eap_nodes=401)
+    grid = np.linspace(-6, 6, 2001)  # a finer grid: the reference integral
+    a, b = items["discrimination"].to_numpy(), items["difficulty"].to_numpy()
+    for subject in (0, 17, 39):
+        rows = s == subject
+        p = expit(a[i[rows]][:, None] * (grid[None, :] - b[i[rows]][:, None]))
+        like = np.prod(np.where(y[rows][:, None] == 1, p, 1 - p), axis=0)
+        post = like * np.exp(-0.5 * grid**2)
+        post /= post.sum()
+        mean = post @ grid
+        sd = np.sqrt(post @ grid**2 - mean**2)
+        cdf = np.cumsum(post)
+        lo, hi = np.interp([0.025, 0.975], cdf, grid)
+        got = scores.loc[f"s{subject}"]
+        assert got["ability"] == pytest.approx(mean, abs=1e-4)
+        assert got["ability_sd"] == pytest.approx(sd, abs=1e-4)
+        assert got["lower"] == pytest.approx(lo, abs=0.02)
+        assert got["upper"] == pytest.approx(hi, abs=0.02)
+    with pytest.raises(ValueError, match="not in items"):
+        score_streamed_2pl(CodedResponses.from_arrays(s, i, y), items.iloc[:-1])
