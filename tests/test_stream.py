@@ -126,3 +126,24 @@ def test_scoring_against_frozen_items_matches_a_numpy_posterior():
         assert got["upper"] == pytest.approx(hi, abs=0.02)
     with pytest.raises(ValueError, match="not in items"):
         score_streamed_2pl(CodedResponses.from_arrays(s, i, y), items.iloc[:-1])
+
+
+def test_cli_stream_writes_the_python_fit(tmp_path, capsys):
+    from platinum_jax.cli import main
+
+    s, i, y = _world(60, 8, 5)
+    path = tmp_path / "r.parquet"
+    _parquet(path, s, i, y)
+    out = tmp_path / "irt"
+    assert main(["fit", str(path), "--model", "2pl", "--method", "marginal", "--stream",
+                 "--out", str(out)]) == 0
+    py = fit_streamed_2pl(path)
+    items = pd.read_csv(out / "items.csv", index_col="item")
+    np.testing.assert_allclose(items.to_numpy(), py.items.to_numpy(), rtol=1e-12)
+    subjects = pd.read_csv(out / "subjects.csv", index_col="subject")
+    assert list(subjects.index) == list(py.subjects.index)
+    capsys.readouterr()
+    assert main(["fit", str(path), "--model", "3pl", "--method", "marginal", "--stream",
+                 "--out", str(tmp_path / "x")]) == 2
+    assert "--stream fits --model 2pl --method marginal" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

@@ -131,6 +131,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "graded model three categories, 0 = score 0, 2 = score 1, 1 = anything "
                         "between; squeeze maps y to (y (n - 1) + 0.5) / n, n the number of "
                         "responses (Smithson and Verkuilen 2006), for the beta model")
+    p.add_argument("--stream", action="store_true",
+                   help="leaderboard scale (2pl, marginal, binary responses in a Parquet "
+                        "file): read the file in record batches into one byte per cell and "
+                        "fit block by block (memory: the cells, not a frame of the rows)")
     p.add_argument("--diagnostics", action="store_true",
                    help="also write items_diagnostics.csv and item_curves.png")
     p.set_defaults(func=run)
@@ -270,11 +274,47 @@ def _write_diagnostics(result, out) -> list:
     return paths
 
 
+def _run_stream(args) -> int:
+    """``--stream``: the streamed 2PL (:func:`platinum_jax.inference.fit_streamed_2pl`)."""
+    if args.model != "2pl" or args.method != "marginal":
+        raise ValueError(f"--stream fits --model 2pl --method marginal (got --model "
+                         f"{args.model} --method {args.method})")
+    other = [flag for flag, on in (("--diagnostics", args.diagnostics),
+                                    ("--save-draws", args.save_draws),
+                                    ("--noise-per-item", args.noise_per_item),
+                                    ("--from-fractions", args.from_fractions is not None),
+                                    ("--likelihood", args.likelihood is not None)) if on]
+    if other:
+        raise ValueError(f"--stream does not take {', '.join(other)}; drop them or fit "
+                         "without --stream")
+    if Path(args.data).suffix.lower() not in (".parquet", ".pq"):
+        raise ValueError(f"--stream reads a Parquet file (got {args.data}); write one with "
+                         "`platinum-jax import tidy ... --out responses.parquet`")
+    from platinum_jax.inference import fit_streamed_2pl, read_parquet_streamed
+
+    responses = read_parquet_streamed(args.data)
+    print(f"read {responses}")
+    result = fit_streamed_2pl(responses)
+    written = result.write(args.out, overwrite=args.overwrite)
+    print(f"model 2pl (bernoulli), method marginal (streamed): marginal log-likelihood "
+          f"{result.diagnostics['marginal_log_lik']:.6g}, converged {result.converged}, "
+          f"{result.diagnostics['iterations']} EM steps")
+    for path in written:
+        print(f"wrote {path}")
+    if not result.converged:
+        print("platinum-jax fit: the fit did not converge (see fit.json); its numbers are "
+              "written but should not be trusted", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     _check(args)
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    if args.stream:
+        return _run_stream(args)
     if args.method == "nuts" and args.chains > 1:
         from platinum_jax.stitching.bayes import use_cpu_devices_for_chains
 

@@ -64,6 +64,16 @@ class CodedResponses:
     items: pd.Index
     n_responses: int
 
+    def __post_init__(self):
+        c = self.codes
+        if not (isinstance(c, np.ndarray) and c.dtype == np.int8 and c.ndim == 2):
+            raise ValueError("codes must be a 2-d int8 NumPy array (0 not observed, 1 wrong, "
+                             f"2 right); got {type(c).__name__} {getattr(c, 'dtype', '')}")
+        if c.shape[0] < len(self.subjects) or c.shape[1] != len(self.items):
+            raise ValueError(f"codes has shape {c.shape}; it needs at least one row per subject "
+                             f"({len(self.subjects)}) and one column per item "
+                             f"({len(self.items)})")
+
     @property
     def n_subjects(self) -> int:
         return len(self.subjects)
@@ -194,15 +204,18 @@ def read_parquet_streamed(path: str | Path, *, batch_rows: int = 1 << 22) -> Cod
 
 
 # ---------------------------------------------------------------------- the EM
-def _block_rows(n_rows: int, n_items: int, block_cells: int) -> int:
-    """The largest multiple of _ROW_ALIGN dividing ``n_rows`` with at most ``block_cells``
-    cells (at least _ROW_ALIGN rows)."""
-    units = n_rows // _ROW_ALIGN
-    best = 1
-    for k in range(1, units + 1):
-        if units % k == 0 and k * _ROW_ALIGN * n_items <= block_cells:
-            best = k
-    return best * _ROW_ALIGN
+def _blocks(codes: np.ndarray, block_cells: int):
+    """The code matrix on the device as ``(n_blocks, rows, n_items)``: ``rows`` a multiple of
+    _ROW_ALIGN with at most ``block_cells`` cells (at least _ROW_ALIGN rows), the matrix padded
+    with empty subjects to a whole number of blocks."""
+    n_rows, n_items = codes.shape
+    rows = max(_ROW_ALIGN, block_cells // n_items // _ROW_ALIGN * _ROW_ALIGN)
+    rows = min(rows, -(-n_rows // _ROW_ALIGN) * _ROW_ALIGN)
+    n_blocks = -(-n_rows // rows)
+    dev = jnp.asarray(codes)
+    if n_blocks * rows != n_rows:
+        dev = jnp.pad(dev, ((0, n_blocks * rows - n_rows), (0, 0)))
+    return dev.reshape(n_blocks, rows, n_items), rows
 
 
 def _log_q(a, b, nodes):
@@ -310,6 +323,53 @@ def _eap_pass(blocks, a, b, grid, log_prior, level, cdt):
     return tuple(v.reshape(-1) for v in out)
 
 
+def _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol):
+    """EM steps ``F`` accelerated by squared extrapolation (SQUAREM; Varadhan and Roland 2008,
+    "Simple and globally convergent methods for accelerating the convergence of any EM
+    algorithm"), as :func:`~platinum_jax.inference.fit_marginal` does: from ``x0``, ``x1 = F(x0)``
+    and ``x2 = F(x1)`` give ``r = x1 - x0``, ``v = x2 - 2 x1 + x0`` and the point
+    ``x' = x0 - 2 alpha r + alpha^2 v``, ``alpha = -|r| / |v|`` in ``[-step_max, -1]``;
+    ``F(x')`` is kept when the objective (minus the marginal log-likelihood plus the priors) at
+    ``x'`` is no worse than at ``x0``, else ``x2``. Stops when ``F(x0)`` moves no parameter more
+    than ``tol``. Returns ``(b, log a, EM steps, last change, log-likelihood at the end)``."""
+    def em(b, la):
+        r1, n, ll = _e_pass(blocks, jnp.exp(la), b, x, log_w, cdt)
+        nb, nla = _m_step(b, la, r0, r1, n, x, newton_steps)
+        return nb, nla, float(-ll + jnp.sum(b**2 / 18.0 + la**2 / 2.0)), float(ll)
+
+    def dist(u, w):
+        return float(jnp.maximum(jnp.max(jnp.abs(u[0] - w[0])), jnp.max(jnp.abs(u[1] - w[1]))))
+
+    x0, it, step_max, change, ll = (b, la), 0, 1.0, np.inf, np.nan
+    while it < max_iter:
+        *x1, f0, ll = em(*x0)
+        it += 1
+        change = dist(x1, x0)
+        if change <= tol or it >= max_iter:
+            x0 = tuple(x1)
+            break
+        *x2, _, _ = em(*x1)
+        it += 1
+        r = (x1[0] - x0[0], x1[1] - x0[1])
+        v = (x2[0] - 2 * x1[0] + x0[0], x2[1] - 2 * x1[1] + x0[1])
+        rr = float(jnp.sum(r[0] ** 2) + jnp.sum(r[1] ** 2))
+        vv = float(jnp.sum(v[0] ** 2) + jnp.sum(v[1] ** 2))
+        alpha = min(-1.0, max(-step_max, -np.sqrt(rr / vv) if vv > 0 else -1.0))
+        xp = tuple(x0[k] - 2 * alpha * r[k] + alpha**2 * v[k] for k in range(2))
+        if it >= max_iter:
+            x0 = tuple(x2)
+            break
+        *fx, fp, _ = em(*xp)
+        it += 1
+        if np.isfinite(fp) and fp <= f0 and all(bool(jnp.all(jnp.isfinite(u))) for u in fx):
+            x0 = tuple(fx)
+            step_max = 4.0 * step_max if alpha <= -step_max else step_max
+        else:
+            x0 = tuple(x2)
+            step_max = max(1.0, step_max / 4.0)
+    return x0[0], x0[1], it, change, ll
+
+
 @dataclass
 class StreamedFit:
     """A streamed 2PL fit: ``items`` (difficulty, discrimination by item), ``subjects``
@@ -333,7 +393,7 @@ class StreamedFit:
         from platinum_jax._outputs import output_directory
 
         with output_directory(out, "fit", overwrite=overwrite) as d:
-            return [d.write(name, Path.write_text, text) for name, text in self.files().items()]
+            return [d.write_text(name, text) for name, text in self.files().items()]
 
 
 def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
@@ -345,8 +405,8 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     :func:`read_parquet_streamed`). Float64 (``jax_enable_x64``) is required.
 
     The estimates are those of ``fit(TwoPL(), table, method="marginal", nodes=nodes)`` (same
-    objective, priors and quadrature); the EM here is plain (no extrapolation), stopping when
-    a step moves no ``b_j`` or ``log a_j`` more than ``tol``. ``block_cells``: cells per block
+    objective, priors and quadrature); the EM steps are extrapolated by SQUAREM, and the fit
+    stops when a plain step moves no ``b_j`` or ``log a_j`` more than ``tol``. ``block_cells``: cells per block
     of subjects (memory: about 10 bytes a cell beyond the code matrix).
 
     Returns:
@@ -370,8 +430,7 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
         responses = read_parquet_streamed(responses, batch_rows=batch_rows)
     t_read = time.perf_counter() - t0
     codes = responses.codes
-    rows = _block_rows(codes.shape[0], responses.n_items, block_cells)
-    blocks = jnp.asarray(codes).reshape(-1, rows, responses.n_items)
+    blocks, rows = _blocks(codes, block_cells)
     cdt = jnp.float32 if tol >= 1e-6 else jnp.float64  # exact 0/1 matrices in float32
     f64 = jnp.float64
     x, w = quadrature(nodes)
@@ -388,13 +447,8 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     b = jnp.asarray(-np.log(share / (1.0 - share)) * np.sqrt(1.0 + np.pi / 8.0), f64)
     la = jnp.zeros(responses.n_items, f64)
     r0 = jnp.asarray(r0, f64)
-    change, it, ll = np.inf, 0, np.nan
-    while it < max_iter and change > tol:
-        r1, n, ll = _e_pass(blocks, jnp.exp(la), b, x, log_w, cdt)
-        b_new, la_new = _m_step(b, la, r0, r1, n, x, newton_steps)
-        change = float(jnp.maximum(jnp.max(jnp.abs(b_new - b)), jnp.max(jnp.abs(la_new - la))))
-        b, la, it = b_new, la_new, it + 1
-    _, _, ll = _e_pass(blocks, jnp.exp(la), b, x, log_w, cdt)
+    b, la, it, change, ll = _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps,
+                                     max_iter, tol)
     grid = np.linspace(-6.0, 6.0, eap_nodes)
     log_prior = -0.5 * grid**2
     log_prior -= np.log(np.exp(log_prior).sum())
@@ -445,8 +499,7 @@ def score_streamed_2pl(responses: CodedResponses | str | Path, items: pd.DataFra
     frozen = items.loc[responses.items, ["difficulty", "discrimination"]].to_numpy(np.float64)
     if not np.all(np.isfinite(frozen)) or np.any(frozen[:, 1] <= 0):
         raise ValueError("items must have finite difficulties and positive discriminations")
-    rows = _block_rows(responses.codes.shape[0], responses.n_items, block_cells)
-    blocks = jnp.asarray(responses.codes).reshape(-1, rows, responses.n_items)
+    blocks, _ = _blocks(responses.codes, block_cells)
     grid = np.linspace(-6.0, 6.0, eap_nodes)
     log_prior = -0.5 * grid**2
     log_prior -= np.log(np.exp(log_prior).sum())
