@@ -61,6 +61,19 @@ def test_streamed_reader_equals_pandas_path(tmp_path):
     dense[table.subject_index, table.item_index] = table.response.astype(np.int8) + 1
     np.testing.assert_array_equal(streamed.codes[:table.n_subjects], dense)
     assert not streamed.codes[table.n_subjects:].any()  # padding rows hold nothing
+    # integer labels with gaps: kept as numbers, in numeric order (the table's are strings)
+    ints = tmp_path / "ints.parquet"
+    pd.DataFrame({"model": 3 * s + 7, "item": 2 * i, "score": y}).sample(
+        frac=1.0, random_state=1).to_parquet(ints, row_group_size=40)
+    streamed = read_parquet_streamed(ints, batch_rows=29)
+    table = ResponseTable.read(ints)
+    assert list(streamed.subjects) == sorted(set(3 * s + 7))
+    assert list(streamed.items) == sorted(set(2 * i))
+    dense = np.zeros((table.n_subjects, table.n_items), np.int8)
+    dense[table.subject_index, table.item_index] = table.response.astype(np.int8) + 1
+    got = pd.DataFrame(streamed.codes[:streamed.n_subjects],
+                       index=streamed.subjects.astype(str), columns=streamed.items.astype(str))
+    np.testing.assert_array_equal(got.loc[table.subjects, table.items].to_numpy(), dense)
 
 
 def test_streamed_reader_names_bad_rows(tmp_path):

@@ -167,6 +167,9 @@ def read_parquet_streamed(path: str | Path, *, batch_rows: int = 1 << 22) -> Cod
     s_rows, i_rows, y_rows = (np.empty(n, np.int32), np.empty(n, np.int32),
                               np.empty(n, np.int8))
     labels: list = [None, None]
+    # Non-negative integer labels are their own codes (no hashing); others are coded against
+    # the labels seen so far.
+    integer = [pa.types.is_integer(pf.schema_arrow.field(c).type) for c in cols[:2]]
     at = 0
     for batch in pf.iter_batches(batch_size=batch_rows, columns=cols):
         m = batch.num_rows
@@ -178,6 +181,15 @@ def read_parquet_streamed(path: str | Path, *, batch_rows: int = 1 << 22) -> Cod
                                  "such rows before fitting")
         for k, out in ((0, s_rows), (1, i_rows)):
             col = batch.column(k)
+            if integer[k]:
+                values = col.to_numpy()
+                if values.min() < 0 or values.max() >= np.iinfo(np.int32).max:
+                    raise ValueError(f"{path}: integer {cols[k]!r} labels must lie in "
+                                     f"[0, 2^31 - 1) for the streamed reader (rows {at} to "
+                                     f"{at + m - 1} hold {values.min()} to {values.max()}); "
+                                     "write them as strings instead")
+                out[at:at + m] = values
+                continue
             uniq = pc.unique(col)
             if labels[k] is None:
                 labels[k] = uniq
@@ -190,15 +202,27 @@ def read_parquet_streamed(path: str | Path, *, batch_rows: int = 1 << 22) -> Cod
         _check_binary(y, str(path), at)
         y_rows[at:at + m] = y
         at += m
-    # Sorted labels: remap the first-seen codes through each label's rank.
+    # Sorted labels: remap the codes through each label's rank (skipped when they already are
+    # the ranks: integer labels 0 .. n - 1 with none absent).
     index = []
     for k, rows, role in ((0, s_rows, "subject"), (1, i_rows, "item")):
-        first_seen = pd.Index(labels[k].to_pandas())
-        order = first_seen.argsort()
-        rank = np.empty(len(order), np.int32)
-        rank[order] = np.arange(len(order), dtype=np.int32)
-        np.take(rank, rows, out=rows)
-        index.append(pd.Index(first_seen[order], name=role))
+        if integer[k]:
+            present = np.bincount(rows) > 0
+            label_values = np.flatnonzero(present)
+            rank = None if present.all() else (np.cumsum(present) - 1).astype(np.int32)
+        else:
+            first_seen = pd.Index(labels[k].to_pandas())
+            order = first_seen.argsort()
+            label_values = first_seen[order]
+            rank = np.empty(len(order), np.int32)
+            rank[order] = np.arange(len(order), dtype=np.int32)
+            if np.array_equal(order, np.arange(len(order))):
+                rank = None
+        if rank is not None:
+            step = 1 << 24
+            for j in range(0, rows.size, step):
+                rows[j:j + step] = rank[rows[j:j + step]]
+        index.append(pd.Index(label_values, name=role))
     codes = _fill(s_rows, i_rows, y_rows, len(index[0]), len(index[1]), str(path))
     return CodedResponses(codes, index[0], index[1], int(n))
 
