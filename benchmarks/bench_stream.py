@@ -101,7 +101,8 @@ def score_worker(items_csv, n_s, n_i_score, seed, out):
     jax.config.update("jax_enable_x64", True)
     import pandas as pd
 
-    from platinum_jax.inference import CodedResponses, score_streamed_2pl
+    from platinum_jax.data import CodedResponses
+    from platinum_jax.inference import score_streamed_2pl
 
     items = pd.read_csv(items_csv, index_col="item")
     n_all = len(items)

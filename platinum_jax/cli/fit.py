@@ -290,7 +290,8 @@ def _run_stream(args) -> int:
     if Path(args.data).suffix.lower() not in (".parquet", ".pq"):
         raise ValueError(f"--stream reads a Parquet file (got {args.data}); write one with "
                          "`platinum-jax import tidy ... --out responses.parquet`")
-    from platinum_jax.inference import fit_streamed_2pl, read_parquet_streamed
+    from platinum_jax.data import read_parquet_streamed
+    from platinum_jax.inference import fit_streamed_2pl
 
     responses = read_parquet_streamed(args.data)
     print(f"read {responses}")

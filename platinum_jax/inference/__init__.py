@@ -45,13 +45,7 @@ if TYPE_CHECKING:
     from ._bayes import loo, numpyro_model, nuts, posterior_theta, posterior_values, run_nuts, svi
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
-    from ._stream import (
-        CodedResponses,
-        StreamedFit,
-        fit_streamed_2pl,
-        read_parquet_streamed,
-        score_streamed_2pl,
-    )
+    from ._stream import StreamedFit, fit_streamed_2pl, score_streamed_2pl
 
 # Loaded on first use (PEP 562): NumPyro (the Bayesian methods and the marginal fit's prior
 # check) and optax (the first-order solver) cost about a second to import, which a point fit
@@ -70,15 +64,12 @@ _LAZY = {
     "fit_marginal": "_marginal",
     "marginal_log_likelihood": "_marginal",
     "quadrature": "_marginal",
-    "CodedResponses": "_stream",
     "StreamedFit": "_stream",
     "fit_streamed_2pl": "_stream",
-    "read_parquet_streamed": "_stream",
     "score_streamed_2pl": "_stream",
 }
 
 __all__ = [
-    "CodedResponses",
     "DIAGNOSTIC_KEYS",
     "Data",
     "Diagnostics",
@@ -110,7 +101,6 @@ __all__ = [
     "nuts",
     "posterior_theta",
     "quadrature",
-    "read_parquet_streamed",
     "row_mesh",
     "sampler_diagnostics",
     "score_streamed_2pl",

@@ -1,13 +1,8 @@
 """Item-level 2PL fits at leaderboard scale: responses streamed from Parquet into one byte per
 cell, Bock-Aitkin EM over blocks of subjects, EAP abilities in blocks.
 
-Layout. A leaderboard of ``N`` subjects (AI models) and ``J`` items is held as an ``int8``
-matrix of codes ``c_sj``: 0 not observed, 1 wrong, 2 right. That is one byte per cell: 0.4 GB
-for 40,000 x 10,000 cells, against 0.9 GB for the same 10^8 responses as long rows (two
-``int32`` indices and an ``int8`` response), so this layout is the smaller of the two whenever
-more than one cell in nine is observed. The Parquet file is read in record batches (never as
-one frame): each batch's labels are coded against the labels seen so far, and only the row
-codes (9 bytes a response) are kept until the matrix is filled.
+Layout: :class:`~platinum_jax.data.CodedResponses` (one byte per cell: 0 not observed, 1 wrong,
+2 right), read from Parquet in record batches by :func:`~platinum_jax.data.read_parquet_streamed`.
 
 EM (Bock and Aitkin 1981), binary responses, ``p_jq = sigmoid(a_j (theta_q - b_j))`` on ``Q``
 nodes ``theta_q`` (:func:`~platinum_jax.inference._marginal.quadrature`). For a block of
@@ -44,202 +39,66 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-__all__ = ["CodedResponses", "StreamedFit", "read_parquet_streamed", "fit_streamed_2pl",
-           "score_streamed_2pl"]
+from platinum_jax.data._coded import _ROW_ALIGN, CodedResponses, read_parquet_streamed
 
-_ROW_ALIGN = 256  # the code matrix's rows are padded to a multiple of this (empty subjects)
+__all__ = ["StreamedFit", "fit_streamed_2pl", "score_streamed_2pl"]
+
 _STEPS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.0)
-_ALIASES = {"subject": ("subject", "model"), "response": ("response", "score")}
-
-
-@dataclass(frozen=True)
-class CodedResponses:
-    """Binary responses as one byte per (subject, item) cell.
-
-    ``codes``: ``(n_rows, n_items)`` int8, 0 not observed, 1 wrong, 2 right; rows from
-    ``n_subjects`` on are padding (all 0). ``subjects`` and ``items``: sorted labels."""
-
-    codes: np.ndarray
-    subjects: pd.Index
-    items: pd.Index
-    n_responses: int
-
-    def __post_init__(self):
-        c = self.codes
-        if not (isinstance(c, np.ndarray) and c.dtype == np.int8 and c.ndim == 2):
-            raise ValueError("codes must be a 2-d int8 NumPy array (0 not observed, 1 wrong, "
-                             f"2 right); got {type(c).__name__} {getattr(c, 'dtype', '')}")
-        if c.shape[0] < len(self.subjects) or c.shape[1] != len(self.items):
-            raise ValueError(f"codes has shape {c.shape}; it needs at least one row per subject "
-                             f"({len(self.subjects)}) and one column per item "
-                             f"({len(self.items)})")
-
-    @property
-    def n_subjects(self) -> int:
-        return len(self.subjects)
-
-    @property
-    def n_items(self) -> int:
-        return len(self.items)
-
-    def __repr__(self) -> str:
-        return (f"CodedResponses({self.n_responses:,} responses, {self.n_subjects:,} subjects "
-                f"x {self.n_items:,} items, {self.codes.nbytes / 2**20:,.0f} MiB)")
-
-    @classmethod
-    def from_arrays(cls, subject_index, item_index, response, *, subjects=None, items=None):
-        """From row arrays: integer positions and 0/1 responses (labels default to
-        ``s0, s1, ...`` and ``i0, i1, ...``)."""
-        s = np.asarray(subject_index)
-        i = np.asarray(item_index)
-        y = np.asarray(response)
-        if not (s.shape == i.shape == y.shape and s.ndim == 1):
-            raise ValueError("subject_index, item_index and response must be 1-d arrays of one "
-                             f"length (got shapes {s.shape}, {i.shape}, {y.shape})")
-        n_s = int(s.max()) + 1 if subjects is None else len(subjects)
-        n_i = int(i.max()) + 1 if items is None else len(items)
-        subjects = pd.Index([f"s{k}" for k in range(n_s)] if subjects is None else subjects,
-                            name="subject")
-        items = pd.Index([f"i{k}" for k in range(n_i)] if items is None else items, name="item")
-        _check_binary(y, "response")
-        codes = _fill(s, i, y.astype(np.int8), n_s, n_i, "the arrays")
-        return cls(codes, subjects, items, int(s.size))
-
-
-def _check_binary(y: np.ndarray, where: str, offset: int = 0) -> None:
-    bad = ~((y == 0) | (y == 1))
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"{where}: response must be 0 or 1 for the streamed 2PL fit; row {offset + k} has "
-            f"{y[k].item()!r} ({int(bad.sum())} such rows in this part). Fractions and counts take "
-            "ResponseTable and fit(...) instead")
-
-
-def _fill(s, i, y, n_s, n_i, where) -> np.ndarray:
-    """The code matrix from row positions, in slices of rows (the flat index is int64)."""
-    n_rows = -(-n_s // _ROW_ALIGN) * _ROW_ALIGN
-    codes = np.zeros((n_rows, n_i), np.int8)
-    flat_codes = codes.reshape(-1)
-    step = 1 << 24
-    for k in range(0, s.size, step):
-        flat = s[k:k + step].astype(np.int64) * n_i + i[k:k + step]
-        flat_codes[flat] = y[k:k + step] + 1
-    observed = int(np.count_nonzero(codes))
-    if observed != s.size:
-        raise ValueError(
-            f"{where}: {s.size - observed:,} rows repeat a (subject, item) pair already given; "
-            "keep one response per pair (platinum-jax import tidy --duplicates or "
-            "ResponseTable.from_frame(..., duplicates=...) combine them)")
-    return codes
-
-
-def _column(names, role, path):
-    for name in _ALIASES.get(role, (role,)):
-        if name in names:
-            return name
-    raise ValueError(f"{path}: no {role!r} column (columns: {list(names)}); the streamed reader "
-                     "reads subject (or model), item and response (or score)")
-
-
-def read_parquet_streamed(path: str | Path, *, batch_rows: int = 1 << 22) -> CodedResponses:
-    """Binary responses from a long Parquet file (columns subject or model, item, response or
-    score), read ``batch_rows`` rows at a time with pyarrow, into :class:`CodedResponses`.
-
-    Memory: 9 bytes a response while reading, then the code matrix (1 byte a cell). Labels are
-    sorted as :meth:`ResponseTable.from_frame` sorts them. Raises ``ValueError`` naming the file
-    and row for a missing label or response, a response other than 0/1, or a repeated pair."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"responses file {path} does not exist")
-    if batch_rows < 1:
-        raise ValueError(f"batch_rows must be >= 1 (got {batch_rows})")
-    pf = pq.ParquetFile(path)
-    names = pf.schema_arrow.names
-    cols = [_column(names, role, path) for role in ("subject", "item", "response")]
-    n = pf.metadata.num_rows
-    if n == 0:
-        raise ValueError(f"{path} has no rows")
-    s_rows, i_rows, y_rows = (np.empty(n, np.int32), np.empty(n, np.int32),
-                              np.empty(n, np.int8))
-    labels: list = [None, None]
-    # Non-negative integer labels are their own codes (no hashing); others are coded against
-    # the labels seen so far.
-    integer = [pa.types.is_integer(pf.schema_arrow.field(c).type) for c in cols[:2]]
-    at = 0
-    for batch in pf.iter_batches(batch_size=batch_rows, columns=cols):
-        m = batch.num_rows
-        for k, name in enumerate(cols):
-            col = batch.column(k)
-            if col.null_count:
-                row = at + int(np.flatnonzero(np.asarray(col.is_null()))[0])
-                raise ValueError(f"{path}: column {name!r} is empty at row {row}; fill or drop "
-                                 "such rows before fitting")
-        for k, out in ((0, s_rows), (1, i_rows)):
-            col = batch.column(k)
-            if integer[k]:
-                values = col.to_numpy()
-                if values.min() < 0 or values.max() >= np.iinfo(np.int32).max:
-                    raise ValueError(f"{path}: integer {cols[k]!r} labels must lie in "
-                                     f"[0, 2^31 - 1) for the streamed reader (rows {at} to "
-                                     f"{at + m - 1} hold {values.min()} to {values.max()}); "
-                                     "write them as strings instead")
-                out[at:at + m] = values
-                continue
-            uniq = pc.unique(col)
-            if labels[k] is None:
-                labels[k] = uniq
-            else:
-                new = uniq.filter(pc.invert(pc.is_in(uniq, value_set=labels[k])))
-                if len(new):
-                    labels[k] = pa.concat_arrays([labels[k], new.cast(labels[k].type)])
-            out[at:at + m] = pc.index_in(col, value_set=labels[k]).to_numpy()
-        y = batch.column(2).to_numpy(zero_copy_only=False)
-        _check_binary(y, str(path), at)
-        y_rows[at:at + m] = y
-        at += m
-    # Sorted labels: remap the codes through each label's rank (skipped when they already are
-    # the ranks: integer labels 0 .. n - 1 with none absent).
-    index = []
-    for k, rows, role in ((0, s_rows, "subject"), (1, i_rows, "item")):
-        if integer[k]:
-            present = np.bincount(rows) > 0
-            label_values = np.flatnonzero(present)
-            rank = None if present.all() else (np.cumsum(present) - 1).astype(np.int32)
-        else:
-            first_seen = pd.Index(labels[k].to_pandas())
-            order = first_seen.argsort()
-            label_values = first_seen[order]
-            rank = np.empty(len(order), np.int32)
-            rank[order] = np.arange(len(order), dtype=np.int32)
-            if np.array_equal(order, np.arange(len(order))):
-                rank = None
-        if rank is not None:
-            step = 1 << 24
-            for j in range(0, rows.size, step):
-                rows[j:j + step] = rank[rows[j:j + step]]
-        index.append(pd.Index(label_values, name=role))
-    codes = _fill(s_rows, i_rows, y_rows, len(index[0]), len(index[1]), str(path))
-    return CodedResponses(codes, index[0], index[1], int(n))
 
 
 # ---------------------------------------------------------------------- the EM
-def _blocks(codes: np.ndarray, block_cells: int):
-    """The code matrix on the device as ``(n_blocks, rows, n_items)``: ``rows`` a multiple of
-    _ROW_ALIGN with at most ``block_cells`` cells (at least _ROW_ALIGN rows), the matrix padded
-    with empty subjects to a whole number of blocks."""
+def _blocks(codes: np.ndarray, block_cells: int, mesh=None):
+    """The code matrix on the device(s) as ``(n_blocks, rows, n_items)``: ``rows`` a multiple
+    of _ROW_ALIGN with at most ``block_cells`` cells (at least _ROW_ALIGN rows), the matrix
+    padded with empty subjects to a whole number of blocks, and with a ``mesh`` to a multiple
+    of its devices, the blocks split across them."""
     n_rows, n_items = codes.shape
     rows = max(_ROW_ALIGN, block_cells // n_items // _ROW_ALIGN * _ROW_ALIGN)
-    rows = min(rows, -(-n_rows // _ROW_ALIGN) * _ROW_ALIGN)
-    n_blocks = -(-n_rows // rows)
-    dev = jnp.asarray(codes)
+    per = 1 if mesh is None else mesh.size
+    rows = min(rows, -(-n_rows // (_ROW_ALIGN * per)) * _ROW_ALIGN)
+    n_blocks = -(-n_rows // (rows * per)) * per
     if n_blocks * rows != n_rows:
-        dev = jnp.pad(dev, ((0, n_blocks * rows - n_rows), (0, 0)))
-    return dev.reshape(n_blocks, rows, n_items), rows
+        host = np.zeros((n_blocks * rows, n_items), np.int8)
+        host[:n_rows] = codes
+        codes = host
+    host = codes.reshape(n_blocks, rows, n_items)
+    if mesh is None:
+        return jnp.asarray(host), rows
+    spec = jax.sharding.PartitionSpec(mesh.axis_names[0])
+    return jax.device_put(host, jax.sharding.NamedSharding(mesh, spec)), rows
+
+
+def _mesh(mesh):
+    """``None`` (one device), ``True`` (every device JAX sees) or a 1-D ``Mesh``."""
+    if mesh is None or mesh is False:
+        return None
+    from ._first_order import row_mesh
+
+    mesh = row_mesh() if mesh is True else mesh
+    if len(mesh.axis_names) != 1:
+        raise ValueError(f"the subjects shard over a 1-D mesh; this one has axes "
+                         f"{mesh.axis_names}: build one with row_mesh()")
+    return mesh
+
+
+@functools.lru_cache(maxsize=16)
+def _sharded(kind, mesh, cdt):
+    """``_e_pass`` (``kind="e"``) or ``_eap_pass`` (``"eap"``) with each device scanning its own
+    blocks: the E-step's statistics summed across the mesh, the abilities left split."""
+    P = jax.sharding.PartitionSpec
+    axis = mesh.axis_names[0]
+    if kind == "e":
+        def local(blocks, a, b, nodes, log_w):
+            out = _e_local(blocks, a, b, nodes, log_w, cdt)
+            return jax.tree.map(lambda v: jax.lax.psum(v, axis), out)
+        specs, out_specs = (P(axis), P(), P(), P(), P()), P()
+    else:
+        def local(blocks, a, b, grid, log_prior, level):
+            return _eap_local(blocks, a, b, grid, log_prior, level, cdt)
+        specs, out_specs = (P(axis), P(), P(), P(), P(), P()), P(axis)
+    # check_vma off: the scan carries start replicated and become per-device sums
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=out_specs,
+                                 check_vma=False))
 
 
 def _log_q(a, b, nodes):
@@ -256,8 +115,7 @@ def _block_loglik(block, a, b, nodes, log_q, cdt):
     return lin[:, :1] * nodes[None, :] - lin[:, 1:] + rest, K, N
 
 
-@functools.partial(jax.jit, static_argnames=("cdt",))
-def _e_pass(blocks, a, b, nodes, log_w, cdt):
+def _e_local(blocks, a, b, nodes, log_w, cdt):
     """One pass over the blocks: ``r1 (J,)``, ``n (J, Q)`` and the marginal log-likelihood."""
     log_q = _log_q(a, b, nodes)
 
@@ -277,6 +135,15 @@ def _e_pass(blocks, a, b, nodes, log_w, cdt):
             jnp.zeros((), dt))
     (r1, n, ll), _ = jax.lax.scan(one, init, blocks)
     return r1, n, ll
+
+
+_e_jit = jax.jit(_e_local, static_argnames=("cdt",))
+
+
+def _e_pass(blocks, a, b, nodes, log_w, cdt, mesh=None):
+    if mesh is None:
+        return _e_jit(blocks, a, b, nodes, log_w, cdt=cdt)
+    return _sharded("e", mesh, cdt)(blocks, a, b, nodes, log_w)
 
 
 def _item_objective(b, la, r0, r1, n, nodes):
@@ -325,8 +192,7 @@ def _m_step(b, la, r0, r1, n, nodes, newton_steps):
     return b, la
 
 
-@functools.partial(jax.jit, static_argnames=("cdt",))
-def _eap_pass(blocks, a, b, grid, log_prior, level, cdt):
+def _eap_local(blocks, a, b, grid, log_prior, level, cdt):
     """Posterior mean, SD and central ``level`` interval of every subject's ability on the
     grid, block by block. The interval's ends are the posterior's quantiles, the grid's
     cumulative mass interpolated linearly between points."""
@@ -347,7 +213,16 @@ def _eap_pass(blocks, a, b, grid, log_prior, level, cdt):
     return tuple(v.reshape(-1) for v in out)
 
 
-def _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol):
+_eap_jit = jax.jit(_eap_local, static_argnames=("cdt",))
+
+
+def _eap_pass(blocks, a, b, grid, log_prior, level, cdt, mesh=None):
+    if mesh is None:
+        return _eap_jit(blocks, a, b, grid, log_prior, level, cdt=cdt)
+    return _sharded("eap", mesh, cdt)(blocks, a, b, grid, log_prior, jnp.asarray(level))
+
+
+def _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol, mesh):
     """EM steps ``F`` accelerated by squared extrapolation (SQUAREM; Varadhan and Roland 2008,
     "Simple and globally convergent methods for accelerating the convergence of any EM
     algorithm"), as :func:`~platinum_jax.inference.fit_marginal` does: from ``x0``, ``x1 = F(x0)``
@@ -357,7 +232,7 @@ def _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol):
     ``x'`` is no worse than at ``x0``, else ``x2``. Stops when ``F(x0)`` moves no parameter more
     than ``tol``. Returns ``(b, log a, EM steps, last change, log-likelihood at the end)``."""
     def em(b, la):
-        r1, n, ll = _e_pass(blocks, jnp.exp(la), b, x, log_w, cdt)
+        r1, n, ll = _e_pass(blocks, jnp.exp(la), b, x, log_w, cdt, mesh)
         nb, nla = _m_step(b, la, r0, r1, n, x, newton_steps)
         return nb, nla, float(-ll + jnp.sum(b**2 / 18.0 + la**2 / 2.0)), float(ll)
 
@@ -423,7 +298,7 @@ class StreamedFit:
 def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
                      max_iter: int = 500, tol: float = 1e-4, newton_steps: int = 2,
                      eap_nodes: int = 241, block_cells: int = 1 << 24,
-                     batch_rows: int = 1 << 22) -> StreamedFit:
+                     batch_rows: int = 1 << 22, mesh=None) -> StreamedFit:
     """Marginal (Bock-Aitkin EM) 2PL fit of binary responses held one byte per cell, with
     EAP abilities; ``responses`` a :class:`CodedResponses` or a Parquet path (read by
     :func:`read_parquet_streamed`). Float64 (``jax_enable_x64``) is required.
@@ -431,7 +306,11 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     The estimates are those of ``fit(TwoPL(), table, method="marginal", nodes=nodes)`` (same
     objective, priors and quadrature); the EM steps are extrapolated by SQUAREM, and the fit
     stops when a plain step moves no ``b_j`` or ``log a_j`` more than ``tol``. ``block_cells``: cells per block
-    of subjects (memory: about 10 bytes a cell beyond the code matrix).
+    of subjects (memory: about 10 bytes a cell beyond the code matrix). ``mesh``: ``True``
+    (every device JAX sees, every host's under ``jax.distributed``) or a 1-D
+    :class:`jax.sharding.Mesh` splits the blocks of subjects across devices; each device runs
+    the E-step on its own blocks and the item statistics are summed across them (the same
+    estimates as on one device, up to the order of the sums).
 
     Returns:
         A :class:`StreamedFit`; ``diagnostics`` holds the marginal log-likelihood, the EM steps,
@@ -454,7 +333,8 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
         responses = read_parquet_streamed(responses, batch_rows=batch_rows)
     t_read = time.perf_counter() - t0
     codes = responses.codes
-    blocks, rows = _blocks(codes, block_cells)
+    mesh = _mesh(mesh)
+    blocks, rows = _blocks(codes, block_cells, mesh)
     cdt = jnp.float32 if tol >= 1e-6 else jnp.float64  # exact 0/1 matrices in float32
     f64 = jnp.float64
     x, w = quadrature(nodes)
@@ -472,12 +352,12 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     la = jnp.zeros(responses.n_items, f64)
     r0 = jnp.asarray(r0, f64)
     b, la, it, change, ll = _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps,
-                                     max_iter, tol)
+                                     max_iter, tol, mesh)
     grid = np.linspace(-6.0, 6.0, eap_nodes)
     log_prior = -0.5 * grid**2
     log_prior -= np.log(np.exp(log_prior).sum())
     mean, sd, _, _ = _eap_pass(blocks, jnp.exp(la), b, jnp.asarray(grid, f64),
-                               jnp.asarray(log_prior, f64), 0.95, cdt)
+                               jnp.asarray(log_prior, f64), 0.95, cdt, mesh)
     n_s = responses.n_subjects
     items = pd.DataFrame({"difficulty": np.asarray(b), "discrimination": np.exp(np.asarray(la))},
                          index=responses.items)
@@ -487,20 +367,22 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     return StreamedFit(items, subjects, converged, {
         "marginal_log_lik": float(ll), "iterations": it, "max_change": float(change),
         "nodes": nodes, "n_responses": responses.n_responses,
+        "devices": 1 if mesh is None else mesh.size,
         "n_subjects": n_s, "n_items": responses.n_items, "block_rows": rows,
         "seconds_read": t_read, "seconds_total": time.perf_counter() - t0})
 
 
 def score_streamed_2pl(responses: CodedResponses | str | Path, items: pd.DataFrame, *,
                        level: float = 0.95, eap_nodes: int = 241, block_cells: int = 1 << 24,
-                       batch_rows: int = 1 << 22) -> pd.DataFrame:
+                       batch_rows: int = 1 << 22, mesh=None) -> pd.DataFrame:
     """EAP abilities of new subjects against frozen 2PL items, block by block.
 
     ``items``: indexed by item label with ``difficulty`` and ``discrimination`` columns (a
     fit's ``items``); every item of ``responses`` must be there (the extra ones are unused).
     Under the prior ``theta ~ N(0, 1)`` on ``eap_nodes`` even points over +-6, each subject gets
     its posterior mean (``ability``), SD (``ability_sd``) and central ``level`` interval
-    (``lower``, ``upper``: posterior quantiles). Float64 required, as for the fit.
+    (``lower``, ``upper``: posterior quantiles). Float64 required, as for the fit; ``mesh``
+    splits the subjects across devices as in :func:`fit_streamed_2pl`.
     """
     if not jax.config.jax_enable_x64:
         raise ValueError("scoring needs float64: call "
@@ -523,13 +405,15 @@ def score_streamed_2pl(responses: CodedResponses | str | Path, items: pd.DataFra
     frozen = items.loc[responses.items, ["difficulty", "discrimination"]].to_numpy(np.float64)
     if not np.all(np.isfinite(frozen)) or np.any(frozen[:, 1] <= 0):
         raise ValueError("items must have finite difficulties and positive discriminations")
-    blocks, _ = _blocks(responses.codes, block_cells)
+    mesh = _mesh(mesh)
+    blocks, _ = _blocks(responses.codes, block_cells, mesh)
     grid = np.linspace(-6.0, 6.0, eap_nodes)
     log_prior = -0.5 * grid**2
     log_prior -= np.log(np.exp(log_prior).sum())
     f64 = jnp.float64
     out = _eap_pass(blocks, jnp.asarray(frozen[:, 1], f64), jnp.asarray(frozen[:, 0], f64),
-                    jnp.asarray(grid, f64), jnp.asarray(log_prior, f64), level, jnp.float32)
+                    jnp.asarray(grid, f64), jnp.asarray(log_prior, f64), level, jnp.float32,
+                    mesh)
     n_s = responses.n_subjects
     return pd.DataFrame({k: np.asarray(v)[:n_s] for k, v in
                          zip(("ability", "ability_sd", "lower", "upper"), out, strict=True)},
