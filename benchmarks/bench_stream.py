@@ -10,7 +10,9 @@ subjects with pyarrow's ``ParquetWriter`` (one row group per block), never as on
 Fit: a fresh process runs ``fit_streamed_2pl(path)`` (the file read in record batches into one
 byte per cell, Bock-Aitkin EM on 61 even nodes, EAP abilities) and writes ``items.csv``,
 ``subjects.csv`` and ``fit.json``. Reported: the process's wall time from launch (Python and
-JAX start-up, compilation, reading, fitting, writing), its peak resident memory
+JAX start-up, compilation, reading, fitting, writing) and CPU time (user + system: on a
+shared machine the wall time stretches with the load, the CPU time much less), its peak
+resident memory
 (``ru_maxrss``), the EM steps, and recovery: Pearson r of the discriminations, difficulties and
 abilities with the simulation's truth. ``--cli`` runs the same fit as
 ``platinum-jax fit PATH --model 2pl --method marginal --stream --out DIR`` instead.
@@ -175,8 +177,11 @@ def main():
             cmd = [sys.executable, __file__, "--worker", "fit", str(data), str(out)]
         print(f"fit ({_load()} at launch)", flush=True)
         t0 = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode != 0:
             sys.exit(f"the fit failed:\n{proc.stderr[-3000:]}")
         if args.cli:
@@ -192,11 +197,11 @@ def main():
         r_a = float(np.corrcoef(items["discrimination"], a[items.index])[0, 1])
         r_b = float(np.corrcoef(items["difficulty"], b[items.index])[0, 1])
         r_t = float(np.corrcoef(subjects["ability"], theta[subjects.index])[0, 1])
-        print(f"fit: whole process {wall:.1f} s, peak {info['peak_mib']:,.0f} MiB, "
+        print(f"fit: whole process {wall:.1f} s ({cpu:.1f} s CPU), peak {info['peak_mib']:,.0f} MiB, "
               f"r(a) {r_a:.4f}, r(b) {r_b:.4f}, r(ability) {r_t:.4f}; {info} ({_load()} at end)",
               flush=True)
         rows.append({"name": f"stream_fit_{args.subjects}x{args.items}_{n}",
-                     "whole_process_s": wall, "peak_mib": info["peak_mib"], "r_a": r_a,
+                     "whole_process_s": wall, "cpu_s": cpu, "peak_mib": info["peak_mib"], "r_a": r_a,
                      "r_b": r_b, "r_ability": r_t, "cli": args.cli,
                      "load_1min": os.getloadavg()[0]})
         if args.score_subjects:
