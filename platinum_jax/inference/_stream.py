@@ -101,6 +101,16 @@ def _sharded(kind, mesh, cdt):
                                  check_vma=False))
 
 
+def _host(x) -> np.ndarray:
+    """A device array on this host in full; split over several processes
+    (``jax.distributed``), every process's part gathered."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(x)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
 def _log_q(a, b, nodes):
     """``log(1 - p_jq)`` ``(J, Q)``."""
     return -jax.nn.softplus(a[:, None] * (nodes[None, :] - b[:, None]))
@@ -361,8 +371,7 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     n_s = responses.n_subjects
     items = pd.DataFrame({"difficulty": np.asarray(b), "discrimination": np.exp(np.asarray(la))},
                          index=responses.items)
-    subjects = pd.DataFrame({"ability": np.asarray(mean)[:n_s],
-                             "ability_sd": np.asarray(sd)[:n_s]}, index=responses.subjects)
+    subjects = pd.DataFrame({"ability": _host(mean)[:n_s], "ability_sd": _host(sd)[:n_s]}, index=responses.subjects)
     converged = bool(change <= tol)
     return StreamedFit(items, subjects, converged, {
         "marginal_log_lik": float(ll), "iterations": it, "max_change": float(change),
@@ -415,6 +424,6 @@ def score_streamed_2pl(responses: CodedResponses | str | Path, items: pd.DataFra
                     jnp.asarray(grid, f64), jnp.asarray(log_prior, f64), level, jnp.float32,
                     mesh)
     n_s = responses.n_subjects
-    return pd.DataFrame({k: np.asarray(v)[:n_s] for k, v in
+    return pd.DataFrame({k: _host(v)[:n_s] for k, v in
                          zip(("ability", "ability_sd", "lower", "upper"), out, strict=True)},
                         index=responses.subjects)
