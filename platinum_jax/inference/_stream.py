@@ -371,7 +371,8 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     n_s = responses.n_subjects
     items = pd.DataFrame({"difficulty": np.asarray(b), "discrimination": np.exp(np.asarray(la))},
                          index=responses.items)
-    subjects = pd.DataFrame({"ability": _host(mean)[:n_s], "ability_sd": _host(sd)[:n_s]}, index=responses.subjects)
+    subjects = pd.DataFrame({"ability": _host(mean)[:n_s], "ability_sd": _host(sd)[:n_s]},
+                            index=responses.subjects)
     converged = bool(change <= tol)
     return StreamedFit(items, subjects, converged, {
         "marginal_log_lik": float(ll), "iterations": it, "max_change": float(change),
