@@ -19,7 +19,6 @@ intervals.
   model is wrong about a new subject;
 * :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
   stated rate on training subjects held out from the item fit;
-* :func:`adaptive_test`: computerized adaptive testing, vmapped over test-takers;
 * :class:`AdaptiveTest`: adaptive testing a harness drives item by item (an immutable
   :class:`CatState`, ``next_item`` / ``update`` / ``summary``), with randomesque and
   Sympson-Hetter exposure control (:func:`sympson_hetter`), content balancing and stopping by
@@ -43,7 +42,6 @@ from ._adaptive import AdaptiveRun, AdaptiveTest, CatState, simulate_adaptive, s
 from ._assisted import assisted_scores
 from ._bank import ItemBank, item_bank, pearson_dispersion
 from ._calibrate import cross_fitted_banks, interval_scale
-from ._cat import CRITERIA, AdaptiveResult, adaptive_test
 from ._estimate import dense_responses, estimate_scores, grid_posterior
 from ._mdad import irt_mdad, irt_mdad_subjects
 from ._measurability import item_measurability
@@ -51,14 +49,11 @@ from ._screen import screen_items
 from ._select import SELECTION_METHODS, item_patterns, kmeans, select_items
 
 __all__ = [
-    "CRITERIA",
     "SELECTION_METHODS",
-    "AdaptiveResult",
     "AdaptiveRun",
     "AdaptiveTest",
     "CatState",
     "ItemBank",
-    "adaptive_test",
     "assisted_scores",
     "cross_fitted_banks",
     "dense_responses",

@@ -21,8 +21,8 @@ from scipy.stats import norm
 from platinum_jax.data import ResponseTable
 from platinum_jax.inference import fit_map
 
+from ._adaptive import AdaptiveTest, _with, simulate_adaptive
 from ._bank import item_bank
-from ._cat import adaptive_test
 from ._estimate import estimate_scores
 from ._select import select_items
 
@@ -65,7 +65,7 @@ def interval_scale(
     banks: list[tuple],
     k: int,
     *,
-    method: str = "random",
+    method: str | AdaptiveTest = "random",
     interval: float = 0.9,
     seed: int = 0,
 ) -> tuple[float, np.ndarray]:
@@ -73,8 +73,13 @@ def interval_scale(
 
     Args:
         banks: :func:`cross_fitted_banks` of the training data.
-        k, method: the subset size and selection method to calibrate for (``"cat"``: an
-            adaptive test with budget ``k``).
+        k, method: the subset size and selection method to calibrate for: a method of
+            :func:`~platinum_jax.efficient.select_items`, ``"cat"`` (an
+            :class:`~platinum_jax.efficient.AdaptiveTest` with budget ``k`` and no exposure
+            control) or an :class:`~platinum_jax.efficient.AdaptiveTest` whose rules
+            (randomesque, Sympson-Hetter parameters, content groups) are run on each fold's
+            bank with budget ``k``; the adaptive tests' scores are those of
+            :func:`~platinum_jax.efficient.estimate_scores` from the items asked.
         interval: the interval probability to calibrate.
         seed: seed of the random subsets (``seed + fold``).
 
@@ -85,9 +90,14 @@ def interval_scale(
         raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
     z = []
     for f, (bank, test) in enumerate(banks):
-        if method == "cat":
-            est = adaptive_test(bank, ResponseTable.from_frame(test, name="a calibration fold"),
-                                budget=k, interval=interval, seed=seed + f).subjects
+        if isinstance(method, AdaptiveTest) or method == "cat":
+            rules = (AdaptiveTest(bank, budget=k) if isinstance(method, str)
+                     else _with(method, bank=bank, budget=k))
+            held = ResponseTable.from_frame(test, name="a calibration fold")
+            run = simulate_adaptive(rules, held, seed=seed + f)
+            asked = test.merge(run.trace[["subject", "item"]], on=["subject", "item"])
+            est = estimate_scores(bank, ResponseTable.from_frame(asked, name="the items asked"),
+                                  interval=interval, seed=seed + f)
         else:
             chosen = select_items(bank, k, method, seed=seed + f)
             est = estimate_scores(bank, ResponseTable.from_frame(
