@@ -15,7 +15,10 @@ calibration of the interval's width).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import pandas as pd
 from scipy.stats import norm
 
 from platinum_jax.data import ResponseTable
@@ -23,10 +26,11 @@ from platinum_jax.inference import fit_map
 
 from ._adaptive import AdaptiveTest, _with, simulate_adaptive
 from ._bank import item_bank
+from ._combined import _combine, _observed, _pieces, _target_mask
 from ._estimate import estimate_scores
 from ._select import select_items
 
-__all__ = ["cross_fitted_banks", "interval_scale"]
+__all__ = ["cross_fitted_banks", "interval_scale", "fit_bias_sd", "BiasFit"]
 
 
 def cross_fitted_banks(
@@ -90,20 +94,90 @@ def interval_scale(
         raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
     z = []
     for f, (bank, test) in enumerate(banks):
-        if isinstance(method, AdaptiveTest) or method == "cat":
-            rules = (AdaptiveTest(bank, budget=k) if isinstance(method, str)
-                     else _with(method, bank=bank, budget=k))
-            held = ResponseTable.from_frame(test, name="a calibration fold")
-            run = simulate_adaptive(rules, held, seed=seed + f)
-            asked = test.merge(run.trace[["subject", "item"]], on=["subject", "item"])
-            est = estimate_scores(bank, ResponseTable.from_frame(asked, name="the items asked"),
-                                  interval=interval, seed=seed + f)
-        else:
-            chosen = select_items(bank, k, method, seed=seed + f)
-            est = estimate_scores(bank, ResponseTable.from_frame(
-                test[test.item.isin(chosen.index)], name="a calibration fold"),
-                interval=interval, seed=seed + f)
+        asked, _ = _calibration_subset(bank, test, k, method, seed + f)
+        est = estimate_scores(bank, asked, interval=interval, seed=seed + f)
         truth = test.groupby("subject").response.mean().reindex(est.index)
         z.append(((truth - est.score) / est.score_sd).to_numpy())
     z = np.concatenate(z)
     return float(np.quantile(np.abs(z), interval) / norm.ppf(0.5 + interval / 2)), z
+
+
+def _calibration_subset(bank, test, k: int, method, seed: int):
+    """The calibration fold's responses on the items ``method`` gives it, and the subset
+    frame (None for adaptive tests, whose items differ per subject)."""
+    if isinstance(method, AdaptiveTest) or method == "cat":
+        rules = (AdaptiveTest(bank, budget=k) if isinstance(method, str)
+                 else _with(method, bank=bank, budget=k))
+        run = simulate_adaptive(rules, ResponseTable.from_frame(test, name="a calibration "
+                                                                "fold"), seed=seed)
+        asked = test.merge(run.trace[["subject", "item"]], on=["subject", "item"])
+        return ResponseTable.from_frame(asked, name="the items asked"), None
+    chosen = select_items(bank, k, method, seed=seed)
+    return ResponseTable.from_frame(test[test.item.isin(chosen.index)],
+                                    name="a calibration fold"), chosen
+
+
+@dataclass(frozen=True)
+class BiasFit:
+    """Outcome of :func:`fit_bias_sd`.
+
+    Attributes:
+        bias_sd: the ``tau`` of least cross-validated mean absolute error.
+        scale: the interval factor that gives the requested coverage there.
+        cv: mean absolute error on the calibration models for every ``tau`` tried.
+        z: the standardised errors ``(truth - estimate) / sd`` at ``bias_sd``.
+    """
+
+    bias_sd: float
+    scale: float
+    cv: pd.Series
+    z: np.ndarray
+
+
+def fit_bias_sd(
+    banks: list[tuple],
+    k: int,
+    *,
+    method: str | AdaptiveTest = "random",
+    repeats: int = 3,
+    interval: float = 0.9,
+    grid=None,
+    seed: int = 0,
+) -> BiasFit:
+    """Choose the bias spread ``tau`` of :func:`~platinum_jax.efficient.combined_scores` and
+    its interval factor by cross-validation on calibration models.
+
+    Each fold's models (held out of their bank, :func:`cross_fitted_banks`) are scored from
+    ``k`` items chosen by ``method`` (``repeats`` draws of the random methods, seeds
+    ``seed + fold + folds * repeat``) for every ``tau`` of ``grid`` (default 0, 26 values
+    from 0.001 to 0.3 on a log scale, and infinity) against their mean response over all
+    items; the ``tau`` of least mean absolute error is kept and the interval factor is
+    ``quantile(|z|, interval) / Phi^-1((1 + interval) / 2)`` of its standardised errors.
+    """
+    if not 0 < interval < 1:
+        raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
+    if not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise ValueError(f"repeats must be a positive whole number (got {repeats!r})")
+    taus = (np.r_[0.0, np.geomspace(1e-3, 0.3, 26), np.inf] if grid is None
+            else np.asarray(grid, np.float64))
+    if taus.ndim != 1 or len(taus) == 0 or np.any(~(taus >= 0)):
+        raise ValueError("grid must be a non-empty list of bias spreads >= 0")
+    random_design = isinstance(method, str) and method in ("random", "stratified")
+    pieces = []
+    for f, (bank, test) in enumerate(banks):
+        for r in range(repeats if random_design else 1):
+            asked, subset = _calibration_subset(bank, test, k, method,
+                                                seed + f + len(banks) * r)
+            y, tr, used, weights = _observed(bank, asked, subset)
+            pc = _pieces(bank, y, tr, used, weights, _target_mask(bank, None))
+            pc["truth"] = test.groupby("subject").response.mean().reindex(
+                asked.subjects).to_numpy()
+            pieces.append(pc)
+    mae = np.array([np.mean(np.concatenate([np.abs(_combine(pc, t)[0] - pc["truth"])
+                                            for pc in pieces])) for t in taus])
+    best = float(taus[int(np.argmin(mae))])
+    z = np.concatenate([(pc["truth"] - est) / np.maximum(se, 1e-12)
+                        for pc in pieces for est, se, _ in [_combine(pc, best)]])
+    scale = float(np.quantile(np.abs(z), interval) / norm.ppf(0.5 + interval / 2))
+    return BiasFit(bias_sd=best, scale=scale,
+                   cv=pd.Series(mae, index=pd.Index(taus, name="bias_sd"), name="mae"), z=z)
