@@ -130,3 +130,20 @@ def test_the_bias_spread_follows_how_far_new_models_depart(world, departure):
     else:
         assert fitted.bias_sd > 0.03
         assert errors["shrunk"] < errors["model"]
+
+
+def test_grouped_calibration_folds_keep_each_group_together():
+    from platinum_jax.efficient import cross_fitted_banks
+
+    table, _ = simulate(TwoPL(), 40, 12, seed=5)
+    family = pd.Series([f"f{j % 5}" for j in range(40)], index=table.subjects)
+    banks = cross_fitted_banks(TwoPL(), table, folds=2, dispersion=1.0, groups=family)
+    held = [set(test.subject) for _, test in banks]
+    assert held[0].isdisjoint(held[1]) and len(held[0] | held[1]) == 40
+    for members in held:  # every family wholly in one fold
+        fams = family[sorted(members)]
+        assert all((family[family == f].index.isin(sorted(members))).all() for f in set(fams))
+    with pytest.raises(ValueError, match="groups lacks 1 subject"):
+        cross_fitted_banks(TwoPL(), table, folds=2, groups=family.iloc[1:])
+    with pytest.raises(ValueError, match="fewer than folds=6"):
+        cross_fitted_banks(TwoPL(), table, folds=6, groups=family)

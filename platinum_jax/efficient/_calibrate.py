@@ -39,10 +39,17 @@ def cross_fitted_banks(
     *,
     folds: int = 5,
     dispersion: float | str = "pearson",
+    groups: pd.Series | None = None,
     seed: int = 0,
 ) -> list[tuple]:
     """``folds`` item banks, each fitted without one fold of the subjects that answered every
-    item, with that fold's responses: ``[(bank, held-out frame), ...]``."""
+    item, with that fold's responses: ``[(bank, held-out frame), ...]``.
+
+    ``groups`` (a Series indexed by subject: family, release period, ...) keeps each group's
+    subjects in one fold, so that the calibration models differ from their bank's models as
+    much as new models will differ from the training ones (a split by family or by date is
+    then mimicked inside the training data). Groups go to folds in a seeded random order,
+    each to the fold with the fewest subjects so far."""
     if folds < 2:
         raise ValueError(f"folds must be >= 2 (got {folds})")
     complete = np.bincount(table.subject_index, minlength=table.n_subjects) == table.n_items
@@ -53,7 +60,25 @@ def cross_fitted_banks(
         )
     rng = np.random.default_rng(seed)
     fold_of = np.full(table.n_subjects, -1)
-    fold_of[np.flatnonzero(complete)] = rng.permutation(np.arange(complete.sum()) % folds)
+    if groups is None:
+        fold_of[np.flatnonzero(complete)] = rng.permutation(np.arange(complete.sum()) % folds)
+    else:
+        label = pd.Series(groups).reindex(table.subjects)
+        if label.isna().any():
+            missing = list(table.subjects[label.isna().to_numpy()][:5])
+            raise ValueError(f"groups lacks {int(label.isna().sum())} subject(s), e.g. "
+                             f"{missing}; give every subject its group")
+        names = rng.permutation(np.unique(label.to_numpy()[complete].astype(str)))
+        if len(names) < folds:
+            raise ValueError(f"groups has {len(names)} group(s) among the complete subjects, "
+                             f"fewer than folds={folds}; use fewer folds or finer groups")
+        size = np.zeros(folds)
+        lab = label.to_numpy().astype(str)
+        for g in names:
+            members = complete & (lab == g)
+            f = int(np.argmin(size))
+            fold_of[members] = f
+            size[f] += members.sum()
     frame = table.to_frame()
     out = []
     for f in range(folds):
