@@ -209,7 +209,7 @@ def evaluate(frame, held, label, args, times, oracle, groups):
                     below_mdad=float(np.mean(pair_gaps < mdad)), width_pts=width, **extra)
 
     rows = []
-    for k in KS:
+    for k in args.ks:
         for method in METHODS:
             reps = 1 if method == "fisher" else args.repeats
             scale, _ = interval_scale(banks, k, method=method)
@@ -327,6 +327,9 @@ def main() -> int:
                     help="5 repeats, 3 folds, 200 takers, 1 calibration draw, caps 1 and 0.2")
     ap.add_argument("--plot", type=Path, default=Path("docs/img/efficient_eval.png"))
     ap.add_argument("--table", type=Path, default=None, help="also write the table as CSV")
+    ap.add_argument("--rows", type=Path, default=None,
+                    help="also write every row (each draw) as CSV, after each split")
+    ap.add_argument("--ks", type=int, nargs="+", default=list(KS), help="subset sizes")
     args = ap.parse_args()
     if args.quick:
         args.repeats, args.folds, args.takers, args.cv_repeats = 5, 3, 200, 1
@@ -355,8 +358,12 @@ def main() -> int:
     old = dates.drop(by_date).sort_values().index
     date_groups = pd.Series(np.arange(len(old)) * args.folds // len(old), index=old)
     fam_groups = pd.Series({n: family(n) for n in frame.subject.unique()})
-    rows = evaluate(frame, by_date, "date", args, times, oracle, date_groups)
-    rows += evaluate(frame, by_family, "family", args, times, oracle, fam_groups)
+    rows = []
+    for label, held, groups in (("date", by_date, date_groups),
+                                ("family", by_family, fam_groups)):
+        rows += evaluate(frame, held, label, args, times, oracle, groups)
+        if args.rows is not None:
+            pd.DataFrame(rows).to_csv(args.rows, index=False)
     res = pd.DataFrame(rows)
     cols = ["mae_pts", "coverage90", "kendall_tau", "mdad_pts", "below_mdad", "width_pts",
             "items_used", "max_exposure", "max_exposure_sim", "overlap"]
@@ -370,7 +377,7 @@ def main() -> int:
 
     mean_s = float(np.median(times["mean"]))
     for split in ("date", "family"):
-        for k in KS:
+        for k in args.ks:
             base = table.loc[(split, k, "random", "mean"), "mae_pts"]
             for (sp, kk, method, est), r in table.iterrows():
                 if sp != split or kk != k or (method, est) == ("random", "mean"):
@@ -399,7 +406,7 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
     for ax, split in zip(axes, ("date", "family"), strict=True):
         part_s = t[t.split == split]
-        part_s = part_s[part_s.k.isin(KS)]
+        part_s = part_s[part_s.k.isin(list(KS))]
         shown = {("random", "mean"): ("--", "random, plain mean"),
                  ("random", "gp_irt"): (":", "random, gp-IRT (tinyBenchmarks)"),
                  ("random", "oracle_difference"): (":", "random, oracle item parameters"),
