@@ -418,6 +418,7 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
             style, name = shown[(method, est)]
             ax.plot(part.k.astype(float), part.mae_pts, style, marker="o", label=name)
         ax.set_xscale("log")
+        ax.minorticks_off()
         ax.set_xticks(KS, [str(k) for k in KS])
         ax.set_xlabel("items evaluated (k of 400)")
         ax.set_title(f"LiveCodeBench codegen, held out by {split}")
