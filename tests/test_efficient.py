@@ -12,11 +12,12 @@ from scipy.stats import norm, t
 from platinum_jax.cli import main
 from platinum_jax.data import ResponseTable
 from platinum_jax.efficient import (
-    adaptive_test,
+    AdaptiveTest,
     assisted_scores,
     estimate_scores,
     item_bank,
     select_items,
+    simulate_adaptive,
 )
 from platinum_jax.inference import Fit, Problem, simulate
 from platinum_jax.models import TwoPL
@@ -148,7 +149,7 @@ def test_stratified_and_random_selection(world):
 def test_adaptive_testing_beats_random_items(world):
     table, truth, _, bank, frame = world
     theta = truth.subjects[:, 0]
-    cat = adaptive_test(bank, table, budget=10)
+    cat = simulate_adaptive(AdaptiveTest(bank, budget=10), table)
     # First item: the one of maximum information under the prior (NumPy).
     grid = np.asarray(bank.grid)
     b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
@@ -165,24 +166,9 @@ def test_adaptive_testing_beats_random_items(world):
     rmse_rand = np.sqrt(np.mean((rand.ability.to_numpy() - theta) ** 2))
     assert rmse_cat < 0.85 * rmse_rand
     # The vmapped run equals a run for one test-taker alone.
-    one = adaptive_test(bank, ResponseTable.from_frame(frame[frame.subject == "s007"]),
-                        budget=10)
+    one = simulate_adaptive(AdaptiveTest(bank, budget=10),
+                            ResponseTable.from_frame(frame[frame.subject == "s007"]))
     assert list(one.trace.item) == list(cat.trace[cat.trace.subject == "s007"].item)
-    # Minimum expected posterior variance is also more precise than random items.
-    var = adaptive_test(bank, table, budget=10, criterion="variance")
-    assert np.sqrt(np.mean((var.subjects.ability.to_numpy() - theta) ** 2)) < rmse_rand
-
-
-def test_adaptive_testing_stops_at_the_target_se(world):
-    table, _, _, bank, _ = world
-    cat = adaptive_test(bank, table, budget=30, target_se=0.45)
-    last = cat.trace.groupby("subject").ability_sd.last()
-    stopped = cat.subjects.stopped
-    assert stopped.any() and (cat.subjects.n_items[stopped] < 30).all()
-    assert (last[stopped[stopped].index] <= 0.45).all()
-    # Before the last item none had reached the target.
-    before = cat.trace[cat.trace.step < cat.trace.groupby("subject").step.transform("max")]
-    assert (before.ability_sd > 0.45).all()
 
 
 def test_unknown_items_are_named(world):
@@ -268,6 +254,11 @@ def test_interval_scale_is_near_one_when_the_model_is_right():
     # ... and with the model right it stays near 1 (a little above: the items are
     # re-estimated from 60 subjects, an error the model's own interval leaves out).
     assert 0.8 <= scale <= 1.5
+    # Adaptive tests calibrate through the one adaptive path: its rules run on each fold's bank.
+    rules = AdaptiveTest(banks[0][0], budget=3, randomesque=2)
+    scale_cat, z_cat = interval_scale(banks, 6, method=rules)
+    assert len(z_cat) == 120 and 0.5 <= scale_cat <= 2.0
+    assert scale_cat == pytest.approx(np.quantile(np.abs(z_cat), 0.9) / norm.ppf(0.95))
 
 
 def test_item_measurability(world):

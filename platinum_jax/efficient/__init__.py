@@ -17,9 +17,13 @@ intervals.
   item model's prediction corrected by the design-weighted mean residual of the drawn items,
   with a design-based interval (finite-population corrected) that holds even when the item
   model is wrong about a new subject;
+* :func:`combined_scores`: the shrunk difference estimate, the item model's prediction plus
+  the observed residuals shrunk by an empirical-Bayes weight, for any design (random,
+  stratified, Fisher, anchor subsets and adaptive tests); :func:`fit_bias_sd` chooses the
+  bias spread behind the weight and the interval factor by cross-validation on calibration
+  models;
 * :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
   stated rate on training subjects held out from the item fit;
-* :func:`adaptive_test`: computerized adaptive testing, vmapped over test-takers;
 * :class:`AdaptiveTest`: adaptive testing a harness drives item by item (an immutable
   :class:`CatState`, ``next_item`` / ``update`` / ``summary``), with randomesque and
   Sympson-Hetter exposure control (:func:`sympson_hetter`), content balancing and stopping by
@@ -42,8 +46,8 @@ design-based interval of :func:`assisted_scores` does not rely on the item model
 from ._adaptive import AdaptiveRun, AdaptiveTest, CatState, simulate_adaptive, sympson_hetter
 from ._assisted import assisted_scores
 from ._bank import ItemBank, item_bank, pearson_dispersion
-from ._calibrate import cross_fitted_banks, interval_scale
-from ._cat import CRITERIA, AdaptiveResult, adaptive_test
+from ._calibrate import BiasFit, cross_fitted_banks, fit_bias_sd, interval_scale
+from ._combined import combined_scores
 from ._estimate import dense_responses, estimate_scores, grid_posterior
 from ._mdad import irt_mdad, irt_mdad_subjects
 from ._measurability import item_measurability
@@ -51,18 +55,18 @@ from ._screen import screen_items
 from ._select import SELECTION_METHODS, item_patterns, kmeans, select_items
 
 __all__ = [
-    "CRITERIA",
     "SELECTION_METHODS",
-    "AdaptiveResult",
     "AdaptiveRun",
     "AdaptiveTest",
+    "BiasFit",
     "CatState",
     "ItemBank",
-    "adaptive_test",
     "assisted_scores",
+    "combined_scores",
     "cross_fitted_banks",
     "dense_responses",
     "estimate_scores",
+    "fit_bias_sd",
     "grid_posterior",
     "item_bank",
     "interval_scale",

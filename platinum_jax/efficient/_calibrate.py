@@ -15,18 +15,22 @@ calibration of the interval's width).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import pandas as pd
 from scipy.stats import norm
 
 from platinum_jax.data import ResponseTable
 from platinum_jax.inference import fit_map
 
+from ._adaptive import AdaptiveTest, _with, simulate_adaptive
 from ._bank import item_bank
-from ._cat import adaptive_test
+from ._combined import _combine, _observed, _pieces, _target_mask
 from ._estimate import estimate_scores
 from ._select import select_items
 
-__all__ = ["cross_fitted_banks", "interval_scale"]
+__all__ = ["cross_fitted_banks", "interval_scale", "fit_bias_sd", "BiasFit"]
 
 
 def cross_fitted_banks(
@@ -35,10 +39,17 @@ def cross_fitted_banks(
     *,
     folds: int = 5,
     dispersion: float | str = "pearson",
+    groups: pd.Series | None = None,
     seed: int = 0,
 ) -> list[tuple]:
     """``folds`` item banks, each fitted without one fold of the subjects that answered every
-    item, with that fold's responses: ``[(bank, held-out frame), ...]``."""
+    item, with that fold's responses: ``[(bank, held-out frame), ...]``.
+
+    ``groups`` (a Series indexed by subject: family, release period, ...) keeps each group's
+    subjects in one fold, so that the calibration models differ from their bank's models as
+    much as new models will differ from the training ones (a split by family or by date is
+    then mimicked inside the training data). Groups go to folds in a seeded random order,
+    each to the fold with the fewest subjects so far."""
     if folds < 2:
         raise ValueError(f"folds must be >= 2 (got {folds})")
     complete = np.bincount(table.subject_index, minlength=table.n_subjects) == table.n_items
@@ -49,7 +60,25 @@ def cross_fitted_banks(
         )
     rng = np.random.default_rng(seed)
     fold_of = np.full(table.n_subjects, -1)
-    fold_of[np.flatnonzero(complete)] = rng.permutation(np.arange(complete.sum()) % folds)
+    if groups is None:
+        fold_of[np.flatnonzero(complete)] = rng.permutation(np.arange(complete.sum()) % folds)
+    else:
+        label = pd.Series(groups).reindex(table.subjects)
+        if label.isna().any():
+            missing = list(table.subjects[label.isna().to_numpy()][:5])
+            raise ValueError(f"groups lacks {int(label.isna().sum())} subject(s), e.g. "
+                             f"{missing}; give every subject its group")
+        names = rng.permutation(np.unique(label.to_numpy()[complete].astype(str)))
+        if len(names) < folds:
+            raise ValueError(f"groups has {len(names)} group(s) among the complete subjects, "
+                             f"fewer than folds={folds}; use fewer folds or finer groups")
+        size = np.zeros(folds)
+        lab = label.to_numpy().astype(str)
+        for g in names:
+            members = complete & (lab == g)
+            f = int(np.argmin(size))
+            fold_of[members] = f
+            size[f] += members.sum()
     frame = table.to_frame()
     out = []
     for f in range(folds):
@@ -65,7 +94,7 @@ def interval_scale(
     banks: list[tuple],
     k: int,
     *,
-    method: str = "random",
+    method: str | AdaptiveTest = "random",
     interval: float = 0.9,
     seed: int = 0,
 ) -> tuple[float, np.ndarray]:
@@ -73,8 +102,13 @@ def interval_scale(
 
     Args:
         banks: :func:`cross_fitted_banks` of the training data.
-        k, method: the subset size and selection method to calibrate for (``"cat"``: an
-            adaptive test with budget ``k``).
+        k, method: the subset size and selection method to calibrate for: a method of
+            :func:`~platinum_jax.efficient.select_items`, ``"cat"`` (an
+            :class:`~platinum_jax.efficient.AdaptiveTest` with budget ``k`` and no exposure
+            control) or an :class:`~platinum_jax.efficient.AdaptiveTest` whose rules
+            (randomesque, Sympson-Hetter parameters, content groups) are run on each fold's
+            bank with budget ``k``; the adaptive tests' scores are those of
+            :func:`~platinum_jax.efficient.estimate_scores` from the items asked.
         interval: the interval probability to calibrate.
         seed: seed of the random subsets (``seed + fold``).
 
@@ -85,15 +119,90 @@ def interval_scale(
         raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
     z = []
     for f, (bank, test) in enumerate(banks):
-        if method == "cat":
-            est = adaptive_test(bank, ResponseTable.from_frame(test, name="a calibration fold"),
-                                budget=k, interval=interval, seed=seed + f).subjects
-        else:
-            chosen = select_items(bank, k, method, seed=seed + f)
-            est = estimate_scores(bank, ResponseTable.from_frame(
-                test[test.item.isin(chosen.index)], name="a calibration fold"),
-                interval=interval, seed=seed + f)
+        asked, _ = _calibration_subset(bank, test, k, method, seed + f)
+        est = estimate_scores(bank, asked, interval=interval, seed=seed + f)
         truth = test.groupby("subject").response.mean().reindex(est.index)
         z.append(((truth - est.score) / est.score_sd).to_numpy())
     z = np.concatenate(z)
     return float(np.quantile(np.abs(z), interval) / norm.ppf(0.5 + interval / 2)), z
+
+
+def _calibration_subset(bank, test, k: int, method, seed: int):
+    """The calibration fold's responses on the items ``method`` gives it, and the subset
+    frame (None for adaptive tests, whose items differ per subject)."""
+    if isinstance(method, AdaptiveTest) or method == "cat":
+        rules = (AdaptiveTest(bank, budget=k) if isinstance(method, str)
+                 else _with(method, bank=bank, budget=k))
+        run = simulate_adaptive(rules, ResponseTable.from_frame(test, name="a calibration "
+                                                                "fold"), seed=seed)
+        asked = test.merge(run.trace[["subject", "item"]], on=["subject", "item"])
+        return ResponseTable.from_frame(asked, name="the items asked"), None
+    chosen = select_items(bank, k, method, seed=seed)
+    return ResponseTable.from_frame(test[test.item.isin(chosen.index)],
+                                    name="a calibration fold"), chosen
+
+
+@dataclass(frozen=True)
+class BiasFit:
+    """Outcome of :func:`fit_bias_sd`.
+
+    Attributes:
+        bias_sd: the ``tau`` of least cross-validated mean absolute error.
+        scale: the interval factor that gives the requested coverage there.
+        cv: mean absolute error on the calibration models for every ``tau`` tried.
+        z: the standardised errors ``(truth - estimate) / sd`` at ``bias_sd``.
+    """
+
+    bias_sd: float
+    scale: float
+    cv: pd.Series
+    z: np.ndarray
+
+
+def fit_bias_sd(
+    banks: list[tuple],
+    k: int,
+    *,
+    method: str | AdaptiveTest = "random",
+    repeats: int = 3,
+    interval: float = 0.9,
+    grid=None,
+    seed: int = 0,
+) -> BiasFit:
+    """Choose the bias spread ``tau`` of :func:`~platinum_jax.efficient.combined_scores` and
+    its interval factor by cross-validation on calibration models.
+
+    Each fold's models (held out of their bank, :func:`cross_fitted_banks`) are scored from
+    ``k`` items chosen by ``method`` (``repeats`` draws of the random methods, seeds
+    ``seed + fold + folds * repeat``) for every ``tau`` of ``grid`` (default 0, 26 values
+    from 0.001 to 0.3 on a log scale, and infinity) against their mean response over all
+    items; the ``tau`` of least mean absolute error is kept and the interval factor is
+    ``quantile(|z|, interval) / Phi^-1((1 + interval) / 2)`` of its standardised errors.
+    """
+    if not 0 < interval < 1:
+        raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
+    if not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise ValueError(f"repeats must be a positive whole number (got {repeats!r})")
+    taus = (np.r_[0.0, np.geomspace(1e-3, 0.3, 26), np.inf] if grid is None
+            else np.asarray(grid, np.float64))
+    if taus.ndim != 1 or len(taus) == 0 or np.any(~(taus >= 0)):
+        raise ValueError("grid must be a non-empty list of bias spreads >= 0")
+    random_design = isinstance(method, str) and method in ("random", "stratified")
+    pieces = []
+    for f, (bank, test) in enumerate(banks):
+        for r in range(repeats if random_design else 1):
+            asked, subset = _calibration_subset(bank, test, k, method,
+                                                seed + f + len(banks) * r)
+            y, tr, used, weights = _observed(bank, asked, subset)
+            pc = _pieces(bank, y, tr, used, weights, _target_mask(bank, None))
+            pc["truth"] = test.groupby("subject").response.mean().reindex(
+                asked.subjects).to_numpy()
+            pieces.append(pc)
+    mae = np.array([np.mean(np.concatenate([np.abs(_combine(pc, t)[0] - pc["truth"])
+                                            for pc in pieces])) for t in taus])
+    best = float(taus[int(np.argmin(mae))])
+    z = np.concatenate([(pc["truth"] - est) / np.maximum(se, 1e-12)
+                        for pc in pieces for est, se, _ in [_combine(pc, best)]])
+    scale = float(np.quantile(np.abs(z), interval) / norm.ppf(0.5 + interval / 2))
+    return BiasFit(bias_sd=best, scale=scale,
+                   cv=pd.Series(mae, index=pd.Index(taus, name="bias_sd"), name="mae"), z=z)

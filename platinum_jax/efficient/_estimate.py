@@ -52,13 +52,26 @@ def grid_posterior(bank: ItemBank, y, trials, seen):
     trials = jnp.asarray(trials, dtype)
     seen = jnp.asarray(seen, bool)
     idx = jnp.broadcast_to(jnp.arange(bank.n_items), y.shape)
+    return _posterior_fn(bank)(y, trials, seen, idx)
+
+
+_POSTERIORS: dict = {}  # one compiled posterior per bank (a few kept), reused across calls
+
+
+def _posterior_fn(bank: ItemBank):
+    hit = _POSTERIORS.get(id(bank))
+    if hit is not None and hit[0] is bank:
+        return hit[1]
 
     def one(y_s, n_s, m_s, i_s):
         lp = bank.log_lik(y_s, n_s, i_s)  # (G, N)
         return bank.log_prior + jnp.sum(jnp.where(m_s[None], lp, 0.0), axis=1)
 
-    logpost = jax.jit(jax.vmap(one))(y, trials, seen, idx)
-    return jax.nn.softmax(logpost, axis=1)
+    fn = jax.jit(lambda *a: jax.nn.softmax(jax.vmap(one)(*a), axis=1))
+    if len(_POSTERIORS) >= 16:
+        _POSTERIORS.pop(next(iter(_POSTERIORS)))
+    _POSTERIORS[id(bank)] = (bank, fn)
+    return fn
 
 
 def _quantiles(grid: np.ndarray, post: np.ndarray, probs) -> np.ndarray:

@@ -1,0 +1,149 @@
+"""The shrunk difference estimate against its closed form (NumPy grid posterior), and the
+cross-validated bias spread on worlds whose truth is known: new models that follow the item
+model, and new models that depart from it on half of the items."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit, log_expit
+from scipy.stats import norm
+
+from platinum_jax.data import ResponseTable
+from platinum_jax.efficient import combined_scores, fit_bias_sd, item_bank, select_items
+from platinum_jax.inference import Fit, Problem, simulate
+from platinum_jax.models import TwoPL
+
+N_SUBJECTS, N_ITEMS = 240, 40
+
+
+@pytest.fixture(scope="module")
+def world():
+    """A 2PL world whose true parameters stand in for the fit (the item model is right)."""
+    table, truth = simulate(TwoPL(), N_SUBJECTS, N_ITEMS, seed=7)
+    fit = Fit(problem=Problem(TwoPL(), table), method="truth", theta=truth)
+    return truth, item_bank(fit, dispersion=1.0)
+
+
+def _frame(theta, b, a, shift, seed):
+    """Bernoulli responses of subjects ``theta`` with ``shift`` (S, N) added on the logit."""
+    rng = np.random.default_rng(seed)
+    y = rng.random(shift.shape) < expit(a[None] * (theta[:, None] - b[None]) + shift)
+    s, i = np.meshgrid(np.arange(len(theta)), np.arange(len(b)), indexing="ij")
+    return pd.DataFrame({"subject": [f"n{j:03d}" for j in s.ravel()],
+                         "item": [f"i{j:02d}" for j in i.ravel()],
+                         "response": y.ravel().astype(float)})
+
+
+def test_combined_score_matches_its_closed_form(world):
+    truth, bank = world
+    b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
+    theta = np.random.default_rng(1).standard_normal(4)
+    frame = _frame(theta, b, a, np.zeros((4, N_ITEMS)), seed=2)
+    sel = select_items(bank, 12, "random", seed=3)
+    responses = ResponseTable.from_frame(frame)
+    grid = np.asarray(bank.grid)
+    z = a[None] * (grid[:, None] - b[None])
+    p = expit(z)
+    tau = 0.05
+    got = combined_scores(bank, responses, sel, bias_sd=tau, interval=0.8)
+    for name, part in frame.groupby("subject"):
+        y = part.set_index("item").response.reindex(bank.items).to_numpy()
+        s = np.array([int(i[1:]) for i in sel.index])
+        log = norm.logpdf(grid) + np.sum(y[s] * log_expit(z[:, s])
+                                         + (1 - y[s]) * log_expit(-z[:, s]), axis=1)
+        post = np.exp(log - log.max())
+        post /= post.sum()
+        mu = post @ p
+        unseen = np.setdiff1d(np.arange(N_ITEMS), s)
+        pred = (y[s].sum() + mu[unseen].sum()) / N_ITEMS
+        e = y[s] - mu[s]
+        k = len(s)
+        v = e.var(ddof=1) / k  # equal weights: the sample variance over k
+        lam = tau ** 2 / (tau ** 2 + v)
+        est = pred + (1 - k / N_ITEMS) * lam * e.mean()
+        sd = (1 - k / N_ITEMS) * np.sqrt(lam * v + e.var(ddof=1) / (N_ITEMS - k))
+        row = got.loc[name]
+        assert row.predicted == pytest.approx(pred, abs=1e-9)
+        assert row.shrinkage == pytest.approx(lam, abs=1e-9)
+        assert row.score == pytest.approx(est, abs=1e-9)
+        assert row.score_se == pytest.approx(sd, abs=1e-9)
+        assert row.score_hi - row.score == pytest.approx(norm.ppf(0.9) * sd, abs=1e-9)
+        # The ends of the line: tau = 0 is the item-model estimate, tau = inf the
+        # difference estimate with its finite-population-corrected variance.
+        zero = combined_scores(bank, responses, sel, bias_sd=0.0).loc[name]
+        inf = combined_scores(bank, responses, sel, bias_sd=np.inf).loc[name]
+        assert zero.score == pytest.approx(pred, abs=1e-9)
+        assert inf.score == pytest.approx(mu.mean() + e.mean(), abs=1e-9)
+        assert inf.score_se == pytest.approx(np.sqrt((1 - k / N_ITEMS) * e.var(ddof=1) / k),
+                                             abs=1e-9)
+
+
+def test_bad_input_is_named(world):
+    truth, bank = world
+    frame = _frame(np.zeros(2), truth.items[:, 0], np.exp(truth.items[:, 1]),
+                   np.zeros((2, N_ITEMS)), seed=4)
+    sel = select_items(bank, 5, "random")
+    short = ResponseTable.from_frame(frame[~frame.item.isin(sel.index[:1])])
+    with pytest.raises(ValueError, match="no response to subset item"):
+        combined_scores(bank, short, sel, bias_sd=0.1)
+    with pytest.raises(ValueError, match="bias_sd must be >= 0"):
+        combined_scores(bank, ResponseTable.from_frame(frame), sel, bias_sd=-1.0)
+    with pytest.raises(ValueError, match="repeats"):
+        fit_bias_sd([], 5, repeats=0)
+
+
+@pytest.mark.parametrize("departure", [0.0, 2.0])
+def test_the_bias_spread_follows_how_far_new_models_depart(world, departure):
+    """New models whose logit moves by +-``departure`` on a fixed half of the items (their
+    own direction each): the item model cannot see it, so the chosen spread must grow, and
+    the estimate must beat the item model alone when the departure is real and the plain
+    difference estimate when it is not."""
+    truth, bank = world
+    b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
+    rng = np.random.default_rng(11)
+
+    def models(n, seed):
+        theta = rng.standard_normal(n)
+        shift = np.zeros((n, N_ITEMS))
+        shift[:, : N_ITEMS // 2] = departure * rng.choice([-1.0, 1.0], n)[:, None]
+        return _frame(theta, b, a, shift, seed)
+
+    calibration = [(bank, models(80, 20 + f)) for f in range(2)]
+    fitted = fit_bias_sd(calibration, 10, repeats=2)
+    assert fitted.cv.loc[fitted.bias_sd] == fitted.cv.min()
+    assert fitted.scale == pytest.approx(np.quantile(np.abs(fitted.z), 0.9) / norm.ppf(0.95))
+    new = models(150, 40)
+    truth_score = new.groupby("subject").response.mean()
+    errors = {}
+    for name, tau in (("shrunk", fitted.bias_sd), ("model", 0.0), ("difference", np.inf)):
+        err = []
+        for rep in range(6):
+            sel = select_items(bank, 10, "random", seed=rep)
+            est = combined_scores(bank, ResponseTable.from_frame(new), sel, bias_sd=tau)
+            err.append(np.abs(est.score - truth_score.reindex(est.index)).mean())
+        errors[name] = np.mean(err)
+    if departure == 0.0:
+        assert fitted.bias_sd < 0.03
+        assert errors["shrunk"] < errors["difference"]
+    else:
+        assert fitted.bias_sd > 0.03
+        assert errors["shrunk"] < errors["model"]
+
+
+def test_grouped_calibration_folds_keep_each_group_together():
+    from platinum_jax.efficient import cross_fitted_banks
+
+    table, _ = simulate(TwoPL(), 40, 12, seed=5)
+    family = pd.Series([f"f{j % 5}" for j in range(40)], index=table.subjects)
+    banks = cross_fitted_banks(TwoPL(), table, folds=2, dispersion=1.0, groups=family)
+    held = [set(test.subject) for _, test in banks]
+    assert held[0].isdisjoint(held[1]) and len(held[0] | held[1]) == 40
+    for members in held:  # every family wholly in one fold
+        fams = family[sorted(members)]
+        assert all((family[family == f].index.isin(sorted(members))).all() for f in set(fams))
+    with pytest.raises(ValueError, match="groups lacks 1 subject"):
+        cross_fitted_banks(TwoPL(), table, folds=2, groups=family.iloc[1:])
+    with pytest.raises(ValueError, match="fewer than folds=6"):
+        cross_fitted_banks(TwoPL(), table, folds=6, groups=family)
