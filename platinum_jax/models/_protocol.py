@@ -293,7 +293,7 @@ class MeasurementModel(eqx.Module):
 
     Required: :meth:`subject_params`, :meth:`item_params`, :meth:`mean` and the ``likelihood``
     field. Optional: :meth:`global_params`, :meth:`identify`, the three penalty hooks (default:
-    ``-log prior`` of the free entries) and :meth:`describe`.
+    ``-log prior`` of the free entries), :meth:`describe` and :meth:`from_table`.
 
     Example (a one-parameter logistic model)::
 
@@ -327,6 +327,13 @@ class MeasurementModel(eqx.Module):
     def mean(self, subject: dict, item: dict, glob: dict):  # pragma: no cover - abstract
         """Mean response of one subject on one item (natural parameter values; a scalar)."""
         raise NotImplementedError
+
+    @classmethod
+    def from_table(cls, table, **options):
+        """The model with the options that depend on the data read from ``table`` (e.g. the
+        number of benchmarks in its ``group`` column); ``options`` are the others. Default:
+        ``cls(**options)``. The command line builds every model this way."""
+        return cls(**options)
 
     def identify(self, table) -> Identification:
         """Entries fixed to identify the scale, given the data (default: none)."""
