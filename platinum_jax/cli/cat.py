@@ -63,10 +63,10 @@ def run(args: argparse.Namespace) -> int:
         AdaptiveTest,
         irt_mdad_subjects,
         item_bank,
+        load_fit,
         simulate_adaptive,
         sympson_hetter,
     )
-    from platinum_jax.efficient._io import load_fit
 
     items_path = Path(args.items)
     if not items_path.is_file():

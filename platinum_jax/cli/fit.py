@@ -324,7 +324,7 @@ def run(args: argparse.Namespace) -> int:
         table, derived = derive_responses(table, args.from_fractions)
         print(derived)
     model = build_model(args, table)
-    from platinum_jax.models._check import check_responses, response_notes
+    from platinum_jax.models import check_responses, response_notes
 
     check_responses(model, table)  # before the output directory is claimed
     notes = response_notes(model, table)
@@ -360,7 +360,7 @@ def run(args: argparse.Namespace) -> int:
         note = sampled_model_note(args.model, args.method)
         if note is not None:
             result.diagnostics["sampled_model"] = note
-        from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes, with_integrity
+        from platinum_jax.inference import DRAWS_FILE, draws_bytes, with_integrity
 
         files = dict(result.files())
         if args.save_draws:

@@ -306,8 +306,8 @@ def run(args: argparse.Namespace) -> int:
         primitives_from_stitching,
         read_fit,
     )
-    from platinum_jax.design._fit_files import DRAWS_FILE
     from platinum_jax.design._stitching import POSTERIOR_FILE
+    from platinum_jax.inference import DRAWS_FILE
 
     factors = comma_numbers(args.r_factors, "--r-factors")
     rank = args.residual_rank

@@ -18,8 +18,7 @@ import pandas as pd
 
 from platinum_jax.data import ResponseTable
 from platinum_jax.inference import Fit, Problem, Theta
-from platinum_jax.models import make_model
-from platinum_jax.models._protocol import Identification
+from platinum_jax.models import Identification, make_model
 
 __all__ = ["load_fit"]
 
