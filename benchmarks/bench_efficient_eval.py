@@ -252,9 +252,10 @@ def main() -> int:
     if args.quick:
         args.repeats, args.folds, args.takers = 3, 3, 200
 
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     frame, dates = load(args.data)
     by_date = dates.index[dates >= pd.Timestamp(args.split_date)]
     by_family, fams = family_split(pd.Index(sorted(frame.subject.unique())), args.family_share,

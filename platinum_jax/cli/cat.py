@@ -53,10 +53,11 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    import jax
     import pandas as pd
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax._outputs import output_directory
     from platinum_jax.data import ResponseTable
     from platinum_jax.efficient import (

@@ -81,9 +81,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _bank(args, dispersion):
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax.cli._common import note_unconverged
     from platinum_jax.efficient import item_bank, load_fit
 

@@ -307,9 +307,10 @@ def _write_diagnostics(result, out) -> list:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     if args.method == "nuts" and args.chains > 1:
         from platinum_jax.stitching.bayes import use_cpu_devices_for_chains
 

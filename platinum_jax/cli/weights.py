@@ -294,9 +294,10 @@ def _plot(path, post):
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     import numpy as np
 
     from platinum_jax._outputs import output_directory
