@@ -192,9 +192,10 @@ def main(argv=None) -> int:
     if args.quick:
         args.chains, args.samples, args.warmup = 2, 200, 200
 
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     if args.chain_method in ("auto", "parallel"):
         from platinum_jax.stitching.bayes import use_cpu_devices_for_chains
 

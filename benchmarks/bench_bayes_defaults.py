@@ -68,9 +68,10 @@ def main(argv=None) -> int:
     share = chains * samples / (4 * 1500)
     min_ess, max_r_hat = 400 * share, 1 + 0.01 / share
 
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax.stitching.bayes import SamplingWarning, fit_stitching_bayes
 
     table = real_subset_table()

@@ -335,9 +335,10 @@ def main() -> int:
         args.repeats, args.folds, args.takers, args.cv_repeats = 5, 3, 200, 1
         args.caps = [1.0, 0.2]
 
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     frame, dates = load(args.data)
     by_date = dates.index[dates >= pd.Timestamp(args.split_date)]
     by_family, fams = family_split(pd.Index(sorted(frame.subject.unique())), args.family_share,

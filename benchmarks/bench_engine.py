@@ -24,7 +24,9 @@ from pathlib import Path
 
 import jax
 
-jax.config.update("jax_enable_x64", True)
+from platinum_jax._runtime import enable_float64
+
+enable_float64()
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

@@ -102,7 +102,9 @@ def _peak_mib():
 def run_ours(model, y, mask, method="marginal"):
     import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     if os.environ.get("BENCH_IRT_JAX_CACHE"):
         # JAX's persistent compilation cache, every program stored (the bench's own folder).
         jax.config.update("jax_compilation_cache_dir", os.environ["BENCH_IRT_JAX_CACHE"])
@@ -149,10 +151,11 @@ def run_ours_hier(model, y, mask):
     spreads shrink poorly measured discriminations, as a prior on them does in py-irt."""
     import dataclasses
 
-    import jax
     import pandas as pd
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax.data import ResponseTable
     from platinum_jax.inference import fit
     from platinum_jax.models import HierarchicalTwoPL

@@ -50,9 +50,10 @@ def _cli(view: str, draws: int) -> dict:
 
 
 def _items_vs_numpy(draws: int) -> dict:
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax.design import measured_draws, posterior_decisions
     from platinum_jax.importers import read_principal_agent_release
 

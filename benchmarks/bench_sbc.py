@@ -125,9 +125,10 @@ def main() -> None:
     if args.worlds < 2 or args.samples < args.thin or args.thin < 1:
         sys.exit("need --worlds >= 2 and --samples >= --thin >= 1")
 
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax.stitching._bayes_sbc import rank_uniformity, run_sbc, sbc_design
 
     design = sbc_design(40, 8, 250, seed=args.seed) if args.quick else sbc_design(seed=args.seed)

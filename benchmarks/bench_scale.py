@@ -73,9 +73,10 @@ def main():
         girth_worker(args.subjects, args.items, args.seed, args.girth_worker[0])
         return
 
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax.data import ResponseTable
     from platinum_jax.inference import fit, fit_map
     from platinum_jax.models import TwoPL

@@ -62,9 +62,10 @@ def main() -> None:
     replicates = 100 if args.quick else 1000
     repeats = 2 if args.quick else args.repeats
 
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax.stitching import ScoreTable, bootstrap, fit_stitching
 
     table = ScoreTable.from_csv(DATA / "scores_long.csv")

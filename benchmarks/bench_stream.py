@@ -84,9 +84,9 @@ def write_parquet(path, n_s, n_i, missing, seed, block=1000):
 
 def fit_worker(path, out):
     t0 = time.perf_counter()
-    import jax
+    from platinum_jax import enable_float64
 
-    jax.config.update("jax_enable_x64", True)
+    enable_float64()
     from platinum_jax.inference import fit_streamed_2pl
 
     res = fit_streamed_2pl(path)

@@ -36,9 +36,9 @@ if "--blas-threads" in sys.argv:
     os.environ["OPENBLAS_NUM_THREADS"] = sys.argv[sys.argv.index("--blas-threads") + 1]
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import jax  # noqa: E402
+from platinum_jax._runtime import enable_float64  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
+enable_float64()
 
 import numpy as np  # noqa: E402
 

@@ -52,7 +52,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import jax  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
+from platinum_jax._runtime import enable_float64
+
+enable_float64()
 
 import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402

@@ -7,10 +7,11 @@
 * :mod:`platinum_jax.sweeps`, :mod:`platinum_jax.rubric`, :mod:`platinum_jax.judge`,
   :mod:`platinum_jax.analysis` build on those two.
 
-Numerics follow JAX's default precision; for fits and linear algebra enable float64 first::
+Numerics follow JAX's default precision; for fits and linear algebra enable float64 first
+(the command line does, for every command)::
 
-    import jax
-    jax.config.update("jax_enable_x64", True)
+    import platinum_jax
+    platinum_jax.enable_float64()   # jax.config.update("jax_enable_x64", True)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 # `import platinum_jax` and `platinum-jax --help` do not pay for JAX and Equinox (about 1 s).
 _LAZY = {
     "enable_compilation_cache": "platinum_jax._runtime",
+    "enable_float64": "platinum_jax._runtime",
     "validate_primitives": "platinum_jax._validation",
     **{
         name: "platinum_jax.agency"
@@ -59,7 +61,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # static tools see the real imports
-    from platinum_jax._runtime import enable_compilation_cache
+    from platinum_jax._runtime import enable_compilation_cache, enable_float64
     from platinum_jax._validation import validate_primitives
     from platinum_jax.agency import (
         ConceptBasis,
@@ -128,6 +130,7 @@ __all__ = [
     "cost_decrease",
     "effort_cost",
     "enable_compilation_cache",
+    "enable_float64",
     "item_loadings",
     "lab_best_response",
     "optimal_weights",

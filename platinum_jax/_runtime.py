@@ -5,10 +5,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DiskCachedFunction", "disk_cached", "enable_compilation_cache",
+__all__ = ["DiskCachedFunction", "disk_cached", "enable_compilation_cache", "enable_float64",
            "executables_directory"]
 
 CACHE_ENV = "PLATINUM_JAX_CACHE"
+
+
+def enable_float64() -> None:
+    """Run JAX in double precision (``jax_enable_x64``) for the rest of the process.
+
+    Fits, Hessians, Laplace covariances and the weights' linear solves need float64: in float32
+    their rounding shows in the reported digits. The library never switches it on by itself
+    (importing it changes no global setting); every command of the command line and every
+    benchmark calls this before it makes an array, and scripts should too. Arrays made before
+    the call keep their float32 type.
+    """
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
 
 
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:

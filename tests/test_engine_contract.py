@@ -48,6 +48,10 @@ WORLDS = {
     "1pl": (OnePL(), "ability", 120, 20, 0.85),
     "2pl": (TwoPL(), "ability", 120, 20, 0.8),
     "3pl": (ThreePL(), "ability", 120, 20, 0.7),
+    # One guessing floor per benchmark (three of four items; twelve items, as the Bayesian
+    # check draws): tests/test_group_guessing.py checks the floors' recovery.
+    "3pl_group": (MODELS["3pl_group"](groups=3, item_groups=(0,) * 4 + (1,) * 4 + (2,) * 4),
+                  "ability", 120, 12, 0.55),
     "4pl": (FourPL(), "ability", 120, 20, 0.7),
     "mirt": (MultidimensionalTwoPL(dims=2), "ability[0]", 150, 20, 0.7),
     "graded": (GradedResponse(categories=3), "ability", 120, 20, 0.8),

@@ -1,9 +1,10 @@
-"""The package's import graph: no cycles among module-level imports.
+"""The package's import graph: no cycles, imports only downwards through the floors, and no
+reaching into another package's private modules.
 
-Imports inside functions (the lazy ones that keep the command line fast) run after every module
-has loaded, so they cannot close a cycle at import time; only top-level ``import`` and
-``from ... import`` statements (and those in top-level ``if``/``try`` blocks, except the
-``if TYPE_CHECKING:`` blocks that only type checkers run) count.
+Cycles count every import, those inside functions too (the lazy ones that keep the command line
+fast): a lazy import cannot fail at import time, but it still ties two modules together, and
+two modules that need each other are one idea split in two. Only the ``if TYPE_CHECKING:``
+blocks, which only type checkers run, are left out.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _top_level_imports(tree: ast.Module):
+def _imports(tree: ast.Module, *, inside_functions: bool = True):
+    """Every ``import`` and ``from ... import`` of a module, or with ``inside_functions=False``
+    only those that run when it is imported (top level and top-level ``if``/``try`` blocks);
+    never those under ``if TYPE_CHECKING:``."""
     stack = list(tree.body)
     while stack:
         node = stack.pop()
@@ -41,15 +45,18 @@ def _top_level_imports(tree: ast.Module):
             for block in (node.body, node.orelse, getattr(node, "finalbody", []),
                           *(h.body for h in getattr(node, "handlers", []))):
                 stack.extend(block)
+        elif inside_functions:
+            stack.extend(ast.iter_child_nodes(node))
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, inside_functions: bool = True) -> dict[str, set[str]]:
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for name, path in mods.items():
         is_pkg = path.name == "__init__.py"
         base = name.split(".") if is_pkg else name.split(".")[:-1]
-        for node in _top_level_imports(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in _imports(tree, inside_functions=inside_functions):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
@@ -112,12 +119,65 @@ def test_cycle_finder_finds_a_planted_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycles():
+# Cycles inside stitching/ (and between the two stitching commands) that predate this check;
+# stitching/ is being reduced to the Rosetta paper's specifics, which removes them. A cycle
+# among these modules may shrink or go; any other fails.
+KNOWN_CYCLES = (
+    {"platinum_jax.stitching._epoch", "platinum_jax.stitching._epoch_files",
+     "platinum_jax.stitching._table"},
+    {"platinum_jax.stitching._bayes_fit", "platinum_jax.stitching._bayes_plots"},
+    {"platinum_jax.cli.stitch", "platinum_jax.cli.stitch_bayes"},
+)
+
+
+def test_no_import_cycles_counting_imports_inside_functions():
     graph = _graph()
     assert "platinum_jax.stitching._fit" in graph  # the walk sees the package
-    cycles = _cycles(graph)
-    if cycles:
-        pytest.fail("import cycles: " + "; ".join(" <-> ".join(c) for c in cycles))
+    new = [c for c in _cycles(graph) if not any(set(c) <= known for known in KNOWN_CYCLES)]
+    if new:
+        pytest.fail("import cycles: " + "; ".join(" <-> ".join(c) for c in new))
+
+
+def test_the_walk_sees_imports_inside_functions():
+    # fit's run imports the engine inside the function, which keeps `--help` fast
+    assert "platinum_jax.inference" in _graph()["platinum_jax.cli.fit"]
+    assert "platinum_jax.inference" not in _graph(inside_functions=False)["platinum_jax.cli.fit"]
+
+
+# The floors, lowest first: a module imports only from its own floor or lower ones. Data flows
+# responses -> table -> fit -> parameters -> primitives -> weights (inference/ never imports
+# design/); the command line is the top. Sub-packages not named sit on floor 4.
+FLOORS = {
+    "platinum_jax._names": 0, "platinum_jax._outputs": 0, "platinum_jax._runtime": 0,
+    "platinum_jax._validation": 0, "platinum_jax._extras": 0,
+    "platinum_jax.data": 1, "platinum_jax.agency": 1,
+    "platinum_jax.models": 2,
+    "platinum_jax.inference": 3,
+    "platinum_jax.cli": 5,
+}
+TOP_PACKAGES = 4  # stitching, design, efficient, compare, analysis, importers, measured, ...
+
+
+def _floor(module: str) -> int:
+    parts = module.split(".")
+    return FLOORS.get(".".join(parts[:2]), TOP_PACKAGES)
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} (floor {_floor(a)}) -> {b} (floor {_floor(b)})"
+                  for a, targets in graph.items() for b in targets if _floor(b) > _floor(a))
+
+
+def test_imports_go_down_the_floors():
+    bad = _upward_imports(_graph())
+    assert not bad, "imports from a lower floor to a higher one: " + "; ".join(bad)
+
+
+def test_floor_check_finds_a_planted_upward_import():
+    graph = {"platinum_jax.inference._x": {"platinum_jax.design._y", "platinum_jax.models"},
+             "platinum_jax.design._y": {"platinum_jax.inference"}}
+    assert _upward_imports(graph) == [
+        "platinum_jax.inference._x (floor 3) -> platinum_jax.design._y (floor 4)"]
 
 
 def _private_imports_across_packages() -> set[tuple[str, str]]:
@@ -152,20 +212,53 @@ def _private_imports_across_packages() -> set[tuple[str, str]]:
 
 
 # Reaches into another package's private code that predate this check; new code goes through the
-# owning package's public names (and each entry here should go, not grow).
+# owning package's public names (and each entry here should go, not grow). Those into stitching/
+# and from the stitching commands wait for its reduction to the Rosetta paper's specifics; the
+# others name helpers that are not yet part of their package's API, or (the release reader's
+# welfare bounds) would close a cycle through the measured package's __init__.
 KNOWN_PRIVATE_IMPORTS = {
     ("platinum_jax.analysis._detection", "platinum_jax.stitching._engine.layout_problem"),
     ("platinum_jax.analysis._hinge", "platinum_jax.stitching._engine.layout_problem"),
-    ("platinum_jax.analysis._robustness", "platinum_jax.stitching._table.close_matches_message"),
     ("platinum_jax.analysis._robustness", "platinum_jax.stitching._engine.response_table"),
-    ("platinum_jax.analysis._robustness", "platinum_jax.stitching._engine.rosetta_model"),
     ("platinum_jax.analysis._robustness", "platinum_jax.stitching._engine.to_engine_theta"),
+    ("platinum_jax.cli.analyze", "platinum_jax.stitching._epoch.read_distilled_models"),
+    ("platinum_jax.cli.analyze", "platinum_jax.stitching._epoch.read_metr_horizons"),
+    ("platinum_jax.cli.analyze", "platinum_jax.stitching._epoch.read_model_compute"),
+    ("platinum_jax.cli.analyze", "platinum_jax.stitching._uncertainty.bootstrap"),
+    ("platinum_jax.cli.certify", "platinum_jax.judge._cache.set_aside"),
+    ("platinum_jax.cli.certify", "platinum_jax.rubric._reweight._validate_results"),
+    ("platinum_jax.cli.efficient", "platinum_jax.efficient._assisted.PROBABILITY_SAMPLES"),
+    ("platinum_jax.cli.platinum", "platinum_jax.design._measured_plots.write_plots"),
+    ("platinum_jax.cli.stitch", "platinum_jax.stitching._bayes_fit.use_cpu_devices_for_chains"),
+    ("platinum_jax.cli.stitch", "platinum_jax.stitching._epoch.EpochDataWarning"),
+    ("platinum_jax.cli.stitch", "platinum_jax.stitching._fit.fit_stitching"),
+    ("platinum_jax.cli.stitch", "platinum_jax.stitching._plots.plot_capabilities"),
+    ("platinum_jax.cli.stitch", "platinum_jax.stitching._plots.plot_residuals"),
+    ("platinum_jax.cli.stitch", "platinum_jax.stitching._table.ScoreTable"),
+    ("platinum_jax.cli.stitch", "platinum_jax.stitching._uncertainty"),
+    ("platinum_jax.cli.stitch_bayes", "platinum_jax.stitching._bayes_fit.fit_stitching_bayes"),
+    ("platinum_jax.cli.stitch_bayes", "platinum_jax.stitching._bayes_fit.plot_capabilities"),
+    ("platinum_jax.cli.stitch_bayes", "platinum_jax.stitching._bayes_fit.plot_ppc"),
+    ("platinum_jax.cli.stitch_bayes", "platinum_jax.stitching._bayes_fit.use_cpu_devices_for_chains"),
+    ("platinum_jax.cli.stitch_bayes", "platinum_jax.stitching._bayes_options.ACCEPTED_NAMES"),
+    ("platinum_jax.cli.stitch_bayes", "platinum_jax.stitching._bayes_weights.load_weights_config"),
+    ("platinum_jax.cli.stitch_bayes", "platinum_jax.stitching._bayes_weights.posterior_optimal_weights"),
+    ("platinum_jax.cli.weights", "platinum_jax.design._stitching.POSTERIOR_FILE"),
+    ("platinum_jax.efficient._bank", "platinum_jax.models._check._SCORE_MODELS"),
+    ("platinum_jax.importers._principal_agent", "platinum_jax.measured._welfare.welfare_bounds"),
+    ("platinum_jax.importers._tables", "platinum_jax.stitching._epoch.EpochDataWarning"),
+    ("platinum_jax.judge._audit", "platinum_jax.rubric._concepts.unknown_name_message"),
+    ("platinum_jax.stitching._bayes_fit", "platinum_jax.inference._bayes._assemble"),
+    ("platinum_jax.stitching._bayes_sbc", "platinum_jax.inference._bayes._assemble"),
+    ("platinum_jax.stitching._model", "platinum_jax.models._anchors.Anchor"),
+    ("platinum_jax.stitching._model", "platinum_jax.models._anchors.BenchmarkAnchor"),
+    ("platinum_jax.stitching._model", "platinum_jax.models._anchors.ModelAnchor"),
+    ("platinum_jax.sweeps._fast", "platinum_jax.agency._concepts._offdiagonal"),
 }
 
 
-def test_analysis_uses_only_public_names_of_other_packages():
-    found = {(m, t) for m, t in _private_imports_across_packages() if m.startswith("platinum_jax.analysis")}
-    new = sorted(found - KNOWN_PRIVATE_IMPORTS)
+def test_packages_use_only_public_names_of_other_packages():
+    new = sorted(_private_imports_across_packages() - KNOWN_PRIVATE_IMPORTS)
     assert not new, "private imports across packages: " + "; ".join(f"{m} -> {t}" for m, t in new)
 
 

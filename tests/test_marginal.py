@@ -263,7 +263,7 @@ def test_fast_logistic_path_equals_the_generic_path(model, missing, monkeypatch)
     # standard errors. At the default tolerance the dense path's expected counts come from a
     # float32 product: the same estimates again, to the stopping rule's precision. A complete
     # 1PL runs on one row per raw score (its sufficient statistic) instead of one per subject.
-    from platinum_jax.inference import _marginal
+    from platinum_jax.inference import _marginal_layout
 
     table, _, b, a = _world(150, 12, seed=21, missing=missing)
     cls = {"1pl": OnePL, "2pl": TwoPL}[model]
@@ -285,7 +285,7 @@ def test_fast_logistic_path_equals_the_generic_path(model, missing, monkeypatch)
         generic.diagnostics["marginal_log_lik"], rel=1e-10)
 
     single = fit(cls(), table, method="marginal", nodes=21, tol=1e-6)
-    monkeypatch.setattr(_marginal, "_SINGLE_COUNTS", False)
+    monkeypatch.setattr(_marginal_layout, "_SINGLE_COUNTS", False)
     double = fit(cls(), table, method="marginal", nodes=21, tol=1e-6)
     same(single, double, 1e-3 * se.min())
     same(single, fast, 1e-3 * se.min())
@@ -348,3 +348,39 @@ def test_command_line_marginal(tmp_path):
     assert (subjects["ability_sd"] > 0).all()
     assert np.corrcoef(subjects["ability"], theta)[0, 1] > 0.8
     assert np.corrcoef(items["difficulty"], b)[0, 1] > 0.95
+
+
+def test_the_closed_form_path_is_a_strategy_a_model_declares():
+    # The EM driver does not know the package's 2PL: a model of the user's that declares the
+    # logistic curve takes the same closed-form path (so lands on the very same numbers), and a
+    # subclass of the 2PL that changes the curve does not inherit the declaration.
+    from platinum_jax.models import LogisticCurve, MeasurementModel, Param, PriorSpec
+
+    class MyTwoPL(MeasurementModel):
+        likelihood: object = TwoPL().likelihood
+
+        def subject_params(self):
+            return {"ability": Param(prior=PriorSpec("Normal", 0.0, 1.0))}
+
+        def item_params(self):
+            return {"difficulty": Param(prior=PriorSpec("Normal", 0.0, 3.0)),
+                    "discrimination": Param(prior=PriorSpec("Normal", 0.0, 1.0),
+                                            transform=jax.numpy.exp)}
+
+        def mean(self, subject, item, glob):
+            return jax.nn.sigmoid(item["discrimination"]
+                                  * (subject["ability"] - item["difficulty"]))
+
+        def logistic_curve(self):
+            return LogisticCurve("difficulty", "discrimination", shared=False)
+
+    class Shifted(TwoPL):
+        def mean(self, subject, item, glob):
+            return 0.5 * super().mean(subject, item, glob)
+
+    assert TwoPL().logistic_curve() is not None and Shifted().logistic_curve() is None
+    table, _, _, _ = _world(120, 10, seed=4, missing=0.2)
+    ours = fit(TwoPL(), table, method="marginal", nodes=21)
+    theirs = fit(MyTwoPL(), table, method="marginal", nodes=21)
+    assert ours.diagnostics["iterations"] == theirs.diagnostics["iterations"]
+    np.testing.assert_array_equal(ours.theta.items, theirs.theta.items)

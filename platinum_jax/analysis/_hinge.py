@@ -44,7 +44,7 @@ import pandas as pd
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ._acceleration import fit_breakpoint
-from ._simulate import DetectionStudy
+from ._study import DetectionStudy
 from ._trends import frontier_mask
 
 __all__ = ["WorldConfig", "generate_world", "refit_world"]

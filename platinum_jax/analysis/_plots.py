@@ -134,7 +134,7 @@ def plot_detection_study(study: Any, axes: Any = None, paper: bool = True):
     With ``paper=True`` the paper's figures are marked: a 2x acceleration detected within 2-3
     months at 1x noise (grey band) and a mean false-positive rate of about 38% (dashed line).
     """
-    from ._simulate import PAPER_SIMULATION_REFERENCE as ref
+    from ._study import PAPER_SIMULATION_REFERENCE as ref
 
     if axes is None:
         import matplotlib.pyplot as plt

@@ -24,7 +24,7 @@ def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
 
 def anchor_from_args(args: argparse.Namespace):
     """A ``ModelAnchor`` when ``--anchor-models`` is given, else a ``BenchmarkAnchor``."""
-    from platinum_jax.models._anchors import BenchmarkAnchor, ModelAnchor
+    from platinum_jax.models import BenchmarkAnchor, ModelAnchor
 
     if args.anchor_models or args.anchor_capabilities:
         if not (args.anchor_models and args.anchor_capabilities):

@@ -146,9 +146,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, outputs) -> int:
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     import matplotlib
 
     matplotlib.use("Agg")

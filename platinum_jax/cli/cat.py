@@ -53,20 +53,21 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    import jax
     import pandas as pd
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax._outputs import output_directory
     from platinum_jax.data import ResponseTable
     from platinum_jax.efficient import (
         AdaptiveTest,
         irt_mdad_subjects,
         item_bank,
+        load_fit,
         simulate_adaptive,
         sympson_hetter,
     )
-    from platinum_jax.efficient._io import load_fit
 
     items_path = Path(args.items)
     if not items_path.is_file():

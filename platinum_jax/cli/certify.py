@@ -120,9 +120,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    import jax
 
-    jax.config.update("jax_enable_x64", True)  # the model route solves linear systems
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()  # the model route solves linear systems
     from platinum_jax._outputs import output_directory
     from platinum_jax.judge import JudgeConfig, load_items, run_judgments
     from platinum_jax.rubric import load_concepts

@@ -63,9 +63,10 @@ def _concept_labels(basis, world) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     import numpy as np
     import pandas as pd
 

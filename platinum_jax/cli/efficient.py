@@ -81,12 +81,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _bank(args, dispersion):
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     from platinum_jax.cli._common import note_unconverged
-    from platinum_jax.efficient import item_bank
-    from platinum_jax.efficient._io import load_fit
+    from platinum_jax.efficient import item_bank, load_fit
 
     fit = load_fit(args.fit_dir, args.data)  # with --data, its responses are checked as fit's
     note_unconverged(args.fit_dir, args.command)
@@ -155,7 +155,7 @@ def run_score(args: argparse.Namespace) -> int:
     from platinum_jax._outputs import output_directory
     from platinum_jax.data import ResponseTable
     from platinum_jax.efficient import assisted_scores, estimate_scores
-    from platinum_jax.models._check import check_responses
+    from platinum_jax.models import check_responses
 
     subset = _read_subset(args.subset) if args.subset else None
     bank = _bank(args, "pearson" if args.dispersion is None else args.dispersion)

@@ -8,9 +8,29 @@ from pathlib import Path
 
 from platinum_jax.cli._common import add_anchor_arguments, anchor_from_args
 
-MODEL_NAMES = ("rosetta", "1pl", "2pl", "3pl", "4pl", "mirt", "graded", "beta", "hierarchical")
-METHOD_NAMES = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")
-LIKELIHOOD_NAMES = ("bernoulli", "binomial", "gaussian", "beta", "beta_binomial")
+# Model, method and likelihood choices come from the registries (models.MODELS,
+# inference.METHODS, models.likelihoods.LIKELIHOODS), read when this command's parser is built,
+# so a registered model is offered here without touching this file.
+
+# What the command line adds to a model's own one-line description (its docstring's first
+# paragraph); models not named here are described by their docstring alone.
+MODEL_NOTES = {
+    "rosetta": "the paper's L2-penalised least squares (Ho et al. 2025, "
+    '"A Rosetta Stone for AI Benchmarks"); --link, --l2, anchors. svi/nuts sample it with '
+    "one free noise for all benchmarks, not the model of `stitch-bayes` (a noise per "
+    "benchmark); fit.json says so (sampled_model)",
+    "mirt": "--dims sets their number",
+    "graded": "responses are whole numbers 0..K-1 (K = --categories, or the largest "
+    "category + 1); from pass rates with --from-fractions none-some-all",
+    "beta": "with exact 0s and 1s add --from-fractions squeeze",
+    "hierarchical": "the group column gives each item's benchmark; learned spreads "
+    "(non-centred)",
+}
+
+# Models that bring their own likelihood, and those that accept only some registered ones
+# (every other model takes any --likelihood).
+MODEL_LIKELIHOODS = {"graded": (), "beta": (), "rosetta_bayes": (),
+                     "hierarchical": ("bernoulli", "binomial")}
 
 DESCRIPTION = """\
 Fit a measurement model to responses of subjects (AI models) on items (questions, or whole
@@ -21,26 +41,10 @@ DATA is a long CSV or Parquet file with columns subject, item, response and opti
 model/benchmark/score are accepted as aliases (benchmark is read as the item when there is no
 item column, as the group otherwise), so the Rosetta paper's scores_long.csv reads as it is.
 
-Models (--model):
-  rosetta  score = f(alpha_b (C_m - D_b)), benchmarks as items, the paper's L2-penalised least
-           squares (Ho et al. 2025, "A Rosetta Stone for AI Benchmarks"); --link, --l2, anchors.
-           svi/nuts sample it with one free noise for all benchmarks, not the model of
-           `stitch-bayes` (a noise per benchmark); fit.json says so (sampled_model)
-  1pl      P = sigmoid(a (theta - b_i)), one discrimination for all items
-  2pl      P = sigmoid(a_i (theta - b_i))
-  3pl      adds a lower asymptote c_i (guessing, chance score)
-  4pl      adds an upper asymptote d_i
-  mirt     P = sigmoid(a_i . theta_s - d_i) with --dims abilities per subject
-  graded   Samejima's graded response model: responses are ordered categories 0..K-1
-           (whole numbers; K = --categories, or the largest category + 1); from pass rates
-           with --from-fractions none-some-all
-  beta     the 2PL mean with a Beta likelihood, for fractions strictly inside (0, 1); with
-           exact 0s and 1s add --from-fractions squeeze
-  hierarchical
-           2PL whose item difficulties and log discriminations are drawn around their
-           benchmark's (the group column), with learned spreads (non-centred)
-  IRT models fix the scale by the ability prior theta ~ N(0, 1). Continuous scores with the
-  other IRT models: --likelihood gaussian (any real score) or binomial (k of `trials`).
+Models (--model): listed below, from the package's model registry. IRT models fix the scale
+by the ability prior theta ~ N(0, 1). Continuous scores with the IRT models: --likelihood
+gaussian (any real score) or binomial (k of `trials`). Models that read the group column
+(the benchmark of each item) are sized for the data's benchmarks.
 
 Methods (--method):
   map        penalised MAP (Levenberg-Marquardt over the subject-item structure); --restarts
@@ -78,12 +82,41 @@ examples:
 """
 
 
+def _summary(cls) -> str:
+    """The first paragraph of a model's docstring, as plain text."""
+    import re
+
+    text = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+    return re.sub(r":\w+:`~?([\w.]+)`", r"\1", text.replace("``", "")).rstrip(".")
+
+
+def model_help() -> str:
+    """One entry per registered model: its docstring's summary and :data:`MODEL_NOTES`."""
+    import textwrap
+
+    from platinum_jax.models import MODELS
+
+    lines = []
+    for name, cls in MODELS.items():
+        text = _summary(cls) + (f"; {MODEL_NOTES[name]}" if name in MODEL_NOTES else "")
+        if len(name) > 12:  # the name on a line of its own
+            lines.append(f"  {name}")
+        lines += textwrap.wrap(text, 93, initial_indent=" " * 15 if len(name) > 12 else
+                               f"  {name:<13}", subsequent_indent=" " * 15)
+    return "\n".join(lines)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from platinum_jax.inference import METHODS
+    from platinum_jax.models import MODELS
+    from platinum_jax.models.likelihoods import LIKELIHOODS
+
+    head, tail = DESCRIPTION.split("Methods (--method):")
     p = subparsers.add_parser(
         "fit",
         help="fit any measurement model (Rosetta, 1PL-4PL, multidimensional) by MAP, Laplace, "
         "bootstrap, SVI or NUTS",
-        description=DESCRIPTION,
+        description=f"{head}{model_help()}\n\nMethods (--method):{tail}",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -92,9 +125,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace the files an earlier `fit` wrote in --out (other files are "
                    "never deleted)")
-    p.add_argument("--model", choices=MODEL_NAMES, default="2pl", help="model (default 2pl)")
-    p.add_argument("--method", choices=METHOD_NAMES, default="map", help="method (default map)")
-    p.add_argument("--likelihood", choices=LIKELIHOOD_NAMES, default=None,
+    p.add_argument("--model", choices=tuple(MODELS), default="2pl", help="model (default 2pl)")
+    p.add_argument("--method", choices=METHODS, default="map", help="method (default map)")
+    p.add_argument("--likelihood", choices=tuple(LIKELIHOODS), default=None,
                    help="response distribution (default: the model's; see above)")
     p.add_argument("--duplicates", choices=("error", "mean", "max", "min", "first", "last"),
                    default="error", help="repeated (subject, item) pairs: fail (default) or reduce")
@@ -183,37 +216,39 @@ def derive_responses(table, how: str):
 
 
 def build_model(args, table):
-    from platinum_jax.models import make_model
-    from platinum_jax.models.likelihoods import Gaussian
+    """The model ``--model`` names, built for ``table`` by its ``from_table`` with the options
+    of the command line that it has fields for (``--link``, ``--l2`` and the anchor, ``--dims``,
+    ``--categories``) and the likelihood ``--likelihood`` names."""
+    import dataclasses
 
+    from platinum_jax._names import likelihood_name
+    from platinum_jax.models import MODELS
+    from platinum_jax.models.likelihoods import LIKELIHOODS, Gaussian
+
+    cls = MODELS[args.model]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
     lik = args.likelihood
+    allowed = MODEL_LIKELIHOODS.get(args.model)
+    if lik is not None and allowed is not None and likelihood_name(lik) not in allowed:
+        own = ("brings its own likelihood" if not allowed else
+               f"takes --likelihood {' or '.join(allowed)}")
+        raise ValueError(f"--model {args.model} {own}; --likelihood {lik} does not apply to it")
     options = {}
-    if args.model == "rosetta":
-        options = {"link": args.link, "l2": args.l2, "anchor": anchor_from_args(args)}
-        if lik is None and args.method in ("svi", "nuts"):
-            options["likelihood"] = Gaussian()  # free noise: the least-squares noise 1 is a device
-    elif lik is None and table.trials is not None:
-        lik = "binomial"
-    if args.model == "mirt":
-        options["dims"] = args.dims
-    if args.model in ("graded", "beta", "hierarchical") and args.likelihood is not None and (
-            args.model != "hierarchical" or args.likelihood not in ("bernoulli", "binomial")):
-        raise ValueError(f"--model {args.model} brings its own likelihood; --likelihood "
-                         f"{args.likelihood} does not apply to it")
-    if args.model == "graded":
-        return make_model("graded", categories=_categories(args, table))
-    if args.model == "beta":
-        return make_model("beta")
-    if args.model == "hierarchical":
-        from platinum_jax.models import HierarchicalTwoPL
-
-        kw = {} if lik is None else {"likelihood": make_model("2pl", likelihood=lik).likelihood}
-        return HierarchicalTwoPL.for_table(table, **kw)
-    if "likelihood" in options:  # an instance (rosetta's free noise), not a registry name
-        from platinum_jax.models import MODELS
-
-        return MODELS[args.model](**options)
-    return make_model(args.model, likelihood=lik, **options)
+    candidates = {"link": lambda: args.link, "l2": lambda: args.l2,
+                  "anchor": lambda: anchor_from_args(args), "dims": lambda: args.dims,
+                  "categories": lambda: _categories(args, table)}
+    for name, value in candidates.items():
+        if name in fields:
+            options[name] = value()
+    default = fields["likelihood"].default if "likelihood" in fields else None
+    if lik is not None:
+        options["likelihood"] = LIKELIHOODS[likelihood_name(lik)]()
+    elif args.model == "rosetta" and args.method in ("svi", "nuts"):
+        options["likelihood"] = Gaussian()  # free noise: the least-squares noise 1 is a device
+    elif (table.trials is not None and getattr(default, "name", None) == "bernoulli"
+          and allowed != ()):
+        options["likelihood"] = LIKELIHOODS["binomial"]()  # k of `trials` successes
+    return cls.from_table(table, **options)
 
 
 def _categories(args, table) -> int:
@@ -311,9 +346,10 @@ def _run_stream(args) -> int:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     if args.stream:
         return _run_stream(args)
     if args.method == "nuts" and args.chains > 1:
@@ -330,7 +366,7 @@ def run(args: argparse.Namespace) -> int:
         table, derived = derive_responses(table, args.from_fractions)
         print(derived)
     model = build_model(args, table)
-    from platinum_jax.models._check import check_responses, response_notes
+    from platinum_jax.models import check_responses, response_notes
 
     check_responses(model, table)  # before the output directory is claimed
     notes = response_notes(model, table)
@@ -366,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
         note = sampled_model_note(args.model, args.method)
         if note is not None:
             result.diagnostics["sampled_model"] = note
-        from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes, with_integrity
+        from platinum_jax.inference import DRAWS_FILE, draws_bytes, with_integrity
 
         files = dict(result.files())
         if args.save_draws:

@@ -107,9 +107,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
 
     from platinum_jax._outputs import output_directory
     from platinum_jax.design import platinum_from_release

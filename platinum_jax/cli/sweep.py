@@ -140,9 +140,10 @@ def load_primitives(path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
 
-    jax.config.update("jax_enable_x64", True)  # sweeps compare tiny weight changes
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()  # sweeps compare tiny weight changes
     import numpy as np
 
     from platinum_jax._outputs import output_directory

@@ -294,9 +294,10 @@ def _plot(path, post):
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
 
-    jax.config.update("jax_enable_x64", True)
+    from platinum_jax._runtime import enable_float64
+
+    enable_float64()
     import numpy as np
 
     from platinum_jax._outputs import output_directory
@@ -306,8 +307,8 @@ def run(args: argparse.Namespace) -> int:
         primitives_from_stitching,
         read_fit,
     )
-    from platinum_jax.design._fit_files import DRAWS_FILE
     from platinum_jax.design._stitching import POSTERIOR_FILE
+    from platinum_jax.inference import DRAWS_FILE
 
     factors = comma_numbers(args.r_factors, "--r-factors")
     rank = args.residual_rank

@@ -15,9 +15,10 @@ replicate, so that their uncertainty reaches the intervals too; its intervals ar
 bias-corrected and accelerated (:func:`bca_interval`).
 """
 
+from platinum_jax.inference import read_fit
+
 from ._cluster_bootstrap import bootstrap_subjects
 from ._decisions import DecisionDraws, decisions_per_draw, noise_solve, welfare_lowrank
-from ._fit_files import read_fit
 from ._from_fit import (
     item_noise_variance,
     primitives_from_fit,

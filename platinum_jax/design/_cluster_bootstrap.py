@@ -100,8 +100,7 @@ def bootstrap_subjects(
         :class:`PrimitiveDraws` with one draw per replicate whose refit converged (its notes
         say how many did), carrying the full-data ``estimate`` and the ``jackknife`` draws.  Run in float64 (``jax.config.update("jax_enable_x64", True)``).
     """
-    from platinum_jax.inference import Theta
-    from platinum_jax.inference._map import map_solver
+    from platinum_jax.inference import Theta, map_solver
 
     from ._heteroscedastic import fit_heteroscedastic
 

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from platinum_jax.measured._noise import pooled_variance
+from platinum_jax.measured import pooled_variance
+
+from ._factor import factor_em
 
 __all__ = ["noise_from_runs"]
 
@@ -95,11 +97,10 @@ def noise_from_runs(runs: pd.DataFrame, items: Sequence[str], *, rank: int | str
                                              if rank == "auto" else " (rank 0 asked)"))
     # The loadings by a factor analysis of the standardised deviations (principal components
     # would fold part of the unique noise into the loadings).
-    from ._from_fit import _factor_em
 
     n_i = np.bincount(col, minlength=m)
     z = frame["dev"].to_numpy() / np.sqrt(ss[col] / n_i[col])
-    f, psi, _ = _factor_em(z, codes, col, int(codes.max()) + 1, m, k, 300)
+    f, psi, _ = factor_em(z, codes, col, int(codes.max()) + 1, m, k, 300)
     total = (f**2).sum(axis=1) + psi
     unique = np.maximum(psi / total, _UNIQUE_FLOOR)
     F_unit = f / np.sqrt(total)[:, None]

@@ -49,6 +49,7 @@ from ._bank import ItemBank, item_bank, pearson_dispersion
 from ._calibrate import BiasFit, cross_fitted_banks, fit_bias_sd, interval_scale
 from ._combined import combined_scores
 from ._estimate import dense_responses, estimate_scores, grid_posterior
+from ._io import load_fit
 from ._mdad import irt_mdad, irt_mdad_subjects
 from ._measurability import item_measurability
 from ._screen import screen_items
@@ -80,4 +81,5 @@ __all__ = [
     "select_items",
     "simulate_adaptive",
     "sympson_hetter",
+    "load_fit",
 ]

@@ -18,8 +18,7 @@ import pandas as pd
 
 from platinum_jax.data import ResponseTable
 from platinum_jax.inference import Fit, Problem, Theta
-from platinum_jax.models import make_model
-from platinum_jax.models._protocol import Identification
+from platinum_jax.models import Identification, make_model
 
 __all__ = ["load_fit"]
 
@@ -67,6 +66,31 @@ def _read_block(block, frame: pd.DataFrame, source: str) -> np.ndarray:
     return np.stack(out, axis=-1) if out else np.zeros((len(frame), 0))
 
 
+def _model_options(desc: dict) -> dict:
+    """The options of a model that ``fit.json``'s description records as they were (the link
+    and L2 strength of the Rosetta model, a model's number of benchmarks, dimensions or
+    categories): those entries that are fields of the registered model with a value of the
+    field's kind (a description such as the anchor's text is not)."""
+    import dataclasses
+
+    from platinum_jax.models import MODELS
+
+    cls = MODELS.get(desc.get("name"))
+    if cls is None:
+        return {}
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.name == "likelihood" or f.name not in desc:
+            continue
+        value, default = desc[f.name], f.default
+        numbers = (int, float)
+        if type(value) is type(default) or (
+                isinstance(value, numbers) and isinstance(default, numbers)
+                and not isinstance(value, bool) and not isinstance(default, bool)):
+            out[f.name] = value
+    return out
+
+
 def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = None) -> Fit:
     """The fit stored in ``directory`` (``fit.json``, ``subjects.csv``, ``items.csv``,
     ``globals.csv``). With ``data`` (the responses it was fitted to, a path or a table) the
@@ -85,7 +109,7 @@ def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = No
         raise ValueError(f"{d / 'fit.json'} is not the JSON summary `platinum-jax fit` writes "
                          f"({exc}); it was damaged: refit with `platinum-jax fit ... "
                          "--overwrite`") from None
-    options = {"link": desc["link"], "l2": desc["l2"]} if desc.get("name") == "rosetta" else {}
+    options = _model_options(desc)
     model = make_model(desc.get("name", "?"), **options)
     if model.likelihood.name != desc.get("likelihood"):  # keep a default's settings (noise)
         model = make_model(desc["name"], likelihood=desc.get("likelihood"), **options)

@@ -26,6 +26,7 @@ from ._diagnostics import (
     choose_chain_method,
     sampler_diagnostics,
 )
+from ._fit_files import DRAWS_FILE, draws_bytes, with_integrity
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._point import (
     NOISE_SCALES,
@@ -38,6 +39,7 @@ from ._point import (
     score_subjects,
 )
 from ._problem import Data, Problem, Theta
+from ._read_fit import read_fit
 from ._results import Fit
 from ._simulate import simulate
 
@@ -71,6 +73,7 @@ _LAZY = {
 
 __all__ = [
     "DIAGNOSTIC_KEYS",
+    "DRAWS_FILE",
     "Data",
     "Diagnostics",
     "Fit",
@@ -84,6 +87,7 @@ __all__ = [
     "canonical_diagnostics",
     "choose_chain_method",
     "cross_validate",
+    "draws_bytes",
     "fit",
     "fit_map",
     "fit_marginal",
@@ -101,6 +105,7 @@ __all__ = [
     "nuts",
     "posterior_theta",
     "quadrature",
+    "read_fit",
     "row_mesh",
     "sampler_diagnostics",
     "score_streamed_2pl",
@@ -110,6 +115,7 @@ __all__ = [
     "solve_first_order",
     "solve_map",
     "svi",
+    "with_integrity",
 ]
 
 METHODS = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.models._protocol import Hierarchical, MeasurementModel
+from platinum_jax.models import Hierarchical, MeasurementModel
 
 from ._diagnostics import choose_chain_method, rhat_ok, sampler_diagnostics
 from ._problem import Data, Problem, Theta

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.models._protocol import Identification, MeasurementModel
+from platinum_jax.models import Identification, MeasurementModel
 
 from ._map import map_solver
 from ._problem import Data, Problem, Theta

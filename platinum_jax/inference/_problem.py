@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.models._protocol import DataInfo, MeasurementModel, Param
+from platinum_jax.models import DataInfo, MeasurementModel, Param
 
 __all__ = ["Block", "Problem", "Data", "Theta"]
 
@@ -123,7 +123,7 @@ class Problem:
                 "ResponseTable.from_frame or ResponseTable.read"
             )
         if validate:  # off only for placeholder tables (simulation) whose responses are dummies
-            from platinum_jax.models._check import check_responses
+            from platinum_jax.models import check_responses
 
             check_responses(model, table)
         self.model = model

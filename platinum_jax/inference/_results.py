@@ -198,13 +198,13 @@ class Fit:
         renamed, so none is ever half-written).
 
         ``draws=True`` adds ``draws.npz`` (the model, the responses, the raw point estimate and
-        draws), which :func:`platinum_jax.design.read_fit` and ``platinum-jax weights`` read.
+        draws), which :func:`platinum_jax.inference.read_fit` and ``platinum-jax weights`` read.
         """
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         written = [_atomic(out / name, text) for name, text in self.files().items()]
         if draws:
-            from platinum_jax.design._fit_files import DRAWS_FILE, draws_bytes
+            from ._fit_files import DRAWS_FILE, draws_bytes
 
             written.append(_atomic(out / DRAWS_FILE, draws_bytes(self)))
         return written

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.models._protocol import Hierarchical, MeasurementModel
+from platinum_jax.models import Hierarchical, MeasurementModel
 
 from ._problem import Problem, Theta
 

@@ -19,12 +19,14 @@ Every model gets every inference method of :mod:`platinum_jax.inference` for fre
 
 from . import likelihoods
 from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
+from ._check import check_responses, response_notes
 from ._protocol import (
     DataInfo,
     Fixed,
     Hierarchical,
     Identification,
     Likelihood,
+    LogisticCurve,
     MeasurementModel,
     Param,
     PriorSpec,
@@ -57,6 +59,7 @@ __all__ = [
     "HierarchicalTwoPL",
     "Identification",
     "Likelihood",
+    "LogisticCurve",
     "MODELS",
     "MeasurementModel",
     "ModelAnchor",
@@ -66,6 +69,8 @@ __all__ = [
     "PriorSpec",
     "Reparameterisation",
     "Rosetta",
+    "check_responses",
+    "response_notes",
     "ThreePL",
     "TwoPL",
     "fix_entries",

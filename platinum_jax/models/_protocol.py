@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["Param", "PriorSpec", "DataInfo", "Fixed", "Identification", "Likelihood",
-           "MeasurementModel", "Hierarchical", "Reparameterisation"]
+           "MeasurementModel", "Hierarchical", "Reparameterisation", "LogisticCurve"]
 
 
 @dataclass(frozen=True)
@@ -196,6 +196,26 @@ class Hierarchical:
 
 
 @dataclass(frozen=True)
+class LogisticCurve:
+    """A model's declaration that its mean is the logistic curve ``sigmoid(a (theta_s - b_i))``
+    of its one scalar ability: a strategy that solvers may use in place of the generic one
+    (marginal EM then computes its E- and M-steps in closed form; see
+    :func:`platinum_jax.inference.fit_marginal`). A model returns one from
+    :meth:`MeasurementModel.logistic_curve`.
+
+    Args:
+        difficulty: the item parameter holding ``b_i`` (raw value = ``b_i``).
+        discrimination: the parameter whose raw value is ``log a``.
+        shared: True when the discrimination is one global (a 1PL), False when it is an item
+            parameter (a 2PL).
+    """
+
+    difficulty: str
+    discrimination: str
+    shared: bool
+
+
+@dataclass(frozen=True)
 class DataInfo:
     """Sizes of the data a model is fitted to (static; a penalty may be normalised by them)."""
 
@@ -293,7 +313,7 @@ class MeasurementModel(eqx.Module):
 
     Required: :meth:`subject_params`, :meth:`item_params`, :meth:`mean` and the ``likelihood``
     field. Optional: :meth:`global_params`, :meth:`identify`, the three penalty hooks (default:
-    ``-log prior`` of the free entries) and :meth:`describe`.
+    ``-log prior`` of the free entries), :meth:`describe` and :meth:`from_table`.
 
     Example (a one-parameter logistic model)::
 
@@ -328,6 +348,13 @@ class MeasurementModel(eqx.Module):
         """Mean response of one subject on one item (natural parameter values; a scalar)."""
         raise NotImplementedError
 
+    @classmethod
+    def from_table(cls, table, **options):
+        """The model with the options that depend on the data read from ``table`` (e.g. the
+        number of benchmarks in its ``group`` column); ``options`` are the others. Default:
+        ``cls(**options)``. The command line builds every model this way."""
+        return cls(**options)
+
     def identify(self, table) -> Identification:
         """Entries fixed to identify the scale, given the data (default: none)."""
         return Identification()
@@ -335,6 +362,12 @@ class MeasurementModel(eqx.Module):
     def describe(self) -> dict:
         """Plain-Python description written to ``fit.json``."""
         return {"name": self.name, "likelihood": self.likelihood.name}
+
+    def logistic_curve(self) -> LogisticCurve | None:
+        """The :class:`LogisticCurve` this model's mean is, if it is one (default: None, which
+        keeps every solver on its generic path). Declare it only when :meth:`mean` is exactly
+        ``sigmoid(a (theta - b))`` with the raw values the declaration names."""
+        return None
 
     def reparameterise(self, table) -> Reparameterisation | None:
         """Coordinates for samplers to explore in place of some parameters (default: none,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from platinum_jax._names import likelihood_name
 
 from .graded import GradedResponse
+from .group_guessing import GroupGuessingThreePL
 from .hierarchical import HierarchicalTwoPL
 from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
 from .likelihoods import LIKELIHOODS
@@ -20,6 +21,7 @@ MODELS = {
     "1pl": OnePL,
     "2pl": TwoPL,
     "3pl": ThreePL,
+    "3pl_group": GroupGuessingThreePL,
     "4pl": FourPL,
     "mirt": MultidimensionalTwoPL,
     "graded": GradedResponse,
@@ -28,9 +30,12 @@ MODELS = {
 }
 
 
-def make_model(name: str, *, likelihood: str | None = None, **options):
-    """A built-in model by name, with an optional likelihood by name (``bernoulli``,
-    ``binomial``, ``gaussian``, ``beta``, ``beta_binomial``) and model options."""
+def make_model(name: str, *, likelihood: str | None = None, table=None, **options):
+    """A built-in model by name, with an optional likelihood by name (any of
+    :data:`~platinum_jax.models.likelihoods.LIKELIHOODS`: ``bernoulli``, ``binomial``,
+    ``gaussian``, ``beta``, ``beta_binomial``, ...) and model options. With ``table`` the
+    model is built by its :meth:`~platinum_jax.models.MeasurementModel.from_table`, which
+    reads the options that depend on the data (e.g. the number of benchmarks)."""
     try:
         cls = MODELS[name]
     except KeyError:
@@ -43,4 +48,4 @@ def make_model(name: str, *, likelihood: str | None = None, **options):
             raise ValueError(
                 f"unknown likelihood {likelihood!r}; choose one of {sorted(LIKELIHOODS)}"
             ) from None
-    return cls(**options)
+    return cls(**options) if table is None else cls.from_table(table, **options)

@@ -48,7 +48,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._protocol import Fixed, Identification, Likelihood, MeasurementModel, Param, PriorSpec
+from ._groups import check_item_groups, count_groups, fixed_item_groups
+from ._protocol import Identification, Likelihood, MeasurementModel, Param, PriorSpec
 from .likelihoods import Bernoulli
 
 __all__ = ["HierarchicalTwoPL"]
@@ -60,7 +61,7 @@ class HierarchicalTwoPL(MeasurementModel):
     """2PL with item parameters drawn around their benchmark's (``groups`` benchmarks).
 
     Args:
-        groups: number of benchmarks (the table's groups); :meth:`for_table` reads it.
+        groups: number of benchmarks (the table's groups); :meth:`from_table` reads it.
         item_groups: optional benchmark position of every item, for tables without a
             ``group`` column (simulations); with a ``group`` column the table decides.
         likelihood: Bernoulli (default) or Binomial for k-of-n scores.
@@ -74,24 +75,16 @@ class HierarchicalTwoPL(MeasurementModel):
     name: ClassVar[str] = "hierarchical"
 
     def __check_init__(self):
-        if int(self.groups) < 1:
-            raise ValueError(f"groups must be >= 1 (got {self.groups})")
+        check_item_groups(self.groups, self.item_groups)
         if not self.spread_floor > 0:
             raise ValueError(f"spread_floor must be > 0 (got {self.spread_floor})")
-        if self.item_groups is not None:
-            g = np.asarray(self.item_groups)
-            if g.size and (g.min() < 0 or g.max() >= self.groups):
-                raise ValueError(f"item_groups must lie in 0..{self.groups - 1}")
 
     @classmethod
-    def for_table(cls, table, **options) -> HierarchicalTwoPL:
+    def from_table(cls, table, **options) -> HierarchicalTwoPL:
         """The model sized for ``table``'s groups (its ``group`` column, i.e. the benchmark)."""
-        if table.groups is None:
-            raise ValueError(
-                f"{table.source}: the hierarchical model needs to know which benchmark each "
-                "item belongs to: add a group column (or a benchmark column beside item)"
-            )
-        return cls(groups=len(table.groups), **options)
+        return cls(groups=count_groups(table, cls.name), **options)
+
+    for_table = from_table  # the earlier name
 
     # ------------------------------------------------------------------ declarations
     def subject_params(self):
@@ -158,27 +151,10 @@ class HierarchicalTwoPL(MeasurementModel):
         return total
 
     def identify(self, table) -> Identification:
-        if table.groups is not None:
-            if len(table.groups) != self.groups:
-                raise ValueError(
-                    f"{table.source} has {len(table.groups)} groups (benchmarks) but the model "
-                    f"was built for {self.groups}; build it with "
-                    "HierarchicalTwoPL.for_table(table)"
-                )
-            where = np.asarray(table.item_group)
-        elif self.item_groups is not None:
-            where = np.asarray(self.item_groups)
-            if len(where) != table.n_items:
-                raise ValueError(f"item_groups names {len(where)} items but {table.source} has "
-                                 f"{table.n_items}")
-        else:
-            raise ValueError(
-                f"{table.source} has no group column and the model no item_groups: the "
-                "hierarchical model needs the benchmark of every item"
-            )
-        n = table.n_items
+        where = fixed_item_groups(table, self.groups, self.item_groups, self.name,
+                                  "HierarchicalTwoPL.from_table(table)")
         return Identification(
-            item={"benchmark": Fixed(np.ones(n, bool), where.astype(np.float64))},
+            item={"benchmark": where},
             description="ability prior theta ~ N(0, 1); each item's benchmark fixed by the "
             "group column",
         )

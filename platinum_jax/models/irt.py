@@ -25,7 +25,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
-from ._protocol import Likelihood, MeasurementModel, Param, PriorSpec
+from ._protocol import Likelihood, LogisticCurve, MeasurementModel, Param, PriorSpec
 from .likelihoods import Bernoulli, Beta
 
 __all__ = ["OnePL", "TwoPL", "ThreePL", "FourPL", "BetaTwoPL"]
@@ -67,6 +67,12 @@ class OnePL(MeasurementModel):
     def mean(self, subject, item, glob):
         return jax.nn.sigmoid(glob["discrimination"] * (subject["ability"] - item["difficulty"]))
 
+    def logistic_curve(self):
+        """The logistic curve with one shared slope; a subclass with its own mean has none."""
+        if type(self).mean is not OnePL.mean:
+            return None
+        return LogisticCurve("difficulty", "discrimination", shared=True)
+
 
 class TwoPL(MeasurementModel):
     """``P = sigmoid(a_i (theta_s - b_i))``."""
@@ -82,6 +88,12 @@ class TwoPL(MeasurementModel):
 
     def mean(self, subject, item, glob):
         return _logistic(subject, item)
+
+    def logistic_curve(self):
+        """The logistic curve with a slope per item; a subclass with its own mean has none."""
+        if type(self).mean is not TwoPL.mean:
+            return None
+        return LogisticCurve("difficulty", "discrimination", shared=False)
 
 
 class ThreePL(MeasurementModel):
