@@ -98,9 +98,9 @@ def fit_worker(path, out):
 
 
 def score_worker(items_csv, n_s, n_i_score, seed, out):
-    import jax
+    from platinum_jax import enable_float64
 
-    jax.config.update("jax_enable_x64", True)
+    enable_float64()
     import pandas as pd
 
     from platinum_jax.data import CodedResponses

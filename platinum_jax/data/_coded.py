@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,8 @@ class CodedResponses:
     subjects: pd.Index
     items: pd.Index
     n_responses: int
+    #: the code matrix's rows are padded to a multiple of this
+    ROW_ALIGN: ClassVar[int] = _ROW_ALIGN
 
     def __post_init__(self):
         c = self.codes

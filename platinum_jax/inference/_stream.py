@@ -39,7 +39,9 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from platinum_jax.data._coded import _ROW_ALIGN, CodedResponses, read_parquet_streamed
+from platinum_jax.data import CodedResponses, read_parquet_streamed
+
+_ROW_ALIGN = CodedResponses.ROW_ALIGN
 
 __all__ = ["StreamedFit", "fit_streamed_2pl", "score_streamed_2pl"]
 
