@@ -8,7 +8,7 @@ from pathlib import Path
 
 from platinum_jax.cli._common import add_anchor_arguments, anchor_from_args
 
-MODEL_NAMES = ("rosetta", "1pl", "2pl", "3pl", "4pl", "mirt", "graded", "beta", "hierarchical")
+MODEL_NAMES = ("rosetta", "rosetta_bayes", "1pl", "2pl", "3pl", "4pl", "mirt", "graded", "beta", "hierarchical")
 METHOD_NAMES = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")
 LIKELIHOOD_NAMES = ("bernoulli", "binomial", "gaussian", "beta", "beta_binomial")
 
@@ -24,8 +24,13 @@ item column, as the group otherwise), so the Rosetta paper's scores_long.csv rea
 Models (--model):
   rosetta  score = f(alpha_b (C_m - D_b)), benchmarks as items, the paper's L2-penalised least
            squares (Ho et al. 2025, "A Rosetta Stone for AI Benchmarks"); --link, --l2, anchors.
-           svi/nuts sample it with one free noise for all benchmarks, not the model of
-           `stitch-bayes` (a noise per benchmark); fit.json says so (sampled_model)
+           svi/nuts sample the Bayesian Rosetta model (rosetta_bayes), the model of
+           `stitch-bayes`; fit.json says so (sampled_model)
+  rosetta_bayes
+           the Bayesian Rosetta model: a noise per benchmark around a common level, known
+           standard errors (column se, those below 0.005 raised to it) added in variance,
+           sampled in standardised coordinates; --likelihood gaussian (default), beta,
+           binomial or beta_binomial; methods svi and nuts
   1pl      P = sigmoid(a (theta - b_i)), one discrimination for all items
   2pl      P = sigmoid(a_i (theta - b_i))
   3pl      adds a lower asymptote c_i (guessing, chance score)
@@ -54,7 +59,8 @@ Methods (--method):
              and ESS in fit.json
 
 Likelihood (--likelihood): the model's default (rosetta: least squares, i.e. Gaussian with
-noise 1 for map, free noise for svi/nuts; IRT: bernoulli, or binomial when DATA has trials).
+noise 1, for the point methods and the Bayesian Rosetta model's noise per benchmark for
+svi/nuts; IRT: bernoulli, or binomial when DATA has trials).
 
 Outputs in --out: subjects.csv, items.csv, globals.csv and fit.json (model, method,
 objective, convergence and sampler diagnostics); with --diagnostics also
@@ -138,18 +144,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 _FROM_FRACTIONS_MODEL = {"none-some-all": "graded", "squeeze": "beta"}
 
-# Written to fit.json and printed, so that no one mistakes this posterior for stitch-bayes'.
+# Written to fit.json and printed, so that no one mistakes which Rosetta model was sampled.
 SAMPLED_ROSETTA = (
-    "the plain Rosetta model with one Gaussian noise for all benchmarks (free, or as "
-    "--likelihood says), sampled in its own coordinates; `platinum-jax stitch-bayes` samples "
-    "the Bayesian Rosetta model instead (a noise per benchmark, known standard errors, "
-    "standardised coordinates): the two posteriors differ")
+    "the Bayesian Rosetta model (rosetta_bayes): a noise per benchmark, known standard errors, "
+    "standardised coordinates; the model `platinum-jax stitch-bayes` samples")
+
+
+def bayesian_rosetta(model: str, method: str) -> bool:
+    """Whether ``--model model --method method`` samples the Bayesian Rosetta model."""
+    return model == "rosetta_bayes" or (model == "rosetta" and method in ("svi", "nuts"))
 
 
 def sampled_model_note(model: str, method: str) -> str | None:
     """What ``fit.json`` says about the model a Bayesian method samples, where it could be
-    mistaken for another command's."""
-    return SAMPLED_ROSETTA if model == "rosetta" and method in ("svi", "nuts") else None
+    mistaken for another."""
+    return SAMPLED_ROSETTA if bayesian_rosetta(model, method) else None
 
 
 def derive_responses(table, how: str):
@@ -180,14 +189,19 @@ def derive_responses(table, how: str):
 
 def build_model(args, table):
     from platinum_jax.models import make_model
-    from platinum_jax.models.likelihoods import Gaussian
 
     lik = args.likelihood
     options = {}
+    if bayesian_rosetta(args.model, args.method):
+        from platinum_jax.models.rosetta_bayes import RosettaBayes
+
+        if args.link != "sigmoid":
+            raise ValueError(f"the Bayesian Rosetta model has the sigmoid link; --link "
+                             f"{args.link} is for the point methods of --model rosetta")
+        return RosettaBayes.with_likelihood("gaussian" if lik is None else lik,
+                                            anchor=anchor_from_args(args))
     if args.model == "rosetta":
         options = {"link": args.link, "l2": args.l2, "anchor": anchor_from_args(args)}
-        if lik is None and args.method in ("svi", "nuts"):
-            options["likelihood"] = Gaussian()  # free noise: the least-squares noise 1 is a device
     elif lik is None and table.trials is not None:
         lik = "binomial"
     if args.model == "mirt":
@@ -205,10 +219,6 @@ def build_model(args, table):
 
         kw = {} if lik is None else {"likelihood": make_model("2pl", likelihood=lik).likelihood}
         return HierarchicalTwoPL.for_table(table, **kw)
-    if "likelihood" in options:  # an instance (rosetta's free noise), not a registry name
-        from platinum_jax.models import MODELS
-
-        return MODELS[args.model](**options)
     return make_model(args.model, likelihood=lik, **options)
 
 
@@ -233,6 +243,9 @@ def _categories(args, table) -> int:
 
 
 def _check(args) -> None:
+    if args.model == "rosetta_bayes" and args.method not in ("svi", "nuts"):
+        raise ValueError(f"--model rosetta_bayes is sampled (--method nuts or svi); for "
+                         f"--method {args.method} use --model rosetta (least squares)")
     for name in ("restarts",):
         if getattr(args, name) < 0:
             raise ValueError(f"--{name} must be >= 0 (got {getattr(args, name)})")
@@ -289,6 +302,13 @@ def run(args: argparse.Namespace) -> int:
         table, derived = derive_responses(table, args.from_fractions)
         print(derived)
     model = build_model(args, table)
+    if bayesian_rosetta(args.model, args.method):
+        from platinum_jax.models.rosetta_bayes import STDERR_FLOOR, floor_se
+
+        table, n_floored = floor_se(table)  # as stitch-bayes does
+        if n_floored:
+            print(f"note: {n_floored} standard error(s) below {STDERR_FLOOR:g} raised to it",
+                  file=sys.stderr)
     from platinum_jax.models._check import check_responses, response_notes
 
     check_responses(model, table)  # before the output directory is claimed
