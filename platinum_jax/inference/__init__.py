@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._bayes import loo, numpyro_model, nuts, posterior_theta, posterior_values, run_nuts, svi
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
+    from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
 
 # Loaded on first use (PEP 562): NumPyro (the Bayesian methods and the marginal fit's prior
 # check) and optax (the first-order solver) cost about a second to import, which a point fit
@@ -63,6 +64,10 @@ _LAZY = {
     "fit_marginal": "_marginal",
     "marginal_log_likelihood": "_marginal",
     "quadrature": "_marginal",
+    "rank_uniformity": "_sbc",
+    "run_sbc": "_sbc",
+    "sbc_design": "_sbc",
+    "simulate_world": "_sbc",
 }
 
 __all__ = [
@@ -95,11 +100,15 @@ __all__ = [
     "nuts",
     "posterior_theta",
     "quadrature",
+    "rank_uniformity",
     "row_mesh",
+    "run_sbc",
     "sampler_diagnostics",
+    "sbc_design",
     "score_subjects",
     "shard_rows",
     "simulate",
+    "simulate_world",
     "solve_first_order",
     "solve_map",
     "svi",

@@ -204,3 +204,20 @@ def stitching_model(table, anchor=None, *, likelihood: str = "gaussian",
     problem, _ = stitching_problem(table, anchor, likelihood=likelihood, priors=priors,
                                    **prepare)
     return numpyro_model(problem, plain_names=True), problem.data()
+
+
+#: Parameter groups of the Bayesian Rosetta model for
+#: :func:`platinum_jax.inference.run_sbc` (site -> group label).
+SBC_GROUPS = {"capability": "capability", "difficulty": "difficulty", "slope": "slope",
+              "sigma": "noise scale", "noise_log_mu": "hyper-parameter",
+              "noise_log_tau": "hyper-parameter", "capability_mu": "hyper-parameter",
+              "capability_tau": "hyper-parameter"}
+
+
+def sbc_noise_scale(problem, values: dict) -> dict:
+    """``{"sigma": sigma_b}``, the per-benchmark noise scale of one draw of the Gaussian
+    likelihood (``extra`` of :func:`platinum_jax.inference.run_sbc`)."""
+    from platinum_jax.inference._bayes import _assemble
+
+    theta, _ = _assemble(problem, values, True)
+    return {"sigma": jnp.exp(problem.item.unflatten(theta.items)["noise_log_sigma"])}
