@@ -71,14 +71,15 @@ def main(argv=None) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from platinum_jax.stitching.bayes import SamplingWarning, fit_stitching_bayes
+    from platinum_jax.inference import SamplingWarning
+    from platinum_jax.stitching.bayes import fit_stitching_bayes
 
     table = real_subset_table()
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         fit = fit_stitching_bayes(table, seed=args.seed, chains=chains, warmup=warmup,
-                                  samples=samples, min_ess=min_ess, max_r_hat=max_r_hat)
+                                  samples=samples, ess_min=min_ess, rhat_max=max_r_hat)
     seconds = time.perf_counter() - start
     d = fit.diagnostics
     checked = set(fit.summary.loc[fit.summary["sd"] > 0, "variable"])

@@ -139,3 +139,36 @@ def test_the_two_commands_posteriors_agree(tmp_path):
     se = np.sqrt(2.0) * c_theirs["sd"].to_numpy() / np.sqrt(np.maximum(ess, 50.0))
     gap = np.abs(mean_ours.to_numpy() - c_theirs["mean"].to_numpy())
     assert np.all(gap < 5 * se), (gap / se)
+
+
+@pytest.mark.parametrize("old, home, new", [
+    ("Priors", "platinum_jax.models.rosetta_bayes", "Priors"),
+    ("SamplingWarning", "platinum_jax.inference", "SamplingWarning"),
+    ("check_diagnostics", "platinum_jax.inference", "check_diagnostics"),
+    ("posterior_summary", "platinum_jax.inference", "posterior_summary"),
+    ("use_cpu_devices_for_chains", "platinum_jax.inference", "use_cpu_devices_for_chains"),
+    ("posterior_optimal_weights", "platinum_jax.design", "posterior_optimal_weights"),
+    ("optimal_weight_draws", "platinum_jax.design", "optimal_weight_draws"),
+    ("load_weights_config", "platinum_jax.design", "load_weights_config"),
+    ("plot_capabilities", "platinum_jax.plots", "plot_posterior_capabilities"),
+    ("plot_ppc", "platinum_jax.plots", "plot_ppc"),
+])
+def test_moved_names_still_import_with_a_pointer_to_their_home(old, home, new):
+    import importlib
+
+    import platinum_jax.stitching.bayes as bayes
+
+    with pytest.warns(DeprecationWarning, match=f"moved to {home}.{new}"):
+        value = getattr(bayes, old)
+    assert value is getattr(importlib.import_module(home), new)
+
+
+def test_old_threshold_names_still_read(tmp_path):
+    from platinum_jax.inference._summary import threshold_names
+
+    with pytest.warns(DeprecationWarning, match="rhat_max"):
+        assert threshold_names(400.0, 1.01, {"max_r_hat": 1.05}, "f") == (400.0, 1.05)
+    with pytest.warns(DeprecationWarning, match="ess_min"):
+        assert threshold_names(400.0, 1.01, {"min_ess": 100}, "f") == (100.0, 1.01)
+    with pytest.raises(TypeError, match="unexpected"):
+        threshold_names(400.0, 1.01, {"rhat": 1.0}, "f")

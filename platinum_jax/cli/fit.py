@@ -289,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
 
     jax.config.update("jax_enable_x64", True)
     if args.method == "nuts" and args.chains > 1:
-        from platinum_jax.stitching.bayes import use_cpu_devices_for_chains
+        from platinum_jax.inference import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # before JAX starts its backend
     from platinum_jax.data import ResponseTable

@@ -25,6 +25,7 @@ from ._diagnostics import (
     canonical_diagnostics,
     choose_chain_method,
     sampler_diagnostics,
+    use_cpu_devices_for_chains,
 )
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._point import (
@@ -40,6 +41,14 @@ from ._point import (
 from ._problem import Data, Problem, Theta
 from ._results import Fit
 from ._simulate import simulate
+from ._summary import (
+    HDI_PROB,
+    SamplingWarning,
+    check_diagnostics,
+    posterior_summary,
+    summary_diagnostics,
+    warn_on_diagnostics,
+)
 
 if TYPE_CHECKING:
     from ._bayes import loo, numpyro_model, nuts, posterior_theta, posterior_values, run_nuts, svi
@@ -72,6 +81,8 @@ _LAZY = {
 
 __all__ = [
     "DIAGNOSTIC_KEYS",
+    "HDI_PROB",
+    "SamplingWarning",
     "Data",
     "Diagnostics",
     "Fit",
@@ -82,6 +93,7 @@ __all__ = [
     "Theta",
     "bootstrap",
     "canonical_diagnostics",
+    "check_diagnostics",
     "choose_chain_method",
     "cross_validate",
     "fit",
@@ -98,6 +110,7 @@ __all__ = [
     "posterior_values",
     "run_nuts",
     "nuts",
+    "posterior_summary",
     "posterior_theta",
     "quadrature",
     "rank_uniformity",
@@ -111,7 +124,10 @@ __all__ = [
     "simulate_world",
     "solve_first_order",
     "solve_map",
+    "summary_diagnostics",
     "svi",
+    "use_cpu_devices_for_chains",
+    "warn_on_diagnostics",
 ]
 
 METHODS = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")
