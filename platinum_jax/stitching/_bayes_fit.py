@@ -225,8 +225,9 @@ def fit_stitching_bayes(
         target_accept, max_tree_depth: NUTS settings.  With the defaults (4 chains, 1,000
             warmup steps, 1,500 draws each, target acceptance 0.99) the Epoch data, the tidy
             table and the raw directory alike, sample with no divergences, R-hat <= 1.01 and
-            bulk and tail ESS >= 400 for every parameter, as do random subsets of the raw
-            directory with other seeds (``benchmarks/bench_bayes_defaults.py --sweep``).
+            bulk and tail ESS >= 400 for every parameter (see the README for the figures).
+            The slowest coordinate is the scale itself (``capability_tau``, set by the
+            anchor benchmark's slope), at about 0.1 effective draws per draw.
         dense_mass: the NUTS mass matrix.  ``"hyper"`` (default): dense over the scale
             hyper-parameters (:func:`hyper_mass_blocks`), diagonal elsewhere; ``False``: all
             diagonal; ``True``: fully dense (needs a long warmup to estimate ~300 x 300
