@@ -101,8 +101,6 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
     lp += st.norm.logpdf(beta, pr.intercept_loc, pr.intercept_scale).sum()
     lp += st.norm.logpdf(z_s).sum()
     eta = pr.log_slope_loc + pr.log_slope_scale * np.asarray(z_s)
-    # the likelihood sees the direction of z only: unit root mean square (see Priors)
-    z_c = np.asarray(z_c) / np.sqrt(np.mean(np.asarray(z_c) ** 2))
     if model_anchor is None:
         beta_a, v_a = point["anchor_intercept"], point["anchor_slope_z"]
         lp += st.norm.logpdf(beta_a, pr.intercept_loc, pr.intercept_scale) + st.norm.logpdf(v_a)

@@ -83,7 +83,7 @@ class Priors:
     priori normal.  The anchor's scale is reached through the population mean mu_C and spread
     tau_C of the capabilities:
 
-        C_m     = mu_C + tau_C z_m / rms(z),          z ~ ZeroSumNormal(1)
+        C_m     = mu_C + tau_C z_m,                   z ~ ZeroSumNormal(1)
         alpha_b = exp(eta_b) / tau_C,                 eta_b = log_slope_loc + log_slope_scale v_b
         D_b     = mu_C + tau_C (zbar_b - beta_b / exp(eta_b)),   beta_b ~ N(intercept_loc, intercept_scale)
         mu_C ~ N(capability_loc, capability_loc_scale),  tau_C ~ HalfNormal(capability_scale)
@@ -100,17 +100,6 @@ class Priors:
     into a curved ridge between D_b and alpha_b that NUTS crosses slowly.  Predictions off the
     anchor do not involve (mu_C, tau_C): the shift and stretch of the whole scale, which only
     the anchor pins down, are two coordinates of their own.
-
-    The standardised abilities enter through their direction only: z_m is divided by the root
-    mean square of the free z (so the free capabilities have mean mu_C and root-mean-square
-    spread tau_C exactly). Sampled as they are, a common stretch of all z_m by 1/k and a shift
-    of every log slope eta_b (the anchor's included) by log k leave every prediction as it is;
-    the likelihood is flat along that curved ridge, which only the priors close, and NUTS
-    crossed it slowly (on the Epoch raw data the log spread of z had a bulk ESS of about 100
-    per 6,000 draws, R-hat 1.03, correlation -0.54 with the mean standardised log slope, and
-    the slopes inherited R-hat up to 1.01). Fixing the spread leaves the radius of z a
-    direction of the prior alone, independent of the data, and the log slopes without a flat
-    direction.
 
     Gaussian noise is hierarchical on the log scale, log sigma_b ~ N(nu, s) with
     nu ~ N(log_noise_loc, log_noise_loc_scale) and s ~ LogNormal(log log_noise_spread,
@@ -325,11 +314,6 @@ class RosettaReparameterisation(Reparameterisation):
         free_d = np.asarray(self.free_difficulty, dtype=int)
         free_s = np.asarray(self.free_slope, dtype=int)
         z_c = values["capability_z"]
-        # Only the direction of z reaches the likelihood: its root mean square is fixed at 1
-        # (see Priors), so its sampled radius is a prior-only coordinate, not a ridge with the
-        # log slopes.
-        rms = jnp.sqrt(jnp.mean(z_c**2))
-        z_c = z_c / jnp.where(rms > 0, rms, 1.0)
         dtype = jnp.result_type(z_c)
         if self.anchor_benchmark is None:
             mu_c, tau_c = values["capability_mu"], values["capability_tau"]
