@@ -91,8 +91,8 @@ def run_pymc(table, args):
             "bench_bayes.py needs PyMC for the baseline: pip install -e '.[bench]' "
             f"(or pip install pymc), or pass --skip-pymc ({exc})"
         ) from exc
+    from platinum_jax.models.rosetta_bayes import Priors
     from platinum_jax.stitching import BenchmarkAnchor, ParameterLayout
-    from platinum_jax.stitching.bayes import Priors
 
     pr = Priors()
     layout = ParameterLayout.from_table(table, BenchmarkAnchor())
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
 
     enable_float64()
     if args.chain_method in ("auto", "parallel"):
-        from platinum_jax.stitching.bayes import use_cpu_devices_for_chains
+        from platinum_jax.inference import use_cpu_devices_for_chains
 
         # One host device per chain, as the CLI does: the chains run side by side on the cores.
         use_cpu_devices_for_chains(args.chains)

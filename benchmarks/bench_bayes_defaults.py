@@ -18,6 +18,14 @@ scaled to its length; this script is the full-length claim the docstring of
 With ``--quick`` the chains are a fifth as long and the bars scale with them: ESS grows in
 proportion to the number of draws, so the ESS bar is 400 / 5, and R-hat - 1 shrinks like
 1 / ESS, so the R-hat bar is 1 + 5 x 0.01.
+
+``--sweep`` asks the same of data the defaults were never tuned on: the whole raw directory and
+random subsets of it (a share ``--drop`` of the benchmarks, never the anchor, and of the models
+left out at random; then the paper's filter, models on at least four benchmarks, and the
+largest connected part), each fitted with every seed of ``--seeds``. Every run must pass the
+bars; one JSON line per run, and the exit status is 1 when any fails.
+
+    python benchmarks/bench_bayes_defaults.py --sweep --subsets 2 --seeds 0 1   # minutes
 """
 
 from __future__ import annotations
@@ -58,12 +66,78 @@ def real_subset_table(raw_dir: Path = EPOCH_RAW):
     return part.select_models(counts.index[counts >= 4])
 
 
+def random_subset(full, k: int, drop: float):
+    """Subset ``k`` of the raw table: ``drop`` of the benchmarks (not Winogrande) and of the
+    models left out at random (subset 0 is the whole table), models on >= 4 benchmarks, the
+    largest connected part."""
+    import numpy as np
+
+    table = full
+    if k > 0:
+        rng = np.random.default_rng(1000 + k)
+        benches = [b for b in full.benchmarks if b != "Winogrande"]
+        keep_b = rng.choice(benches, size=int(round(len(benches) * (1 - drop))), replace=False)
+        table = table.select_benchmarks(["Winogrande", *keep_b])
+        models = list(table.models)
+        keep_m = rng.choice(models, size=int(round(len(models) * (1 - drop))), replace=False)
+        table = table.select_models(keep_m)
+    counts = table.data.groupby("model")["benchmark"].nunique()
+    table = table.select_models(counts.index[counts >= 4])
+    models, benches = max(table.components(), key=lambda c: len(c[0]))
+    return table.select_models(sorted(models)).select_benchmarks(sorted(benches))
+
+
+def sweep(args) -> int:
+    """Every seed on every subset, with the defaults and the full bars."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from platinum_jax.stitching import ScoreTable
+    from platinum_jax.stitching._epoch import EpochDataWarning
+    from platinum_jax.stitching.bayes import fit_stitching_bayes
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EpochDataWarning)
+        full = ScoreTable.from_epoch(EPOCH_RAW)
+    failed = 0
+    for k in range(args.subsets):
+        table = random_subset(full, k, args.drop)
+        for seed in args.seeds:
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit = fit_stitching_bayes(table, seed=seed)
+            d = fit.diagnostics
+            ok = (d["divergences"] == 0 and d["rhat_max"] <= 1.01
+                  and min(d["ess_bulk_min"], d["ess_tail_min"]) >= 400)
+            failed += not ok
+            print(json.dumps({
+                "name": "bayes_defaults_sweep", "subset": k, "seed": seed,
+                "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
+                "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
+                "divergences": int(d["divergences"]), "rhat_max": round(float(d["rhat_max"]), 4),
+                "worst_rhat": d.get("worst_rhat_parameter"),
+                "ess_bulk_min": round(float(d["ess_bulk_min"]), 1),
+                "ess_tail_min": round(float(d["ess_tail_min"]), 1), "ok": ok}), flush=True)
+    return 1 if failed else 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--quick", action="store_true",
                         help="4 chains x 300 draws after 300 warmup, with the bars scaled")
+    parser.add_argument("--sweep", action="store_true",
+                        help="the whole raw directory and random subsets, several seeds")
+    parser.add_argument("--subsets", type=int, default=3,
+                        help="--sweep: subsets, the first the whole table (default 3)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                        help="--sweep: random seeds (default 0 1 2)")
+    parser.add_argument("--drop", type=float, default=0.2,
+                        help="--sweep: share of benchmarks and of models dropped (default 0.2)")
     args = parser.parse_args(argv)
+    if args.sweep:
+        return sweep(args)
     chains, warmup, samples = (4, 300, 300) if args.quick else (4, 1000, 1500)
     share = chains * samples / (4 * 1500)
     min_ess, max_r_hat = 400 * share, 1 + 0.01 / share
@@ -72,14 +146,15 @@ def main(argv=None) -> int:
     from platinum_jax._runtime import enable_float64
 
     enable_float64()
-    from platinum_jax.stitching.bayes import SamplingWarning, fit_stitching_bayes
+    from platinum_jax.inference import SamplingWarning
+    from platinum_jax.stitching.bayes import fit_stitching_bayes
 
     table = real_subset_table()
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         fit = fit_stitching_bayes(table, seed=args.seed, chains=chains, warmup=warmup,
-                                  samples=samples, min_ess=min_ess, max_r_hat=max_r_hat)
+                                  samples=samples, ess_min=min_ess, rhat_max=max_r_hat)
     seconds = time.perf_counter() - start
     d = fit.diagnostics
     checked = set(fit.summary.loc[fit.summary["sd"] > 0, "variable"])

@@ -14,7 +14,7 @@ capabilities move together when the world's shift of the scale is mis-estimated)
 pooled chi-square and KS tests, which treat every rank as independent, reject a calibrated
 sampler once a group has many entries per world. ``world_t2_p`` (Hotelling's T² on each
 world's rank-bin shares, the world as the unit) and ``ks_p_one_per_world`` (one random entry
-per world) are the valid tests; see :func:`platinum_jax.stitching._bayes_sbc.rank_uniformity`.
+per world) are the valid tests; see :func:`platinum_jax.inference.rank_uniformity`.
 
 Also with ``--loo``: posterior-predictive calibration on the real ``scores_long.csv`` by PSIS
 leave-one-out (ArviZ): the share of held-out scores inside their 50% and 90% LOO-PIT intervals,
@@ -129,12 +129,16 @@ def main() -> None:
     from platinum_jax._runtime import enable_float64
 
     enable_float64()
-    from platinum_jax.stitching._bayes_sbc import rank_uniformity, run_sbc, sbc_design
+    from platinum_jax.inference import rank_uniformity, run_sbc, sbc_design
+    from platinum_jax.models import BenchmarkAnchor
+    from platinum_jax.models.rosetta_bayes import RosettaBayes
+    from platinum_jax.stitching._bayes_model import SBC_GROUPS, sbc_noise_scale
 
     design = sbc_design(40, 8, 250, seed=args.seed) if args.quick else sbc_design(seed=args.seed)
+    model = RosettaBayes.with_likelihood("gaussian", anchor=BenchmarkAnchor(design.items[0]))
     print(
-        f"design: {design.n_models} models x {design.n_benchmarks} benchmarks, "
-        f"{len(design.model_index)} scores, {int((design.stderr > 0).sum())} with a stderr; "
+        f"design: {design.n_subjects} models x {design.n_items} benchmarks, "
+        f"{design.n_responses} scores, {int((design.se > 0).sum())} with a stderr; "
         f"{args.worlds} worlds, {args.warmup} + {args.samples} steps, thinned by {args.thin}",
         flush=True,
     )
@@ -145,8 +149,9 @@ def main() -> None:
               f"{time.perf_counter() - start:.0f} s", flush=True)
 
     result = run_sbc(
-        design, args.worlds, warmup=args.warmup, samples=args.samples, thin=args.thin,
-        seed=args.seed, progress=progress,
+        model, design, args.worlds, warmup=args.warmup, samples=args.samples, thin=args.thin,
+        seed=args.seed, progress=progress, dense_mass=[("noise_log_mu", "noise_log_tau")],
+        groups=SBC_GROUPS, extra=sbc_noise_scale,
     )
     summary = rank_uniformity(result)
     print(summary.round(3).to_string())

@@ -12,15 +12,13 @@ import pytest
 import scipy.stats as st
 from numpyro.infer.util import log_density
 
+from platinum_jax.design import load_weights_config, posterior_optimal_weights
+from platinum_jax.inference import SamplingWarning, check_diagnostics
+from platinum_jax.models.rosetta_bayes import Priors
 from platinum_jax.stitching import BenchmarkAnchor, ModelAnchor, ScoreTable
 from platinum_jax.stitching.bayes import (
-    Priors,
-    SamplingWarning,
-    check_diagnostics,
     compare_likelihoods,
     fit_stitching_bayes,
-    load_weights_config,
-    posterior_optimal_weights,
     prepare_data,
     stitching_model,
 )
@@ -575,7 +573,8 @@ def test_weights_config_errors(tmp_path):
 def test_mass_matrix_blocks_and_chain_devices(synth):
     import jax
 
-    from platinum_jax.stitching.bayes import hyper_mass_blocks, use_cpu_devices_for_chains
+    from platinum_jax.inference import use_cpu_devices_for_chains
+    from platinum_jax.stitching.bayes import hyper_mass_blocks
 
     assert hyper_mass_blocks("gaussian") == [("noise_log_mu", "noise_log_tau")]
     assert hyper_mass_blocks("gaussian", model_anchor=True) == [

@@ -9,13 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from platinum_jax.design import load_weights_config
+from platinum_jax.inference import SamplingWarning, check_diagnostics
 from platinum_jax.stitching import BenchmarkAnchor, ScoreTable
-from platinum_jax.stitching.bayes import (
-    SamplingWarning,
-    check_diagnostics,
-    fit_stitching_bayes,
-    load_weights_config,
-)
+from platinum_jax.stitching.bayes import fit_stitching_bayes
 
 
 def _small_csv(tmp_path, seed=3, n_models=24, n_bench=4):
@@ -57,7 +54,7 @@ def _one_chain_idata(n_draws=300, seed=0):
 def test_check_diagnostics_on_one_chain_says_r_hat_needs_chains():
     idata = _one_chain_idata()
     with pytest.warns(SamplingWarning, match="one chain: R-hat compares chains") as record:
-        diag = check_diagnostics(idata, min_ess=100)
+        diag = check_diagnostics(idata, ess_min=100)
     assert diag["rhat_max"] == "unavailable with one chain" and diag["chains"] == 1
     # independent draws: the ESS of one chain is still computed (about the number of draws)
     assert 150 < diag["ess_bulk_min"] < 600
@@ -219,7 +216,7 @@ def test_short_chains_sample_a_real_subset_cleanly(epoch_dir):
     with pytest.warns(UserWarning, match="standard error\\(s\\) below stderr_floor") as record:
         fit = fit_stitching_bayes(
             table, seed=3, chains=SHORT_CHAINS, warmup=SHORT_WARMUP, samples=SHORT_SAMPLES,
-            min_ess=SHORT_MIN_ESS, max_r_hat=SHORT_MAX_R_HAT,
+            ess_min=SHORT_MIN_ESS, rhat_max=SHORT_MAX_R_HAT,
         )
     assert not [w for w in record if issubclass(w.category, SamplingWarning)]
     d = fit.diagnostics

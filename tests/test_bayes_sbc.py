@@ -1,13 +1,16 @@
 """Simulation-based calibration: the design generator, the rank test on draws whose calibration
-is known by construction, and a small calibration run of the stitching model itself."""
+is known by construction, and small calibration runs of two registered models (the Bayesian
+Rosetta model and a 2PL)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from platinum_jax.stitching._bayes_sbc import rank_uniformity, run_sbc, sbc_design
+from platinum_jax.inference import rank_uniformity, run_sbc, sbc_design
 
 
 def _ranks_frame(truth, draws, group):
@@ -79,30 +82,56 @@ def test_world_clustered_test_allows_a_shared_shift_within_worlds():
 
 def test_design_is_shaped_like_the_epoch_table():
     d = sbc_design(seed=2)
-    n = len(d.model_index)
-    assert abs(n - 1300) <= 40  # the top-up of thin benchmarks adds a few
-    per_model = np.bincount(d.model_index, minlength=d.n_models)
-    per_bench = np.bincount(d.benchmark_index, minlength=d.n_benchmarks)
+    n = d.n_responses
+    assert abs(n - 1300) <= 40  # the top-up of thin items adds a few
+    per_model = np.bincount(d.subject_index, minlength=d.n_subjects)
+    per_bench = np.bincount(d.item_index, minlength=d.n_items)
     assert per_model.min() >= 4 and per_bench.min() >= 3
     assert per_bench[0] == per_bench.max()  # the anchor is the most popular benchmark
-    pairs = set(zip(d.model_index.tolist(), d.benchmark_index.tolist(), strict=True))
+    pairs = set(zip(d.subject_index.tolist(), d.item_index.tolist(), strict=True))
     assert len(pairs) == n  # no pair twice
-    has = np.bincount(d.benchmark_index[d.stderr > 0], minlength=d.n_benchmarks) > 0
+    has = np.bincount(d.item_index[d.se > 0], minlength=d.n_items) > 0
     assert not has[0] and 0.1 < has.mean() < 0.5
-    assert ((d.stderr == 0) | ((d.stderr >= 0.01) & (d.stderr <= 0.05))).all()
-    with pytest.raises(ValueError, match="n_scores"):
+    assert ((d.se == 0) | ((d.se >= 0.01) & (d.se <= 0.05))).all()
+    with pytest.raises(ValueError, match="n_responses"):
         sbc_design(10, 5, 20)
 
 
-def test_small_sbc_run_of_the_stitching_model_is_calibrated():
+def test_small_sbc_run_of_the_bayesian_rosetta_model_is_calibrated():
+    from platinum_jax.models import BenchmarkAnchor
+    from platinum_jax.models.rosetta_bayes import RosettaBayes
+    from platinum_jax.stitching._bayes_model import SBC_GROUPS, sbc_noise_scale
+
     design = sbc_design(16, 4, 64, seed=0)  # every pair scored
-    result = run_sbc(design, 10, warmup=200, samples=200, thin=2, seed=1)
+    model = RosettaBayes.with_likelihood("gaussian", anchor=BenchmarkAnchor("b00000"))
+    result = run_sbc(model, design, 10, warmup=200, samples=200, thin=2, seed=1,
+                     dense_mass=[("noise_log_mu", "noise_log_tau")], groups=SBC_GROUPS,
+                     extra=sbc_noise_scale)
     assert set(result["group"]) == {
         "capability", "difficulty", "slope", "noise scale", "hyper-parameter"
     }
     assert result["rank"].between(0, 100).all() and (result["n_draws"] == 100).all()
+    assert result.loc[result["site"] == "capability", "derived"].all()
+    assert not result.loc[result["site"] == "noise_log_mu", "derived"].any()
     caps = result[result["group"] == "capability"]
     assert len(caps) == 10 * 16
     # 160 capability truths: a calibrated 90% interval covers 144 +- 3.8 of them
     assert 0.78 <= caps["in_90"].mean() <= 0.99
     assert 0.78 <= result["in_90"].mean() <= 0.99
+
+
+def test_small_sbc_run_of_a_2pl_is_calibrated():
+    """The same tool on another registered model: a 2PL on binary responses."""
+    from platinum_jax.models import TwoPL
+
+    design = sbc_design(30, 5, 150, se_share=0.0, seed=3)
+    design = dataclasses.replace(design, se=None)
+    result = run_sbc(TwoPL(), design, 8, warmup=150, samples=200, thin=2, seed=2)
+    assert {"ability", "difficulty"} <= set(result["site"])
+    assert result["rank"].between(0, 100).all()
+    abilities = result[result["site"] == "ability"]
+    assert len(abilities) == 8 * 30
+    # 240 ability truths: a calibrated 90% interval covers 216 +- 4.6 of them (one sd);
+    # the entries of a world share its items, so allow about 4 sd.
+    assert 0.8 <= abilities["in_90"].mean() <= 0.98
+    assert 0.8 <= result["in_90"].mean() <= 0.98

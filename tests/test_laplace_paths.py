@@ -232,9 +232,8 @@ def test_fit_says_which_rosetta_model_it_samples(tmp_path):
     for method in ("svi", "nuts"):
         args = parser.parse_args(["fit", "x.csv", "--model", "rosetta", "--method", method,
                                   "--out", str(tmp_path)])
-        model = build_model(args, table)  # one free noise, not the model of stitch-bayes
-        assert isinstance(model, Rosetta) and not isinstance(model, RosettaBayes)
-        assert model.likelihood.noise is None
+        model = build_model(args, table)  # the model of stitch-bayes, not plain Rosetta
+        assert isinstance(model, RosettaBayes) and not isinstance(model, Rosetta)
         assert "stitch-bayes" in sampled_model_note("rosetta", method)
     assert sampled_model_note("rosetta", "laplace") is None
     assert sampled_model_note("2pl", "nuts") is None

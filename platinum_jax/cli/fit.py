@@ -16,9 +16,12 @@ from platinum_jax.cli._common import add_anchor_arguments, anchor_from_args
 # paragraph); models not named here are described by their docstring alone.
 MODEL_NOTES = {
     "rosetta": "the paper's L2-penalised least squares (Ho et al. 2025, "
-    '"A Rosetta Stone for AI Benchmarks"); --link, --l2, anchors. svi/nuts sample it with '
-    "one free noise for all benchmarks, not the model of `stitch-bayes` (a noise per "
-    "benchmark); fit.json says so (sampled_model)",
+    '"A Rosetta Stone for AI Benchmarks"); --link, --l2, anchors. svi/nuts sample the '
+    "Bayesian Rosetta model (rosetta_bayes), the model of `stitch-bayes`; fit.json says so "
+    "(sampled_model)",
+    "rosetta_bayes": "known standard errors (column se, those below 0.005 raised to it) added "
+    "in variance; --likelihood gaussian (default), beta, binomial or beta_binomial; methods "
+    "svi and nuts",
     "mirt": "--dims sets their number",
     "graded": "responses are whole numbers 0..K-1 (K = --categories, or the largest "
     "category + 1); from pass rates with --from-fractions none-some-all",
@@ -29,7 +32,7 @@ MODEL_NOTES = {
 
 # Models that bring their own likelihood, and those that accept only some registered ones
 # (every other model takes any --likelihood).
-MODEL_LIKELIHOODS = {"graded": (), "beta": (), "rosetta_bayes": (),
+MODEL_LIKELIHOODS = {"graded": (), "beta": (),
                      "hierarchical": ("bernoulli", "binomial")}
 
 DESCRIPTION = """\
@@ -58,7 +61,8 @@ Methods (--method):
              and ESS in fit.json
 
 Likelihood (--likelihood): the model's default (rosetta: least squares, i.e. Gaussian with
-noise 1 for map, free noise for svi/nuts; IRT: bernoulli, or binomial when DATA has trials).
+noise 1, for the point methods and the Bayesian Rosetta model's noise per benchmark for
+svi/nuts; IRT: bernoulli, or binomial when DATA has trials).
 
 Outputs in --out: subjects.csv, items.csv, globals.csv and fit.json (model, method,
 objective, convergence and sampler diagnostics); with --diagnostics also
@@ -175,18 +179,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 _FROM_FRACTIONS_MODEL = {"none-some-all": "graded", "squeeze": "beta"}
 
-# Written to fit.json and printed, so that no one mistakes this posterior for stitch-bayes'.
+# Written to fit.json and printed, so that no one mistakes which Rosetta model was sampled.
 SAMPLED_ROSETTA = (
-    "the plain Rosetta model with one Gaussian noise for all benchmarks (free, or as "
-    "--likelihood says), sampled in its own coordinates; `platinum-jax stitch-bayes` samples "
-    "the Bayesian Rosetta model instead (a noise per benchmark, known standard errors, "
-    "standardised coordinates): the two posteriors differ")
+    "the Bayesian Rosetta model (rosetta_bayes): a noise per benchmark, known standard errors, "
+    "standardised coordinates; the model `platinum-jax stitch-bayes` samples")
+
+
+def bayesian_rosetta(model: str, method: str) -> bool:
+    """Whether ``--model model --method method`` samples the Bayesian Rosetta model."""
+    return model == "rosetta_bayes" or (model == "rosetta" and method in ("svi", "nuts"))
 
 
 def sampled_model_note(model: str, method: str) -> str | None:
     """What ``fit.json`` says about the model a Bayesian method samples, where it could be
-    mistaken for another command's."""
-    return SAMPLED_ROSETTA if model == "rosetta" and method in ("svi", "nuts") else None
+    mistaken for another."""
+    return SAMPLED_ROSETTA if bayesian_rosetta(model, method) else None
 
 
 def derive_responses(table, how: str):
@@ -218,12 +225,23 @@ def derive_responses(table, how: str):
 def build_model(args, table):
     """The model ``--model`` names, built for ``table`` by its ``from_table`` with the options
     of the command line that it has fields for (``--link``, ``--l2`` and the anchor, ``--dims``,
-    ``--categories``) and the likelihood ``--likelihood`` names."""
+    ``--categories``) and the likelihood ``--likelihood`` names. ``--model rosetta`` with svi or
+    nuts, and ``--model rosetta_bayes``, build the Bayesian Rosetta model of ``stitch-bayes``."""
     import dataclasses
+
+    if bayesian_rosetta(args.model, args.method):
+        from platinum_jax.models.rosetta_bayes import RosettaBayes
+
+        if args.link != "sigmoid":
+            raise ValueError(f"the Bayesian Rosetta model has the sigmoid link; --link "
+                             f"{args.link} is for the point methods of --model rosetta")
+        return RosettaBayes.with_likelihood(
+            "gaussian" if args.likelihood is None else args.likelihood,
+            anchor=anchor_from_args(args))
 
     from platinum_jax._names import likelihood_name
     from platinum_jax.models import MODELS
-    from platinum_jax.models.likelihoods import LIKELIHOODS, Gaussian
+    from platinum_jax.models.likelihoods import LIKELIHOODS
 
     cls = MODELS[args.model]
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -243,8 +261,6 @@ def build_model(args, table):
     default = fields["likelihood"].default if "likelihood" in fields else None
     if lik is not None:
         options["likelihood"] = LIKELIHOODS[likelihood_name(lik)]()
-    elif args.model == "rosetta" and args.method in ("svi", "nuts"):
-        options["likelihood"] = Gaussian()  # free noise: the least-squares noise 1 is a device
     elif (table.trials is not None and getattr(default, "name", None) == "bernoulli"
           and allowed != ()):
         options["likelihood"] = LIKELIHOODS["binomial"]()  # k of `trials` successes
@@ -272,6 +288,9 @@ def _categories(args, table) -> int:
 
 
 def _check(args) -> None:
+    if args.model == "rosetta_bayes" and args.method not in ("svi", "nuts"):
+        raise ValueError(f"--model rosetta_bayes is sampled (--method nuts or svi); for "
+                         f"--method {args.method} use --model rosetta (least squares)")
     for name in ("restarts",):
         if getattr(args, name) < 0:
             raise ValueError(f"--{name} must be >= 0 (got {getattr(args, name)})")
@@ -353,7 +372,7 @@ def run(args: argparse.Namespace) -> int:
     if args.stream:
         return _run_stream(args)
     if args.method == "nuts" and args.chains > 1:
-        from platinum_jax.stitching.bayes import use_cpu_devices_for_chains
+        from platinum_jax.inference import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # before JAX starts its backend
     from platinum_jax.data import ResponseTable
@@ -366,6 +385,13 @@ def run(args: argparse.Namespace) -> int:
         table, derived = derive_responses(table, args.from_fractions)
         print(derived)
     model = build_model(args, table)
+    if bayesian_rosetta(args.model, args.method):
+        from platinum_jax.models.rosetta_bayes import STDERR_FLOOR, floor_se
+
+        table, n_floored = floor_se(table)  # as stitch-bayes does
+        if n_floored:
+            print(f"note: {n_floored} standard error(s) below {STDERR_FLOOR:g} raised to it",
+                  file=sys.stderr)
     from platinum_jax.models import check_responses, response_notes
 
     check_responses(model, table)  # before the output directory is claimed

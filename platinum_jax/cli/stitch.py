@@ -328,7 +328,7 @@ def run(args: argparse.Namespace) -> int:
 
     jax.config.update("jax_enable_x64", True)  # fits and Hessians in double precision
     if getattr(args, "bayes", False) and args.method == "nuts":
-        from platinum_jax.stitching._bayes_fit import use_cpu_devices_for_chains
+        from platinum_jax.inference import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # before JAX runs anything
     if getattr(args, "bayes", False) and args.scale == "eci":

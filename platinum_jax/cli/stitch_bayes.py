@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
     jax.config.update("jax_enable_x64", True)
     if args.method == "nuts":
-        from platinum_jax.stitching._bayes_fit import use_cpu_devices_for_chains
+        from platinum_jax.inference import use_cpu_devices_for_chains
 
         use_cpu_devices_for_chains(args.chains)  # chains in parallel; before JAX runs anything
     # the same reading of a CSV or an Epoch directory as `platinum-jax stitch`
@@ -212,7 +212,7 @@ def run_bayes(args: argparse.Namespace, table) -> int:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    from platinum_jax.stitching._bayes_weights import load_weights_config
+    from platinum_jax.design import load_weights_config
 
     # The weights config is checked (keys, values, benchmark names) before the long fit.
     weights_cfg = (
@@ -232,9 +232,10 @@ def run_bayes(args: argparse.Namespace, table) -> int:
 def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
     import warnings
 
-    from platinum_jax.stitching._bayes_fit import fit_stitching_bayes, plot_capabilities, plot_ppc
-    from platinum_jax.stitching._bayes_weights import posterior_optimal_weights
-  # both commands take the anchor options of `stitch`
+    from platinum_jax.design import posterior_optimal_weights
+    from platinum_jax.plots import plot_posterior_capabilities, plot_ppc
+    from platinum_jax.stitching._bayes_fit import fit_stitching_bayes
+
     how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
     print(f"{table!r}: {how} with the {args.likelihood} likelihood, anchor {anchor.describe()}")
     with warnings.catch_warnings(record=True) as caught:
@@ -261,7 +262,7 @@ def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
     out.write("benchmarks.csv", fit.benchmarks.to_csv)
     out.write("summary.csv", fit.summary.to_csv, index=False)
     out.write("posterior.nc", lambda p: fit.idata.to_netcdf(str(p), engine="h5netcdf"))
-    out.write("capabilities.png", lambda p: plot_capabilities(fit, path=p))
+    out.write("capabilities.png", lambda p: plot_posterior_capabilities(fit, path=p))
     out.write("ppc.png", lambda p: plot_ppc(fit, path=p))
     d = fit.diagnostics
     print(f"done in {d['seconds']:.1f} s ({fit.info.get('chain_method', args.method)} chains)")

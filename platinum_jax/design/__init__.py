@@ -38,7 +38,12 @@ from ._measured_draws import (
 )
 from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions
 from ._runs import noise_from_runs
-from ._stitching import primitives_from_stitching
+from ._stitching import (
+    load_weights_config,
+    optimal_weight_draws,
+    posterior_optimal_weights,
+    primitives_from_stitching,
+)
 
 __all__ = [
     "bca_interval",
@@ -62,6 +67,9 @@ __all__ = [
     "posterior_decisions",
     "primitives_from_fit",
     "primitives_from_stitching",
+    "load_weights_config",
+    "optimal_weight_draws",
+    "posterior_optimal_weights",
     "read_fit",
     "welfare_from_abilities",
     "welfare_from_items",

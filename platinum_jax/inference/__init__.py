@@ -25,6 +25,7 @@ from ._diagnostics import (
     canonical_diagnostics,
     choose_chain_method,
     sampler_diagnostics,
+    use_cpu_devices_for_chains,
 )
 from ._fit_files import DRAWS_FILE, draws_bytes, with_integrity
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
@@ -42,11 +43,20 @@ from ._problem import Data, Problem, Theta
 from ._read_fit import read_fit
 from ._results import Fit
 from ._simulate import simulate
+from ._summary import (
+    HDI_PROB,
+    SamplingWarning,
+    check_diagnostics,
+    posterior_summary,
+    summary_diagnostics,
+    warn_on_diagnostics,
+)
 
 if TYPE_CHECKING:
     from ._bayes import loo, numpyro_model, nuts, posterior_theta, posterior_values, run_nuts, svi
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
+    from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
     from ._stream import StreamedFit, fit_streamed_2pl, score_streamed_2pl
 
 # Loaded on first use (PEP 562): NumPyro (the Bayesian methods and the marginal fit's prior
@@ -69,11 +79,17 @@ _LAZY = {
     "StreamedFit": "_stream",
     "fit_streamed_2pl": "_stream",
     "score_streamed_2pl": "_stream",
+    "rank_uniformity": "_sbc",
+    "run_sbc": "_sbc",
+    "sbc_design": "_sbc",
+    "simulate_world": "_sbc",
 }
 
 __all__ = [
     "DIAGNOSTIC_KEYS",
     "DRAWS_FILE",
+    "HDI_PROB",
+    "SamplingWarning",
     "Data",
     "Diagnostics",
     "Fit",
@@ -85,6 +101,7 @@ __all__ = [
     "Theta",
     "bootstrap",
     "canonical_diagnostics",
+    "check_diagnostics",
     "choose_chain_method",
     "cross_validate",
     "draws_bytes",
@@ -103,19 +120,27 @@ __all__ = [
     "posterior_values",
     "run_nuts",
     "nuts",
+    "posterior_summary",
     "posterior_theta",
     "quadrature",
     "read_fit",
+    "rank_uniformity",
     "row_mesh",
+    "run_sbc",
     "sampler_diagnostics",
     "score_streamed_2pl",
+    "sbc_design",
     "score_subjects",
     "shard_rows",
     "simulate",
+    "simulate_world",
     "solve_first_order",
     "solve_map",
+    "summary_diagnostics",
     "svi",
     "with_integrity",
+    "use_cpu_devices_for_chains",
+    "warn_on_diagnostics",
 ]
 
 METHODS = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")

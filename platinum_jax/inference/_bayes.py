@@ -209,6 +209,10 @@ def _map_start(problem: Problem) -> dict:
     """The MAP fit's free entries per sample site: where NUTS and SVI start."""
     from ._point import fit_map
 
+    if problem.has_se and problem.model.likelihood.reads_se:
+        # The MAP solvers do not pass known standard errors to the likelihood; a start that
+        # ignored them would be a different model's mode, so start where NumPyro does.
+        return {}
     start = fit_map(problem, problem.table)
     # Hierarchical non-centred entries and reparameterised sites start where NumPyro puts them.
     return {site: jnp.asarray(np.asarray(start.theta[bid]).ravel()[pos], problem.dtype)
@@ -337,7 +341,9 @@ def nuts(
     The fit's diagnostics give divergences, the worst split R-hat and the smallest bulk and
     tail ESS over every sampled parameter, and ``ok`` (no divergence, R-hat <= ``rhat_max``,
     ESS >= ``ess_min``; R-hat needs two chains or more, so one chain reports it as
-    unavailable). Starts from the MAP fit, so warm-up begins in the typical set.
+    unavailable). Starts from the MAP fit, so warm-up begins in the typical set (except where
+    the likelihood reads known standard errors, which the MAP solvers do not pass: then as
+    ``init="uniform"``).
     ``dense_mass``: a dense mass matrix adapts to correlated parameters (a benchmark's
     difficulty and slope when its scores saturate); None (default) uses it up to 600 free
     parameters, where its cost is small, and a diagonal one above. ``init="uniform"`` starts

@@ -100,10 +100,27 @@ def choose_chain_method(chains: int) -> str:
     with the longest trajectory. Independent chains on separate devices are faster: on a 2-core
     CPU, four chains on four host devices finish in about half the time of the vectorised run
     (see ``benchmarks/bench_bayes.py``). A CPU shows one device unless asked for more before
-    JAX runs anything; :func:`platinum_jax.stitching.bayes.use_cpu_devices_for_chains` does
-    that.
+    JAX runs anything; :func:`use_cpu_devices_for_chains` does that.
     """
     return "parallel" if jax.local_device_count() >= chains else "vectorized"
+
+
+def use_cpu_devices_for_chains(chains: int) -> bool:
+    """Ask JAX for ``chains`` host devices so NUTS chains run in parallel on a CPU.
+
+    Must be called right after ``import jax``, before any JAX computation; it sets
+    ``jax_num_cpu_devices`` (the CPU threads are shared, the chains no longer wait for each
+    other).  GPU and TPU back-ends are unaffected.  Returns True when the setting took effect and
+    False when JAX had already started (then :func:`choose_chain_method` falls back to
+    ``"vectorized"``, which is correct, only slower).
+    """
+    if int(chains) != chains or chains < 1:
+        raise ValueError(f"chains must be a positive integer, got {chains!r}")
+    try:
+        jax.config.update("jax_num_cpu_devices", int(chains))
+    except RuntimeError:  # back-ends already initialised: the device count is fixed now
+        return False
+    return True
 
 
 def sampler_diagnostics(summary: pd.DataFrame, divergences: int, *, chains: int, samples: int,

@@ -51,6 +51,8 @@ __all__ = [
     "Priors",
     "RosettaBayes",
     "RosettaReparameterisation",
+    "STDERR_FLOOR",
+    "floor_se",
 ]
 
 # Keeps sigmoid outputs strictly inside (0, 1) where Beta / Binomial log densities are finite.
@@ -59,6 +61,11 @@ _MU_EPS = 1e-9
 # Benchmarks with at least this many scores get a centred log noise scale, the others a
 # non-centred one (see Priors).
 CENTRED_NOISE_MIN_SCORES = 20
+
+#: Known standard errors below this are raised to it: half of 0.01, the precision to which Epoch
+#: reports them. A reported 0.00 (a score of 0 out of n) would claim an exactly known score,
+#: whose likelihood grows without bound as the predicted score and the noise go to 0.
+STDERR_FLOOR = 0.005
 
 
 def _dist():
@@ -382,6 +389,30 @@ class RosettaBayes(MeasurementModel):
         return {**super().describe(), "anchor": self.anchor.describe(),
                 "priors": dataclasses.asdict(self.priors)}
 
+    @classmethod
+    def with_likelihood(cls, likelihood: str = "gaussian", *, anchor: Anchor | None = None,
+                        priors: Priors | None = None,
+                        centred_min: int = CENTRED_NOISE_MIN_SCORES) -> RosettaBayes:
+        """The model with a likelihood by name: ``"gaussian"`` (:class:`NoisyGaussian`),
+        ``"beta"`` (:class:`NoisyBeta`), ``"binomial"`` or ``"beta_binomial"``
+        (:class:`ItemBetaBinomial`), all with ``priors``: what ``stitch-bayes`` and
+        ``fit --model rosetta --method nuts`` both sample."""
+        from platinum_jax._names import likelihood_name
+
+        from .likelihoods import Binomial
+
+        priors = Priors() if priors is None else priors
+        name = likelihood_name(likelihood)
+        made = {"gaussian": lambda: NoisyGaussian(priors=priors, centred_min=int(centred_min)),
+                "beta": lambda: NoisyBeta(priors=priors),
+                "binomial": Binomial,
+                "beta_binomial": lambda: ItemBetaBinomial(priors=priors)}
+        if name not in made:
+            raise ValueError(f"the Bayesian Rosetta model takes the likelihood "
+                             f"{tuple(made)}, got {likelihood!r}")
+        return cls(anchor=BenchmarkAnchor() if anchor is None else anchor,
+                   likelihood=made[name](), priors=priors)
+
     def reparameterise(self, table) -> RosettaReparameterisation:
         ident = self.identify(table)
         m, b = table.n_subjects, table.n_items
@@ -405,3 +436,16 @@ class RosettaBayes(MeasurementModel):
             free_difficulty=free_d, free_slope=free_s, fixed_capability=fix_c,
             fixed_difficulty=fix_d, fixed_slope=fix_s, anchor_benchmark=anchor_k,
             model_index=np.asarray(table.subject_index), benchmark_index=np.asarray(table.item_index))
+
+
+def floor_se(table, floor: float = STDERR_FLOOR):
+    """``(table, n)``: the response table with its known standard errors (``se``) below
+    ``floor`` raised to it (see :data:`STDERR_FLOOR`), and how many were raised; a table
+    without ``se`` comes back as it is."""
+    if not (np.isfinite(floor) and floor >= 0):
+        raise ValueError(f"the standard-error floor must be a finite number >= 0, got {floor!r}")
+    if table.se is None:
+        return table, 0
+    se = np.asarray(table.se, dtype=np.float64)
+    low = se < floor
+    return dataclasses.replace(table, se=np.where(low, floor, se)), int(low.sum())

@@ -17,8 +17,21 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from platinum_jax.inference import choose_chain_method, numpyro_model, run_nuts
+from platinum_jax.inference import (
+    choose_chain_method,
+    numpyro_model,
+    run_nuts,
+    use_cpu_devices_for_chains,
+)
 from platinum_jax.inference._bayes import _assemble
+from platinum_jax.inference._summary import (
+    SamplingWarning,
+    check_diagnostics,
+    posterior_summary,
+    summary_diagnostics,
+    threshold_names,
+    warn_on_diagnostics,
+)
 
 from ._bayes_model import (
     _COUNT_LIKELIHOODS,
@@ -32,18 +45,6 @@ from ._bayes_model import (
     stitching_problem,
 )
 from ._bayes_options import check_likelihood
-from ._bayes_plots import plot_capabilities, plot_ppc
-from ._bayes_summary import (  # noqa: F401  (HDI_PROB re-exported)
-    _HDI_HI,
-    _HDI_LO,
-    HDI_PROB,
-    SamplingWarning,
-    _diagnostics,
-    _named_tables,
-    _warn_on_diagnostics,
-    check_diagnostics,
-    posterior_summary,
-)
 from ._model import BenchmarkAnchor, ModelAnchor, ParameterLayout
 from ._table import ScoreTable
 
@@ -57,8 +58,6 @@ __all__ = [
     "hyper_mass_blocks",
     "posterior_summary",
     "compare_likelihoods",
-    "plot_capabilities",
-    "plot_ppc",
 ]
 
 _DIMS = {
@@ -125,22 +124,28 @@ class BayesStitchingFit:
         )
 
 
-def use_cpu_devices_for_chains(chains: int) -> bool:
-    """Ask JAX for ``chains`` host devices so NUTS chains run in parallel on a CPU.
+_STAT_COLS = ["mean", "sd", "hdi_3%", "hdi_97%", "r_hat", "ess_bulk", "ess_tail"]
 
-    Must be called right after ``import jax``, before any JAX computation; it sets
-    ``jax_num_cpu_devices`` (the CPU threads are shared, the chains no longer wait for each
-    other).  GPU and TPU back-ends are unaffected.  Returns True when the setting took effect and
-    False when JAX had already started (then ``choose_chain_method`` falls back to
-    ``"vectorized"``, which is correct, only slower).
-    """
-    if int(chains) != chains or chains < 1:
-        raise ValueError(f"chains must be a positive integer, got {chains!r}")
-    try:
-        jax.config.update("jax_num_cpu_devices", int(chains))
-    except RuntimeError:  # back-ends already initialised: the device count is fixed now
-        return False
-    return True
+
+def _named_tables(table: ScoreTable, summary: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def block(var, index_name):
+        part = summary.loc[summary["variable"] == var].set_index("name")[_STAT_COLS]
+        part.index.name = index_name
+        return part
+
+    capabilities = block("capability", "model").copy()
+    capabilities["release_date"] = (
+        table.model_release_dates().reindex(capabilities.index).to_numpy()
+    )
+    diff = block("difficulty", "benchmark").add_prefix("difficulty_")
+    slope = block("slope", "benchmark").add_prefix("slope_")
+    noise = block("noise_variance", "benchmark")["mean"]
+    benchmarks = diff.join(slope)
+    benchmarks["noise_sd_mean"] = np.sqrt(noise)
+    benchmarks["release_date"] = (
+        table.benchmark_release_dates().reindex(benchmarks.index).to_numpy()
+    )
+    return capabilities, benchmarks
 
 
 def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False) -> list[tuple[str, ...]]:
@@ -193,9 +198,10 @@ def fit_stitching_bayes(
     svi_learning_rate: float = 0.01,
     beta_boundary: float = 0.005,
     stderr_floor: float = STDERR_FLOOR,
-    min_ess: float = 400.0,
-    max_r_hat: float = 1.01,
+    ess_min: float = 400.0,
+    rhat_max: float = 1.01,
     progress_bar: bool = False,
+    **deprecated,
 ) -> BayesStitchingFit:
     """Posterior of C_m, D_b, alpha_b (and the noise) given the scores of ``table``.
 
@@ -230,13 +236,16 @@ def fit_stitching_bayes(
             ``n_items`` is unknown (otherwise half an item).
         stderr_floor: smallest known standard error the Gaussian and Beta likelihoods use
             (default 0.005, half of Epoch's reporting precision); see :func:`prepare_data`.
-        min_ess, max_r_hat: thresholds of the :class:`SamplingWarning`.
+        ess_min, rhat_max: thresholds of the :class:`SamplingWarning`, named as in
+            :func:`platinum_jax.inference.nuts` (``min_ess`` and ``max_r_hat`` are deprecated
+            spellings, read with a ``DeprecationWarning``).
 
     Run in float64 (``jax.config.update("jax_enable_x64", True)``) for reliable diagnostics.
     Returns a :class:`BayesStitchingFit`.
     """
     if not isinstance(table, ScoreTable):
         raise TypeError(f"table must be a ScoreTable, got {type(table).__name__}")
+    ess_min, rhat_max = threshold_names(ess_min, rhat_max, deprecated, "fit_stitching_bayes")
     likelihood = check_likelihood(likelihood)
     if method not in ("nuts", "svi"):
         raise ValueError(f"method must be 'nuts' or 'svi', got {method!r}")
@@ -375,7 +384,7 @@ def fit_stitching_bayes(
         )
     summary = posterior_summary(idata, with_diagnostics=(method == "nuts"))
     capabilities, benchmarks = _named_tables(table, summary)
-    diagnostics = _diagnostics(idata, summary, method, wall)
+    diagnostics = summary_diagnostics(idata, summary, method, wall)
     fit = BayesStitchingFit(
         table=table,
         anchor=anchor,
@@ -391,9 +400,8 @@ def fit_stitching_bayes(
         info=info,
     )
     if method == "nuts":
-        _warn_on_diagnostics(
-            diagnostics, min_ess=min_ess, max_r_hat=max_r_hat, run=dict(idata.attrs)
-        )
+        warn_on_diagnostics(diagnostics, ess_min=ess_min, rhat_max=rhat_max,
+                            run=dict(idata.attrs))
     return fit
 
 

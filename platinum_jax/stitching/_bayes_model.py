@@ -18,7 +18,7 @@ import pandas as pd
 from jaxtyping import Array, Float, Int
 
 from platinum_jax.models.rosetta_bayes import CENTRED_NOISE_MIN_SCORES as _CENTRED_DEFAULT
-from platinum_jax.models.rosetta_bayes import Priors
+from platinum_jax.models.rosetta_bayes import STDERR_FLOOR, Priors
 
 from ._bayes_options import COUNT_LIKELIHOODS, LIKELIHOODS, check_likelihood
 from ._model import BenchmarkAnchor, ParameterLayout
@@ -52,7 +52,6 @@ class BayesData(NamedTuple):
 # non-centred one (see Priors); read when a model is built, so it can be changed here.
 CENTRED_NOISE_MIN_SCORES = _CENTRED_DEFAULT
 
-STDERR_FLOOR = 0.005  # half of 0.01, the precision to which Epoch reports standard errors
 
 
 def prepare_data(
@@ -145,19 +144,6 @@ def deterministic_sites(layout: ParameterLayout, likelihood: str) -> tuple[str, 
     return sites
 
 
-def _likelihood(likelihood: str, priors: Priors):
-    from platinum_jax.models import Binomial
-    from platinum_jax.models.rosetta_bayes import ItemBetaBinomial, NoisyBeta, NoisyGaussian
-
-    if likelihood == "gaussian":
-        return NoisyGaussian(priors=priors, centred_min=int(CENTRED_NOISE_MIN_SCORES))
-    if likelihood == "beta":
-        return NoisyBeta(priors=priors)
-    if likelihood == "beta_binomial":
-        return ItemBetaBinomial(priors=priors)
-    return Binomial()
-
-
 def response_rows(table, data: BayesData, likelihood: str):
     """The prepared scores as a :class:`~platinum_jax.data.ResponseTable` (subjects = models,
     items = benchmarks, rows in the score table's order): counts become fractions of their
@@ -194,7 +180,8 @@ def stitching_problem(table, anchor=None, *, likelihood: str = "gaussian",
     anchor = BenchmarkAnchor() if anchor is None else anchor
     if data is None:
         data, _ = prepare_data(table, likelihood, **prepare)
-    model = RosettaBayes(anchor=anchor, likelihood=_likelihood(likelihood, priors), priors=priors)
+    model = RosettaBayes.with_likelihood(likelihood, anchor=anchor, priors=priors,
+                                         centred_min=int(CENTRED_NOISE_MIN_SCORES))
     return Problem(model, response_rows(table, data, likelihood)), data
 
 
@@ -217,3 +204,20 @@ def stitching_model(table, anchor=None, *, likelihood: str = "gaussian",
     problem, _ = stitching_problem(table, anchor, likelihood=likelihood, priors=priors,
                                    **prepare)
     return numpyro_model(problem, plain_names=True), problem.data()
+
+
+#: Parameter groups of the Bayesian Rosetta model for
+#: :func:`platinum_jax.inference.run_sbc` (site -> group label).
+SBC_GROUPS = {"capability": "capability", "difficulty": "difficulty", "slope": "slope",
+              "sigma": "noise scale", "noise_log_mu": "hyper-parameter",
+              "noise_log_tau": "hyper-parameter", "capability_mu": "hyper-parameter",
+              "capability_tau": "hyper-parameter"}
+
+
+def sbc_noise_scale(problem, values: dict) -> dict:
+    """``{"sigma": sigma_b}``, the per-benchmark noise scale of one draw of the Gaussian
+    likelihood (``extra`` of :func:`platinum_jax.inference.run_sbc`)."""
+    from platinum_jax.inference._bayes import _assemble
+
+    theta, _ = _assemble(problem, values, True)
+    return {"sigma": jnp.exp(problem.item.unflatten(theta.items)["noise_log_sigma"])}

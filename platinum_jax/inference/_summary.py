@@ -1,8 +1,10 @@
-"""Posterior summaries and sampler diagnostics of the Bayesian stitching fit.
+"""Posterior summaries and sampler diagnostics of an ArviZ posterior, any model's.
 
-Labelled summaries (mean, sd, 94% HDI, R-hat, bulk and tail ESS) per parameter, the capability
-and benchmark tables built from them, and the checks that warn, with advice that reflects the
-run's own settings, when divergences, R-hat or ESS say the posterior is not trustworthy.
+Labelled summaries (mean, sd, 94% HDI, R-hat, bulk and tail ESS) per parameter entry, the
+package's one set of sampler diagnostics over them, and the checks that warn, with advice that
+reflects the run's own settings, when divergences, R-hat or ESS say the posterior is not
+trustworthy. The thresholds are named as everywhere in the package: ``rhat_max`` and
+``ess_min``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ._table import ScoreTable
+__all__ = ["HDI_PROB", "SamplingWarning", "check_diagnostics", "posterior_summary",
+           "summary_diagnostics", "warn_on_diagnostics"]
 
 HDI_PROB = 0.94  # ArviZ's default; the columns are named hdi_3% and hdi_97%
 _HDI_LO, _HDI_HI = "hdi_3%", "hdi_97%"
@@ -93,45 +96,19 @@ def posterior_summary(
     return pd.concat(rows, ignore_index=True)
 
 
-_STAT_COLS = ["mean", "sd", _HDI_LO, _HDI_HI, "r_hat", "ess_bulk", "ess_tail"]
-
-
-def _named_tables(table: ScoreTable, summary: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    def block(var, index_name):
-        part = summary.loc[summary["variable"] == var].set_index("name")[_STAT_COLS]
-        part.index.name = index_name
-        return part
-
-    capabilities = block("capability", "model").copy()
-    capabilities["release_date"] = (
-        table.model_release_dates().reindex(capabilities.index).to_numpy()
-    )
-    diff = block("difficulty", "benchmark").add_prefix("difficulty_")
-    slope = block("slope", "benchmark").add_prefix("slope_")
-    noise = block("noise_variance", "benchmark")["mean"]
-    benchmarks = diff.join(slope)
-    benchmarks["noise_sd_mean"] = np.sqrt(noise)
-    benchmarks["release_date"] = (
-        table.benchmark_release_dates().reindex(benchmarks.index).to_numpy()
-    )
-    return capabilities, benchmarks
-
-
 def _checked_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    """Rows the diagnostics cover: every sampled quantity that varies over the draws.
-
-    That is the free capabilities, difficulties and slopes and every hyper-parameter
-    (``capability_mu``, ``capability_tau``, the noise scales and their ``noise_log_mu`` and
-    ``noise_log_tau``, or ``log_precision``) and the derived noise variances; anchored entries
-    are constants and left out.
-    """
+    """Rows the diagnostics cover: every quantity that varies over the draws (anchored
+    entries are constants and left out)."""
     return summary.loc[summary["sd"] > 0]
 
 
-def _diagnostics(idata, summary, method, wall) -> dict[str, object]:
+def summary_diagnostics(idata, summary, method: str = "nuts",
+                        wall: float = float("nan")) -> dict[str, object]:
     """The package's one set of sampler diagnostics
-    (:func:`platinum_jax.inference.sampler_diagnostics`) over :func:`_checked_rows`."""
-    from platinum_jax.inference import Diagnostics, sampler_diagnostics
+    (:func:`platinum_jax.inference.sampler_diagnostics`) over the rows of ``summary`` (from
+    :func:`posterior_summary`) that vary; ``method`` other than ``"nuts"`` (independent draws,
+    e.g. SVI) has nothing to diagnose but the time ``wall``."""
+    from ._diagnostics import Diagnostics, sampler_diagnostics
 
     if method != "nuts":  # independent guide draws: nothing to diagnose but the time
         return Diagnostics(divergences=0, rhat_max=float("nan"), ess_bulk_min=float("nan"),
@@ -149,25 +126,45 @@ def _label(row: pd.Series) -> str:
     return f"{row['variable']}[{row['name']}]" if row["name"] != "" else str(row["variable"])
 
 
-def check_diagnostics(idata, *, min_ess: float = 400.0, max_r_hat: float = 1.01) -> dict:
+def check_diagnostics(idata, *, ess_min: float = 400.0, rhat_max: float = 1.01,
+                      **deprecated) -> dict:
     """Sampler diagnostics of a NUTS posterior, with a :class:`SamplingWarning` for each problem.
 
-    Over every sampled quantity: the free capabilities, difficulties and slopes and all
-    hyper-parameters (scale of the capabilities, noise scales and their hyper-prior); anchored
-    entries are constants.  Reports the number of divergent transitions, the largest
+    Over every quantity of the posterior that varies over the draws (for the Bayesian Rosetta
+    model: the free capabilities, difficulties and slopes and all hyper-parameters; anchored
+    entries are constants).  Reports the number of divergent transitions, the largest
     rank-normalised split R-hat and the smallest bulk and tail ESS (ArviZ), and which parameter
     is worst.  R-hat compares chains, so with a single chain it is NaN and a warning says so.
     Each failing check warns with what to try, given the run's settings where ``idata.attrs``
     records them.  Returns the package's diagnostics
     (:data:`platinum_jax.inference.DIAGNOSTIC_KEYS`: ``divergences``, ``rhat_max``,
     ``ess_bulk_min``, ``ess_tail_min``, ``worst_rhat_parameter``, ..., ``chains``,
-    ``samples``), without ``seconds``.
+    ``samples``), without ``seconds``. (``min_ess`` and ``max_r_hat`` are the deprecated
+    names of ``ess_min`` and ``rhat_max``.)
     """
+    ess_min, rhat_max = threshold_names(ess_min, rhat_max, deprecated, "check_diagnostics")
     summary = posterior_summary(idata)
-    diag = _diagnostics(idata, summary, "nuts", float("nan"))
+    diag = summary_diagnostics(idata, summary, "nuts", float("nan"))
     diag.pop("seconds")
-    _warn_on_diagnostics(diag, min_ess=min_ess, max_r_hat=max_r_hat, run=dict(idata.attrs))
+    warn_on_diagnostics(diag, ess_min=ess_min, rhat_max=rhat_max, run=dict(idata.attrs))
     return diag
+
+
+def threshold_names(ess_min: float, rhat_max: float, deprecated: dict, where: str):
+    """``(ess_min, rhat_max)`` with the old keyword names ``min_ess`` and ``max_r_hat`` read,
+    with a ``DeprecationWarning``; any other keyword is a ``TypeError``."""
+    import warnings as _w
+
+    old = {"min_ess": "ess_min", "max_r_hat": "rhat_max"}
+    unknown = set(deprecated) - set(old)
+    if unknown:
+        raise TypeError(f"{where}() got unexpected keyword argument(s) {sorted(unknown)}")
+    for name, new in old.items():
+        if name in deprecated:
+            _w.warn(f"{where}({name}=...) is deprecated; the package's one name is {new}",
+                    DeprecationWarning, stacklevel=3)
+    return (float(deprecated.get("min_ess", ess_min)),
+            float(deprecated.get("max_r_hat", rhat_max)))
 
 
 def _divergence_advice(run: Mapping) -> str:
@@ -184,11 +181,16 @@ def _divergence_advice(run: Mapping) -> str:
         steps.append("lengthen the warmup")
     else:
         steps.append(f"lengthen the warmup beyond this run's {int(warmup)} (e.g. {2 * int(warmup)})")
-    steps.append("or tighten the priors of poorly identified benchmarks (e.g. Priors(log_slope_scale=0.5))")
+    steps.append("or tighten the priors of poorly identified parameters (for the Bayesian Rosetta "
+                 "model, e.g. Priors(log_slope_scale=0.5))")
     return "; ".join(steps)
 
 
-def _warn_on_diagnostics(diag, *, min_ess, max_r_hat, run: Mapping | None = None) -> None:
+def warn_on_diagnostics(diag: Mapping, *, ess_min: float = 400.0, rhat_max: float = 1.01,
+                        run: Mapping | None = None) -> None:
+    """A :class:`SamplingWarning` for each failing check of ``diag`` (divergences, R-hat above
+    ``rhat_max`` or unavailable with one chain, bulk or tail ESS below ``ess_min``), with
+    advice built on the run's settings ``run`` (``target_accept``, ``warmup``, where known)."""
     run = {} if run is None else run
     n_chains, n_draws = diag.get("chains"), diag.get("samples")
     if diag["divergences"] > 0:
@@ -206,9 +208,9 @@ def _warn_on_diagnostics(diag, *, min_ess, max_r_hat, run: Mapping | None = None
             SamplingWarning,
             stacklevel=3,
         )
-    elif not diag["rhat_max"] <= max_r_hat:
+    elif not diag["rhat_max"] <= rhat_max:
         warnings.warn(
-            f"max R-hat = {diag['rhat_max']:.3f} > {max_r_hat} (worst: "
+            f"max R-hat = {diag['rhat_max']:.3f} > {rhat_max} (worst: "
             f"{diag.get('worst_rhat_parameter', '?')}): the chains disagree; run a longer warmup "
             f"(this run: {run.get('warmup', '?')} steps) and more samples before trusting the "
             "intervals",
@@ -217,20 +219,20 @@ def _warn_on_diagnostics(diag, *, min_ess, max_r_hat, run: Mapping | None = None
         )
     for kind in ("bulk", "tail"):
         ess = diag[f"ess_{kind}_min"]
-        if ess >= min_ess:
+        if ess >= ess_min:
             continue
         where = diag.get(f"worst_ess_{kind}_parameter", "?")
         if n_chains and n_draws and ess > 0:
             # ESS grows about linearly with the number of draws at a fixed step size.
-            need = int(np.ceil(n_draws * min_ess / ess / 100.0) * 100)
+            need = int(np.ceil(n_draws * ess_min / ess / 100.0) * 100)
             advice = (
                 f"this run drew {n_chains} x {n_draws}; about samples={need} per chain would "
-                f"reach {min_ess:g}, or more chains"
+                f"reach {ess_min:g}, or more chains"
             )
         else:
             advice = "draw more samples (samples=..., chains=...)"
         warnings.warn(
-            f"min {kind} ESS = {ess:.0f} < {min_ess:g} (worst: {where}): the intervals are noisy; "
+            f"min {kind} ESS = {ess:.0f} < {ess_min:g} (worst: {where}): the intervals are noisy; "
             f"{advice}",
             SamplingWarning,
             stacklevel=3,
