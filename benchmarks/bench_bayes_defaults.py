@@ -89,9 +89,9 @@ def random_subset(full, k: int, drop: float):
 
 def sweep(args) -> int:
     """Every seed on every subset, with the defaults and the full bars."""
-    import jax
+    from platinum_jax._runtime import enable_float64
 
-    jax.config.update("jax_enable_x64", True)
+    enable_float64()
     from platinum_jax.stitching import ScoreTable
     from platinum_jax.stitching._epoch import EpochDataWarning
     from platinum_jax.stitching.bayes import fit_stitching_bayes

@@ -49,11 +49,21 @@ from ._summary import (
     check_diagnostics,
     posterior_summary,
     summary_diagnostics,
+    threshold_names,
     warn_on_diagnostics,
 )
 
 if TYPE_CHECKING:
-    from ._bayes import loo, numpyro_model, nuts, posterior_theta, posterior_values, run_nuts, svi
+    from ._bayes import (
+        assemble_parameters,
+        loo,
+        numpyro_model,
+        nuts,
+        posterior_theta,
+        posterior_values,
+        run_nuts,
+        svi,
+    )
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
     from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
@@ -63,6 +73,7 @@ if TYPE_CHECKING:
 # check) and optax (the first-order solver) cost about a second to import, which a point fit
 # from the command line would otherwise pay without using them.
 _LAZY = {
+    "assemble_parameters": "_bayes",
     "loo": "_bayes",
     "numpyro_model": "_bayes",
     "nuts": "_bayes",
@@ -99,6 +110,7 @@ __all__ = [
     "Problem",
     "StreamedFit",
     "Theta",
+    "assemble_parameters",
     "bootstrap",
     "canonical_diagnostics",
     "check_diagnostics",
@@ -138,6 +150,7 @@ __all__ = [
     "solve_map",
     "summary_diagnostics",
     "svi",
+    "threshold_names",
     "with_integrity",
     "use_cpu_devices_for_chains",
     "warn_on_diagnostics",

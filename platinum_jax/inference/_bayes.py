@@ -189,6 +189,13 @@ def numpyro_model(problem: Problem, *, plain_names: bool = False):
     return model
 
 
+def assemble_parameters(problem: Problem, values: dict, plain: bool = False):
+    """Sampled site values (one draw) -> ``(theta, extras)``: the model's full raw parameter
+    blocks, with fixed entries at their start values and reparameterised or non-centred entries
+    mapped back, and the reparameterisation's extra quantities. Jittable and vmappable."""
+    return _assemble(problem, values, plain)
+
+
 def _assemble_globals(problem: Problem, values: dict, plain: bool):
     g = problem.start().globals
     frees = np.asarray(problem.free_G).ravel()

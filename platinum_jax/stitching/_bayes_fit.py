@@ -18,20 +18,18 @@ import numpy as np
 import pandas as pd
 
 from platinum_jax.inference import (
-    choose_chain_method,
-    numpyro_model,
-    run_nuts,
-    use_cpu_devices_for_chains,
-)
-from platinum_jax.inference._bayes import _assemble
-from platinum_jax.inference._summary import (
     SamplingWarning,
     check_diagnostics,
+    choose_chain_method,
+    numpyro_model,
     posterior_summary,
+    run_nuts,
     summary_diagnostics,
     threshold_names,
+    use_cpu_devices_for_chains,
     warn_on_diagnostics,
 )
+from platinum_jax.inference import assemble_parameters as _assemble
 
 from ._bayes_model import (
     _COUNT_LIKELIHOODS,

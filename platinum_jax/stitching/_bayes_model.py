@@ -217,7 +217,7 @@ SBC_GROUPS = {"capability": "capability", "difficulty": "difficulty", "slope": "
 def sbc_noise_scale(problem, values: dict) -> dict:
     """``{"sigma": sigma_b}``, the per-benchmark noise scale of one draw of the Gaussian
     likelihood (``extra`` of :func:`platinum_jax.inference.run_sbc`)."""
-    from platinum_jax.inference._bayes import _assemble
+    from platinum_jax.inference import assemble_parameters as _assemble
 
     theta, _ = _assemble(problem, values, True)
     return {"sigma": jnp.exp(problem.item.unflatten(theta.items)["noise_log_sigma"])}
