@@ -7,9 +7,9 @@ import warnings
 import pandas as pd
 import pytest
 
+from platinum_jax._names import normalise_names
+from platinum_jax.importers import read_model_compute
 from platinum_jax.stitching import ScoreTable
-from platinum_jax.stitching._epoch import read_model_compute
-from platinum_jax.stitching._table import normalise_names
 
 
 def test_normalise_names_strips_and_collapses_and_reports():

@@ -217,7 +217,7 @@ def _run(args: argparse.Namespace, outputs) -> int:
         an.plot_trend(trend, fc, ax=ax)
         _save(fig, out, "trend.png")
     elif args.analysis == "progress":
-        from platinum_jax.stitching._epoch import read_distilled_models, read_model_compute
+        from platinum_jax.importers import read_distilled_models, read_model_compute
 
         compute = read_model_compute(compute_path)
         distilled = None if args.keep_distilled else read_distilled_models(raw_dir)
@@ -280,7 +280,7 @@ def _run(args: argparse.Namespace, outputs) -> int:
             an.plot_detection_study(study, axes=axes)
             _save(fig, out, "detection.png")
     elif args.analysis == "horizons":
-        from platinum_jax.stitching._epoch import read_metr_horizons
+        from platinum_jax.importers import read_metr_horizons
 
         hz = an.fit_time_horizons(fit, read_metr_horizons(raw_dir))
         out.write("horizon_data.csv", hz.data.to_csv)

@@ -202,7 +202,7 @@ def _load_table(args: argparse.Namespace):
     path = Path(args.data)
     min_benchmarks = getattr(args, "min_benchmarks", 4)
     if path.is_dir():
-        from platinum_jax.stitching._epoch import EpochDataWarning  # the directory reader
+        from platinum_jax.importers import EpochDataWarning  # the directory reader
 
         rule = args.duplicates or "max"
         if rule not in ("max", "mean", "error"):

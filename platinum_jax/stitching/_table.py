@@ -244,7 +244,7 @@ class ScoreTable:
         released on or after ``min_release_date``) and reduces repeated runs by ``duplicates``;
         other keywords go to :meth:`from_frame`.
         """
-        from ._epoch import read_epoch_raw
+        from platinum_jax.importers import read_epoch_raw
 
         raw_dir = Path(raw_dir)
         if not raw_dir.is_dir():
