@@ -428,9 +428,9 @@ def test_non_numeric_and_missing_columns():
 
 def test_duplicates_error_and_reductions():
     df = pd.concat([_frame(), pd.DataFrame({"model": ["a"], "benchmark": ["x"], "score": [0.4]})])
-    with pytest.raises(ValueError, match=r"repeated.*\('a', 'x'\)"):
+    with pytest.raises(ValueError, match=r"repeat.*\('a', 'x'\)"):
         ScoreTable.from_frame(df)
-    expected = {"max": 0.4, "mean": 0.25, "first": 0.1, "last": 0.4}
+    expected = {"max": 0.4, "min": 0.1, "mean": 0.25, "first": 0.1, "last": 0.4}
     for rule, value in expected.items():
         t = ScoreTable.from_frame(df, duplicates=rule)
         assert t.n_scores == 4

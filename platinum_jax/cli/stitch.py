@@ -150,8 +150,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # Library messages name keyword arguments; on the command line the options are meant.
 _OPTION_HINTS = (
     ("pass clip=True to clip them instead", "pass --clip to clip them instead"),
-    ("pass duplicates='max', 'mean', 'first' or 'last' to reduce them",
-     "pass --duplicates max, mean, first or last to reduce them"),
     ("pass components='separate' to fit each alone", "pass --components separate to fit each alone"),
 )
 

@@ -11,7 +11,6 @@ is :func:`platinum_jax.inference.fit_map` and friends, for this model as for any
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from platinum_jax.data import ResponseTable
 from platinum_jax.inference import Theta
@@ -35,18 +34,9 @@ __all__ = [
 
 
 def response_table(table: ScoreTable) -> ResponseTable:
-    """``table`` as a response table: subjects = models, items = benchmarks, rows unchanged.
-
-    Both tables keep their names sorted, so positions (and row weights) carry over as they are.
-    """
-    return ResponseTable(
-        subjects=pd.Index(list(table.models), name="subject"),
-        items=pd.Index(list(table.benchmarks), name="item"),
-        subject_index=np.asarray(table.model_index, dtype=np.int32),
-        item_index=np.asarray(table.benchmark_index, dtype=np.int32),
-        response=np.asarray(table.scores, dtype=np.float64),
-        source="the score table",
-    )
+    """``table`` as a response table: subjects = models, items = benchmarks, rows unchanged
+    (the table's own :attr:`ScoreTable.responses`)."""
+    return table.responses
 
 
 def rosetta_model(anchor: Anchor, l2: float, link: str) -> Rosetta:
