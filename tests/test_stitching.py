@@ -569,3 +569,15 @@ def test_fit_keeps_its_link_for_residuals():
     half_ss = 0.5 * np.sum((expected - table.scores) ** 2)
     assert half_ss <= fit.cost  # the cost adds the penalty to the same residuals
     assert fit.link == "clipped_linear"
+
+
+@pytest.mark.parametrize("name, home", [("plot_capabilities", "platinum_jax.plots"),
+                                        ("plot_residuals", "platinum_jax.plots")])
+def test_moved_names_warn_and_are_the_new_homes_objects(name, home):
+    import importlib
+
+    import platinum_jax.stitching as st
+
+    with pytest.warns(DeprecationWarning, match=f"from {home} import {name}"):
+        old = getattr(st, name)
+    assert old is getattr(importlib.import_module(home), name)

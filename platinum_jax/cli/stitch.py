@@ -309,7 +309,7 @@ def _write_plots(fit, unc, out: Path, suffix: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from platinum_jax.stitching._plots import plot_capabilities, plot_residuals
+    from platinum_jax.plots import plot_capabilities, plot_residuals
 
     ax = plot_capabilities(fit, unc)
     ax.figure.tight_layout()

@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
         stitching_cost,
         stitching_residuals,
     )
-    from ._plots import plot_capabilities, plot_residuals
     from ._synthetic import SyntheticTruth, synthetic_score_table
     from ._table import ScoreTable, UnknownNameError
     from ._uncertainty import (
@@ -66,8 +65,6 @@ _EXPORTS = {
     "kfold_assignments": "_cv",
     "laplace": "_uncertainty",
     "objective_hessian": "_uncertainty",
-    "plot_capabilities": "_plots",
-    "plot_residuals": "_plots",
     "predict_scores": "_model",
     "sensitivity": "_uncertainty",
     "solve_stitching": "_deprecated",
@@ -84,6 +81,8 @@ _MOVED = {
     "read_epoch_raw": "platinum_jax.importers",
     "read_metr_horizons": "platinum_jax.importers",
     "read_model_compute": "platinum_jax.importers",
+    "plot_capabilities": "platinum_jax.plots",
+    "plot_residuals": "platinum_jax.plots",
 }
 
 __all__ = [
@@ -108,8 +107,6 @@ __all__ = [
     "kfold_assignments",
     "laplace",
     "objective_hessian",
-    "plot_capabilities",
-    "plot_residuals",
     "predict_scores",
     "sensitivity",
     "solve_stitching",
