@@ -10,12 +10,12 @@ import pytest
 from scipy.optimize import least_squares, minimize_scalar
 
 from platinum_jax import analysis as an
+from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.stitching import (
     BenchmarkAnchor,
     BootstrapResult,
     UnknownNameError,
     fit_stitching,
-    synthetic_score_table,
 )
 
 ANCHOR = BenchmarkAnchor("bench_00")

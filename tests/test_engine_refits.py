@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
+from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.inference import Data, Problem, solve_map
-from platinum_jax.stitching import BenchmarkAnchor, ParameterLayout, synthetic_score_table
+from platinum_jax.stitching import BenchmarkAnchor, ParameterLayout
 from platinum_jax.stitching._engine import response_table, rosetta_model, to_engine_theta
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from platinum_jax.cli import main
 from platinum_jax.data import ResponseTable
+from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.design import read_fit
 from platinum_jax.inference import (
     fit_map,
@@ -38,7 +39,6 @@ from platinum_jax.stitching import (
     BenchmarkAnchor,
     fit_stitching,
     objective_hessian,
-    synthetic_score_table,
 )
 from platinum_jax.stitching import laplace as stitching_laplace
 

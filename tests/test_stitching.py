@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy.optimize import least_squares, minimize_scalar
 
+from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.stitching import (
     BenchmarkAnchor,
     ModelAnchor,
@@ -21,7 +22,6 @@ from platinum_jax.stitching import (
     gauss_newton_system,
     predict_scores,
     stitching_cost,
-    synthetic_score_table,
 )
 from platinum_jax.stitching._model import penalty_vector
 
@@ -572,7 +572,9 @@ def test_fit_keeps_its_link_for_residuals():
 
 
 @pytest.mark.parametrize("name, home", [("plot_capabilities", "platinum_jax.plots"),
-                                        ("plot_residuals", "platinum_jax.plots")])
+                                        ("plot_residuals", "platinum_jax.plots"),
+                                        ("synthetic_score_table", "platinum_jax.datasets"),
+                                        ("SyntheticTruth", "platinum_jax.datasets")])
 def test_moved_names_warn_and_are_the_new_homes_objects(name, home):
     import importlib
 

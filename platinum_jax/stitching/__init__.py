@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
         stitching_cost,
         stitching_residuals,
     )
-    from ._synthetic import SyntheticTruth, synthetic_score_table
     from ._table import ScoreTable, UnknownNameError
     from ._uncertainty import (
         BootstrapResult,
@@ -52,7 +51,6 @@ _EXPORTS = {
     "ScoreTable": "_table",
     "StitchingFit": "_fit",
     "StitchingParams": "_model",
-    "SyntheticTruth": "_synthetic",
     "UnknownNameError": "_table",
     "anchor_for_table": "_fit",
     "bootstrap": "_uncertainty",
@@ -70,7 +68,6 @@ _EXPORTS = {
     "solve_stitching": "_deprecated",
     "stitching_cost": "_model",
     "stitching_residuals": "_model",
-    "synthetic_score_table": "_synthetic",
 }
 
 # Public names that moved to another package: still importable from here, with a
@@ -83,6 +80,8 @@ _MOVED = {
     "read_model_compute": "platinum_jax.importers",
     "plot_capabilities": "platinum_jax.plots",
     "plot_residuals": "platinum_jax.plots",
+    "SyntheticTruth": "platinum_jax.datasets",
+    "synthetic_score_table": "platinum_jax.datasets",
 }
 
 __all__ = [
@@ -94,7 +93,6 @@ __all__ = [
     "ScoreTable",
     "StitchingFit",
     "StitchingParams",
-    "SyntheticTruth",
     "UnknownNameError",
     "anchor_for_table",
     "bootstrap",
@@ -112,7 +110,6 @@ __all__ = [
     "solve_stitching",
     "stitching_cost",
     "stitching_residuals",
-    "synthetic_score_table",
 ]
 
 
