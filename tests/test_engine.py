@@ -257,6 +257,22 @@ def test_laplace_bootstrap_and_cv_are_labelled():
     assert cv["converged"].all() and (cv["mse"] < 0.25).all()
 
 
+def test_cv_takes_the_callers_fold_labels():
+    table, _ = simulate(TwoPL(), 30, 6, seed=2)
+    model = TwoPL(likelihood=Bernoulli())
+    n = table.n_responses
+    # the random split of folds=3, seed=4, rebuilt with NumPy, given as labels: the same folds
+    labels = np.random.default_rng(4).permutation(np.arange(n) % 3)
+    by_count = cross_validate(model, table, folds=3, seed=4)
+    by_label = cross_validate(model, table, folds=labels)
+    pd.testing.assert_frame_equal(by_count, by_label)
+    np.testing.assert_array_equal(by_label["n_test"], np.bincount(labels))
+    with pytest.raises(ValueError, match="one integer fold label per response"):
+        cross_validate(model, table, folds=labels[:-1])
+    with pytest.raises(ValueError, match="every fold used"):
+        cross_validate(model, table, folds=np.where(labels == 1, 2, labels))
+
+
 def test_multidimensional_loadings_recovered_up_to_rotation():
     model = MultidimensionalTwoPL(dims=2)
     table, truth = simulate(model, 600, 24, seed=8)

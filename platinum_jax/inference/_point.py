@@ -390,7 +390,7 @@ def cross_validate(
     model: MeasurementModel,
     table: ResponseTable,
     *,
-    folds: int = 10,
+    folds: int | np.ndarray = 10,
     seed: int = 0,
     **solver_options,
 ) -> pd.DataFrame:
@@ -398,14 +398,27 @@ def cross_validate(
     (one vmapped solver) and predicted. Returns one row per fold with ``n_test``,
     ``mse`` (of mean responses), ``log_lik`` (mean held-out log-likelihood per response) and
     ``converged``; ``attrs["predictions"]`` holds the out-of-fold prediction per row.
+
+    ``folds`` is the number of folds (rows assigned at random by ``seed``) or the fold label
+    ``0..K-1`` of every row of ``table`` (a design of the caller's, e.g. a paper's split).
     """
-    if folds < 2:
-        raise ValueError(f"folds must be >= 2 (got {folds})")
-    problem = _problem(model, table)
     n = table.n_responses
-    if folds > n:
-        raise ValueError(f"folds={folds} exceeds the {n} responses")
-    assign = np.random.default_rng(seed).permutation(np.arange(n) % folds)
+    if np.ndim(folds) == 0:
+        if folds < 2:
+            raise ValueError(f"folds must be >= 2 (got {folds})")
+        if folds > n:
+            raise ValueError(f"folds={folds} exceeds the {n} responses")
+        assign = np.random.default_rng(seed).permutation(np.arange(n) % folds)
+    else:
+        assign = np.asarray(folds)
+        if assign.shape != (n,) or not np.issubdtype(assign.dtype, np.integer):
+            raise ValueError(f"folds: give one integer fold label per response ({n}); got "
+                             f"shape {assign.shape} of {assign.dtype}")
+        folds = int(assign.max()) + 1
+        if assign.min() < 0 or folds < 2 or len(np.unique(assign)) != folds:
+            raise ValueError(f"folds: labels must be 0..K-1 with every fold used and K >= 2 "
+                             f"(got {sorted(set(assign.tolist()))[:10]})")
+    problem = _problem(model, table)
     data = problem.data()
     train = jnp.asarray(np.stack([assign != k for k in range(folds)]), problem.dtype)
     res = map_solver(problem, batched="data", **solver_options)(
