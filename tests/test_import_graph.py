@@ -156,8 +156,6 @@ def _private_imports_across_packages() -> set[tuple[str, str]]:
 KNOWN_PRIVATE_IMPORTS = {
     ("platinum_jax.analysis._detection", "platinum_jax.stitching._engine.layout_problem"),
     ("platinum_jax.analysis._hinge", "platinum_jax.stitching._engine.layout_problem"),
-    ("platinum_jax.analysis._robustness", "platinum_jax.stitching._table.close_matches_message"),
-    ("platinum_jax.analysis._robustness", "platinum_jax.stitching._engine.response_table"),
     ("platinum_jax.analysis._robustness", "platinum_jax.stitching._engine.rosetta_model"),
     ("platinum_jax.analysis._robustness", "platinum_jax.stitching._engine.to_engine_theta"),
 }
@@ -172,6 +170,6 @@ def test_analysis_uses_only_public_names_of_other_packages():
 def test_private_import_finder_sees_function_level_imports():
     found = _private_imports_across_packages()
     # a lazy import inside a function (robustness) is found, and a package's own privates are not
-    assert ("platinum_jax.analysis._robustness", "platinum_jax.stitching._engine.response_table") in found
+    assert ("platinum_jax.analysis._robustness", "platinum_jax.stitching._engine.rosetta_model") in found
     assert not any(m.startswith("platinum_jax.analysis.") and t.startswith("platinum_jax.analysis.")
                    for m, t in found)

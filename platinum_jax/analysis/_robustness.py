@@ -66,8 +66,7 @@ class RobustnessResult:
 
 
 def _check_benchmarks(table, names: Sequence[str], what: str) -> list[str]:
-    from platinum_jax.stitching import UnknownNameError
-    from platinum_jax.stitching._table import close_matches_message
+    from platinum_jax._names import UnknownNameError, close_matches_message
 
     out = []
     for n in names:
@@ -119,9 +118,9 @@ def _masked_refits(table, base, l2, weights, max_steps):
     import dataclasses
 
     from platinum_jax.inference import Problem, map_solver
-    from platinum_jax.stitching._engine import response_table, rosetta_model, to_engine_theta
+    from platinum_jax.stitching._engine import rosetta_model, to_engine_theta
 
-    problem = Problem(rosetta_model(base.anchor, l2, base.link), response_table(table))
+    problem = Problem(rosetta_model(base.anchor, l2, base.link), table.responses)
     start = to_engine_theta(base.layout, base.theta)
     start = type(start)(*(jnp.asarray(t, problem.dtype) for t in start))
     data = problem.data()

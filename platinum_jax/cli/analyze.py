@@ -198,7 +198,7 @@ def _run(args: argparse.Namespace, outputs) -> int:
         if args.bootstrap:
             if args.capabilities is not None:
                 raise ValueError("--bootstrap needs a fit of DATA; drop --capabilities")
-            from platinum_jax.stitching._uncertainty import bootstrap
+            from platinum_jax.stitching import bootstrap
 
             draws = bootstrap(fit, args.bootstrap, seed=args.seed, level=args.level, progress=True)
         fc = an.forecast_capability(trend, until=args.until, level=args.level,

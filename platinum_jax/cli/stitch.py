@@ -195,7 +195,7 @@ def load_table(args: argparse.Namespace):
 def _load_table(args: argparse.Namespace):
     import warnings
 
-    from platinum_jax.stitching._table import ScoreTable
+    from platinum_jax.stitching import ScoreTable
 
     path = Path(args.data)
     min_benchmarks = getattr(args, "min_benchmarks", 4)
@@ -342,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
     if args.replicates < 2:
         raise ValueError(f"--replicates must be at least 2 (got {args.replicates})")
     from platinum_jax._outputs import output_directory
-    from platinum_jax.stitching._fit import fit_stitching
+    from platinum_jax.stitching import fit_stitching
 
     anchor = anchor_from_args(args)
     # Names are checked before the output directory is touched, so a typo changes nothing there.
