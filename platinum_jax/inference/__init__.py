@@ -35,6 +35,7 @@ from ._point import (
     laplace,
     laplace_covariance,
     noise_variance,
+    objective_hessian,
     score_subjects,
 )
 from ._problem import Data, Problem, Theta
@@ -90,6 +91,7 @@ __all__ = [
     "map_solver",
     "noise_variance",
     "numpyro_model",
+    "objective_hessian",
     "posterior_values",
     "run_nuts",
     "nuts",

@@ -22,8 +22,8 @@ from ._map import map_solver
 from ._problem import Data, Problem, Theta
 from ._results import Fit
 
-__all__ = ["fit_map", "laplace", "laplace_covariance", "noise_variance", "bootstrap",
-           "cross_validate", "score_subjects"]
+__all__ = ["fit_map", "laplace", "laplace_covariance", "noise_variance", "objective_hessian",
+           "bootstrap", "cross_validate", "score_subjects"]
 
 
 def _problem(model, table) -> Problem:
@@ -186,6 +186,15 @@ def _dense_hessian(problem: Problem, theta: Theta, data: Data):
     free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
                                           (problem.free_S, problem.free_I, problem.free_G)]))
     return full[np.ix_(free, free)]
+
+
+def objective_hessian(fit: Fit) -> jax.Array:
+    """Exact Hessian ``(Q, Q)`` of the fit's objective (negative log-likelihood plus penalties)
+    over its ``Q`` free raw parameters, in the order ``concat(S.ravel(), I.ravel(), G)`` of
+    the free entries; the matrix whose inverse Laplace scales (float64 advised)."""
+    problem = fit.problem
+    theta = Theta(*(jnp.asarray(t, problem.dtype) for t in fit.theta))
+    return _dense_hessian(problem, theta, problem.data())
 
 
 NOISE_SCALES = ("auto", "residual", "likelihood")

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from jaxtyping import Array, Float
 
+from ._engine import engine_problem, layout_batch, layout_entries
 from ._fit import StitchingFit
 from ._model import stitching_cost
 
@@ -277,16 +278,18 @@ def sensitivity(
 def objective_hessian(fit: StitchingFit) -> Float[Array, "P P"]:
     """Exact Hessian of the fit's objective over its free parameters (C, D, alpha), (P, P).
 
-    The objective is the engine's (:meth:`platinum_jax.inference.Problem.objective` of the
-    Rosetta model); its Hessian comes from autodiff over the engine's raw vector. Where the
-    centre of the L2 penalty is a free global, it is profiled out (Schur complement, by a
-    solve), which is the Hessian of the paper's objective with the penalty centred on its mean.
+    The engine's :func:`platinum_jax.inference.objective_hessian` of the Rosetta preset, read
+    at the layout's free entries. Where the centre of the L2 penalty is a free global, it is
+    profiled out (Schur complement, by a solve), which is the Hessian of the paper's objective
+    with the penalty centred on its mean.
     """
-    from ._engine import engine_problem, layout_entries
+    from platinum_jax.inference import Fit
+    from platinum_jax.inference import objective_hessian as engine_hessian
 
     problem, theta = engine_problem(fit)
-    x_pos, g_pos = layout_entries(problem, fit.layout)
-    hess = _flat_hessian(problem, theta)
+    hess = engine_hessian(Fit(problem=problem, method="map", theta=theta,
+                              converged=fit.converged))
+    x_pos, g_pos = _free_positions(problem, fit.layout)
     h_xx = hess[np.ix_(x_pos, x_pos)]
     if g_pos.size == 0:
         return h_xx
@@ -295,19 +298,13 @@ def objective_hessian(fit: StitchingFit) -> Float[Array, "P P"]:
     return h_xx - h_xg @ jnp.linalg.solve(h_gg, h_xg.T)
 
 
-def _flat_hessian(problem, theta) -> Float[Array, "Q Q"]:
-    """Hessian of ``problem.objective`` over ``concat(S.ravel(), I.ravel(), G)``."""
-    from platinum_jax.inference import Theta
-
-    s, i, g = (jnp.asarray(t, problem.dtype) for t in theta)
-    a, b = s.size, i.size
-    data = problem.data()
-
-    def objective(x):
-        blocks = Theta(x[:a].reshape(s.shape), x[a:a + b].reshape(i.shape), x[a + b:])
-        return problem.objective(blocks, data)
-
-    return jax.jit(jax.hessian(objective))(jnp.concatenate([s.ravel(), i.ravel(), g]))
+def _free_positions(problem, layout):
+    """The layout's free entries and the free globals as positions among the engine's free
+    entries (the rows of its Hessian and covariance)."""
+    free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
+                                          (problem.free_S, problem.free_I, problem.free_G)]))
+    x_pos, g_pos = layout_entries(problem, layout)
+    return np.searchsorted(free, x_pos), np.searchsorted(free, g_pos)
 
 
 def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "residual"):
@@ -328,19 +325,13 @@ def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "
 
     from platinum_jax.inference import Fit, laplace_covariance
 
-    from ._engine import engine_problem, layout_entries
-
     if isinstance(noise_scale, str) and noise_scale != "residual":
         raise ValueError(f"noise_scale must be 'residual' or a positive number (got "
                          f"{noise_scale!r})")
     problem, theta = engine_problem(fit)
     engine_fit = Fit(problem=problem, method="map", theta=theta, converged=fit.converged)
     cov = laplace_covariance(engine_fit, noise_scale=noise_scale)
-    # The layout's free entries as positions in the engine's vector of free entries.
-    free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
-                                          (problem.free_S, problem.free_I, problem.free_G)]))
-    x_pos, _ = layout_entries(problem, fit.layout)
-    k = np.searchsorted(free, x_pos)
+    k, _ = _free_positions(problem, fit.layout)
     sd = np.sqrt(np.diag(cov.to_numpy())[k])
     z = norm.ppf(0.5 + level / 2)
     frame = pd.DataFrame(
@@ -472,8 +463,6 @@ def bootstrap(
         raise ValueError("chunk and block must be positive")
     block = min(block, replicates)
     chunk = min(chunk, block)
-    from ._engine import engine_problem, layout_batch
-
     problem, engine_theta = engine_problem(fit)
     solve = _bootstrap_solver(problem, engine_theta, chunk, max_steps)
     keys = jax.random.split(jax.random.PRNGKey(seed), replicates)
