@@ -70,6 +70,11 @@ def test_fit_and_stitch_tables_normalise_names_alike():
                           "score": [0.5, 0.6, 0.7, 0.8]})
     expected_models = sorted({" ".join(m.split()) for m in frame["model"]})
     expected_benchmarks = sorted({" ".join(b.split()) for b in frame["benchmark"]})
+    for build in (ScoreTable.from_frame, ResponseTable.from_frame):  # both in the file's words
+        with pytest.warns(UserWarning) as seen:
+            build(frame, name="scores.csv")
+        said = " ".join(str(w.message) for w in seen)
+        assert "2 model name(s)" in said and "2 benchmark name(s)" in said
     with pytest.warns(UserWarning, match="stray whitespace"):
         stitched = ScoreTable.from_frame(frame, name="scores.csv")
     with pytest.warns(UserWarning, match="stray whitespace"):

@@ -283,10 +283,10 @@ def test_engine_structured_step_equals_dense_solve(anchor, eliminate):
     from platinum_jax.inference import Data, Problem, Theta
     from platinum_jax.inference import gauss_newton_system as engine_system
     from platinum_jax.inference._map import _solve
-    from platinum_jax.stitching._engine import response_table, rosetta_model
+    from platinum_jax.stitching._engine import rosetta_model
 
     table, _ = synthetic_score_table(seed=8, n_models=10, n_benchmarks=4, density=0.8)
-    problem = Problem(rosetta_model(anchor, 0.2, "sigmoid"), response_table(table))
+    problem = Problem(rosetta_model(anchor, 0.2, "sigmoid"), table.responses)
     problem.eliminate = eliminate
     rng = np.random.default_rng(6)
     start = problem.start()

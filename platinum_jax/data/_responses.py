@@ -159,6 +159,8 @@ class ResponseTable:
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
         frame = _rename_aliases(df, name)
+        # messages name a column as the file spells it ("model name(s)" for a model column)
+        spelt = {new: old for old, new in zip(df.columns, frame.columns, strict=True)}
         missing = [c for c in ("subject", "item", "response") if c not in frame.columns]
         if missing:
             raise ValueError(
@@ -176,11 +178,12 @@ class ResponseTable:
             bad = frame[col].isna().to_numpy()
             if bad.any():
                 raise ValueError(
-                    f"{name}: {int(bad.sum())} row(s) have no {col} (rows "
+                    f"{name}: {int(bad.sum())} row(s) have no {spelt.get(col, col)} (rows "
                     f"{[int(i) for i in np.flatnonzero(bad)[:8]]}); fill in or drop those rows"
                 )
             # "m04" and "m04 " are one subject here as in every reader (said, not silent).
-            frame[col] = normalise_names(frame[col], what=col, source=name).astype(str)
+            frame[col] = normalise_names(frame[col], what=str(spelt.get(col, col)),
+                                         source=name).astype(str)
         for col in ("response", *_OPTIONAL):
             if col not in frame.columns:
                 continue

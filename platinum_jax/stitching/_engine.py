@@ -17,7 +17,6 @@ from platinum_jax.inference import Theta
 from platinum_jax.models import Rosetta
 
 from ._model import Anchor, BenchmarkAnchor, ParameterLayout, StitchingParams
-from ._table import ScoreTable
 
 __all__ = [
     "capability_of",
@@ -26,17 +25,10 @@ __all__ = [
     "layout_batch",
     "layout_entries",
     "layout_problem",
-    "response_table",
     "rosetta_model",
     "to_engine_theta",
     "to_engine_blocks",
 ]
-
-
-def response_table(table: ScoreTable) -> ResponseTable:
-    """``table`` as a response table: subjects = models, items = benchmarks, rows unchanged
-    (the table's own :attr:`ScoreTable.responses`)."""
-    return table.responses
 
 
 def rosetta_model(anchor: Anchor, l2: float, link: str) -> Rosetta:
@@ -79,7 +71,7 @@ def engine_problem(fit):
         return fit.engine.problem, fit.engine.theta
     from platinum_jax.inference import Problem
 
-    problem = Problem(rosetta_model(fit.anchor, fit.l2, fit.link), response_table(fit.table))
+    problem = Problem(rosetta_model(fit.anchor, fit.l2, fit.link), fit.table.responses)
     return problem, to_engine_theta(fit.layout, fit.theta)
 
 
