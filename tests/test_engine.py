@@ -249,7 +249,7 @@ def test_laplace_bootstrap_and_cv_are_labelled():
     lap = laplace(fit, draws=500)
     assert {"ability_sd", "ability_lo", "ability_hi"} <= set(lap.subjects.columns)
     assert (lap.items["discrimination_lo"] > 0).all()  # natural scale, from log draws
-    boot = bootstrap(fit, replicates=16, batch_size=8)
+    boot = bootstrap(fit, replicates=16, chunk=8)
     assert boot.diagnostics["replicates_converged"] >= 12
     assert (boot.subjects["ability_sd"] > 0).all()
     cv = cross_validate(TwoPL(likelihood=Bernoulli()), table, folds=4)

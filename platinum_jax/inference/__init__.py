@@ -29,7 +29,6 @@ from ._diagnostics import (
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._point import (
     NOISE_SCALES,
-    bootstrap,
     cross_validate,
     fit_map,
     laplace,
@@ -39,6 +38,7 @@ from ._point import (
     score_subjects,
 )
 from ._problem import Data, Problem, Theta
+from ._resample import bootstrap, bootstrap_replicates, resample_counts
 from ._results import Fit
 from ._simulate import simulate
 
@@ -77,6 +77,7 @@ __all__ = [
     "Problem",
     "Theta",
     "bootstrap",
+    "bootstrap_replicates",
     "canonical_diagnostics",
     "choose_chain_method",
     "cross_validate",
@@ -97,6 +98,7 @@ __all__ = [
     "nuts",
     "posterior_theta",
     "quadrature",
+    "resample_counts",
     "row_mesh",
     "sampler_diagnostics",
     "score_subjects",

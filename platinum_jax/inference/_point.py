@@ -1,5 +1,5 @@
 """Point fits and their uncertainty for any measurement model: MAP with restarts, Laplace,
-bootstrap, K-fold cross-validation, and scoring new subjects against fixed items.
+K-fold cross-validation, and scoring new subjects against fixed items.
 
 Enable float64 for fits (``jax.config.update("jax_enable_x64", True)``); in float32 the
 solver still runs but stops at float32 precision.
@@ -23,7 +23,7 @@ from ._problem import Data, Problem, Theta
 from ._results import Fit
 
 __all__ = ["fit_map", "laplace", "laplace_covariance", "noise_variance", "objective_hessian",
-           "bootstrap", "cross_validate", "score_subjects"]
+           "cross_validate", "score_subjects"]
 
 
 def _problem(model, table) -> Problem:
@@ -355,46 +355,7 @@ def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int =
     )
 
 
-# ---------------------------------------------------------------------- resampling
-def bootstrap(
-    model: MeasurementModel | Fit,
-    table: ResponseTable | None = None,
-    *,
-    replicates: int = 200,
-    seed: int = 0,
-    batch_size: int = 32,
-    **solver_options,
-) -> Fit:
-    """Nonparametric bootstrap over responses: each replicate refits with multinomial row
-    weights (one vmapped solver, started at the full-data MAP). Replicates that do not
-    converge are left out of the intervals, and their count is reported.
-
-    ``model`` may be a MAP :class:`Fit` (its data are used) or a model with ``table``.
-    """
-    base = model if isinstance(model, Fit) else fit_map(model, table, **solver_options)
-    problem = base.problem
-    n = problem.table.n_responses
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=replicates).astype(np.float64)
-    data = problem.data()
-    solve = map_solver(problem, batched="data", **solver_options)
-    start = Theta(*(jnp.asarray(t, problem.dtype) for t in base.theta))
-    results = []
-    for k in range(0, replicates, batch_size):  # bounded memory: batches of replicates
-        w = jnp.asarray(counts[k:k + batch_size], problem.dtype) * data.weight
-        results.append(solve(start, dataclasses.replace(data, weight=w)))
-    res = jax.tree_util.tree_map(lambda *a: np.concatenate(a), *results)
-    ok = np.asarray(res.converged)
-    if not ok.any():
-        raise ValueError("no bootstrap replicate converged; check the full-data fit first")
-    draws = Theta(*(np.asarray(t)[ok] for t in res.theta))
-    return dataclasses.replace(
-        base, method="bootstrap", draws=draws, raw_sd=None,
-        diagnostics={**base.diagnostics, "replicates": replicates,
-                     "replicates_converged": int(ok.sum())},
-    )
-
-
+# ---------------------------------------------------------------------- cross-validation
 def cross_validate(
     model: MeasurementModel,
     table: ResponseTable,

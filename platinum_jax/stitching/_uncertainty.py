@@ -393,37 +393,12 @@ class BootstrapResult:
         )
 
 
-def _counts(key, n, dtype):
-    # Multinomial(N, 1/N) counts as weights: a resample of the scores with static shapes.
-    draws = jax.random.randint(key, (n,), 0, n)
-    return jnp.zeros((n,), dtype).at[draws].add(1.0)
-
-
 def bootstrap_weights(seed: int, replicates: int, n_scores: int) -> np.ndarray:
-    """The (replicates, N) resampling counts that :func:`bootstrap` uses for ``seed``."""
-    keys = jax.random.split(jax.random.PRNGKey(seed), replicates)
-    return np.asarray(jax.vmap(lambda k: _counts(k, n_scores, jnp.float64))(keys))
+    """The (replicates, N) resampling counts that :func:`bootstrap` uses for ``seed``
+    (:func:`platinum_jax.inference.resample_counts`)."""
+    from platinum_jax.inference import resample_counts
 
-
-def _bootstrap_solver(problem, theta, chunk: int, max_steps: int):
-    """Jitted ``keys -> (S, I, objective, converged)`` of the engine's MAP solver, one refit per
-    key on its resampled weights (``lax.map`` over vmapped chunks of ``chunk`` refits)."""
-    import dataclasses
-
-    from platinum_jax.inference import solve_map
-
-    data = problem.data()
-    start = type(theta)(*(jnp.asarray(t, problem.dtype) for t in theta))
-    n = problem.table.n_responses
-
-    def one(key):
-        w = _counts(key, n, problem.dtype) * data.weight
-        res = solve_map(problem, start, dataclasses.replace(data, weight=w),
-                        max_steps=max_steps, gtol=1e-8, xtol=1e-8, ftol=1e-10,
-                        curvature="newton")
-        return res.theta.subjects, res.theta.items, res.objective, res.converged
-
-    return jax.jit(lambda keys: jax.lax.map(one, keys, batch_size=chunk))
+    return resample_counts(seed, replicates, n_scores)
 
 
 def bootstrap(
@@ -439,50 +414,28 @@ def bootstrap(
 ) -> BootstrapResult:
     """Non-parametric bootstrap over scores, every replicate refitted by the engine's LM.
 
-    Replicate ``k`` reweights score ``i`` by ``w_i ~ Multinomial(N, 1/N)`` (a resample with
-    replacement; ``w_i = 0`` drops a score) and refits from the MAP estimate with
-    :func:`platinum_jax.inference.solve_map` (exact-Hessian LM, which converges in fewer steps
-    from there).
-
-    How the refits run: a Python loop over blocks of ``block`` replicates (the last one padded)
-    calls one jitted function per block; inside it, ``lax.map`` works through the block ``chunk``
-    replicates at a time, each chunk a ``vmap`` of LM solves. Every block has the same shapes, so
-    the function compiles once and memory stays bounded; the default 1,000 replicates are four
-    calls of 50 vmapped chunks. A vmapped batch of LM loops runs until its slowest replicate
-    stops, so small chunks are fastest on a CPU (the default, 5, measured best on two cores);
-    raise ``chunk`` on a GPU.
+    The engine's :func:`platinum_jax.inference.bootstrap_replicates` on the Rosetta preset:
+    replicate ``k`` reweights score ``i`` by ``w_i ~ Multinomial(N, 1/N)`` (a resample with
+    replacement; ``w_i = 0`` drops a score) and refits from the MAP estimate by exact-Hessian LM
+    (``curvature="newton"``, which converges in fewer steps from there), in compiled blocks of
+    ``block`` replicates, ``chunk`` vmapped refits at a time: the default 1,000 replicates are
+    four calls of 50 vmapped chunks. Small chunks are fastest on a CPU (the default, 5,
+    measured best on two cores); raise ``chunk`` on a GPU.
 
     Replicates that hit ``max_steps`` before converging are kept in the result (``thetas``,
     ``converged``) but left out of ``summary``; when there are any, a ``RuntimeWarning`` says how
     many. Returns a :class:`BootstrapResult`; its ``summary`` has ``value, sd, lower, upper,
     mean`` (percentile interval at ``level``).
     """
-    if replicates < 2:
-        raise ValueError(f"replicates must be at least 2 (got {replicates})")
-    if chunk < 1 or block < 1:
-        raise ValueError("chunk and block must be positive")
-    block = min(block, replicates)
-    chunk = min(chunk, block)
-    problem, engine_theta = engine_problem(fit)
-    solve = _bootstrap_solver(problem, engine_theta, chunk, max_steps)
-    keys = jax.random.split(jax.random.PRNGKey(seed), replicates)
-    n_blocks = -(-replicates // block)
-    pad = n_blocks * block - replicates
-    if pad:  # pad with repeats so every block has the compiled shape; dropped below
-        keys = jnp.concatenate([keys, keys[:pad]])
-    outs = []
-    blocks = range(n_blocks)
-    if progress:
-        from tqdm.auto import tqdm
+    from platinum_jax.inference import Fit, bootstrap_replicates
 
-        blocks = tqdm(blocks, desc=f"bootstrap ({replicates} refits)", unit="block")
-    for k in blocks:
-        out = jax.tree_util.tree_map(np.asarray, solve(keys[k * block : (k + 1) * block]))
-        outs.append((layout_batch(fit.layout, out[0], out[1]), out[2], out[3]))
-    thetas = np.concatenate([o[0] for o in outs])[:replicates]
-    costs = np.concatenate([o[1] for o in outs])[:replicates]
-    conv = np.concatenate([o[2] for o in outs])[:replicates]
-    result = BootstrapResult(fit, thetas, costs, conv, level)
+    problem, engine_theta = engine_problem(fit)
+    res = bootstrap_replicates(
+        Fit(problem=problem, method="map", theta=engine_theta, converged=fit.converged),
+        replicates, seed=seed, chunk=chunk, block=block, progress=progress,
+        max_steps=max_steps, gtol=1e-8, xtol=1e-8, ftol=1e-10, curvature="newton")
+    thetas = layout_batch(fit.layout, res.theta.subjects, res.theta.items)
+    result = BootstrapResult(fit, thetas, res.objective, res.converged, level)
     n_failed = result.summary.attrs["n_failed"]
     if n_failed:
         warnings.warn(
