@@ -118,9 +118,10 @@ def _masked_refits(table, base, l2, weights, max_steps):
     import dataclasses
 
     from platinum_jax.inference import Problem, map_solver
-    from platinum_jax.stitching._engine import rosetta_model, to_engine_theta
+    from platinum_jax.models import Rosetta
+    from platinum_jax.stitching import to_engine_theta
 
-    problem = Problem(rosetta_model(base.anchor, l2, base.link), table.responses)
+    problem = Problem(Rosetta(link=base.link, l2=float(l2), anchor=base.anchor), table.responses)
     start = to_engine_theta(base.layout, base.theta)
     start = type(start)(*(jnp.asarray(t, problem.dtype) for t in start))
     data = problem.data()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
     from ._cv import cross_validate, kfold_assignments
     from ._deprecated import LMResult, fit_theta, gauss_newton_system, solve_stitching
+    from ._engine import layout_problem, to_engine_theta
     from ._fit import StitchingFit, anchor_for_table, fit_stitching
     from ._model import (
         BenchmarkAnchor,
@@ -62,12 +63,14 @@ _EXPORTS = {
     "gauss_newton_system": "_deprecated",
     "kfold_assignments": "_cv",
     "laplace": "_uncertainty",
+    "layout_problem": "_engine",
     "objective_hessian": "_uncertainty",
     "predict_scores": "_model",
     "sensitivity": "_uncertainty",
     "solve_stitching": "_deprecated",
     "stitching_cost": "_model",
     "stitching_residuals": "_model",
+    "to_engine_theta": "_engine",
 }
 
 # Public names that moved to another package: still importable from here, with a
@@ -104,12 +107,14 @@ __all__ = [
     "gauss_newton_system",
     "kfold_assignments",
     "laplace",
+    "layout_problem",
     "objective_hessian",
     "predict_scores",
     "sensitivity",
     "solve_stitching",
     "stitching_cost",
     "stitching_residuals",
+    "to_engine_theta",
 ]
 
 
