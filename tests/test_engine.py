@@ -294,3 +294,36 @@ def test_multidimensional_loadings_recovered_up_to_rotation():
         return np.sum(np.var(a**2, axis=0))
 
     assert criterion(est @ rot) >= criterion(est) - 1e-12
+
+
+def test_bootstrap_replicates_refit_on_their_resample_in_any_chunking():
+    import dataclasses
+
+    import jax
+
+    from platinum_jax.inference import bootstrap_replicates, resample_counts
+
+    table, _ = simulate(TwoPL(), 40, 8, seed=4)
+    fit = fit_map(TwoPL(), table)
+    n, reps = table.n_responses, 7
+    counts = resample_counts(3, reps, n)
+    assert counts.shape == (reps, n) and (counts == np.round(counts)).all()
+    np.testing.assert_array_equal(counts.sum(axis=1), n)
+    # 7 replicates in blocks of 3 (the last padded) and chunks of 2, against one block of 7
+    res = bootstrap_replicates(fit, reps, seed=3, chunk=2, block=3)
+    one = bootstrap_replicates(fit, reps, seed=3, chunk=7, block=7)
+    assert np.asarray(res.converged).all() and res.theta.items.shape[0] == reps
+    np.testing.assert_allclose(res.theta.items, one.theta.items, atol=1e-8)
+    problem = fit.problem
+    data = problem.data()
+    free = [np.asarray(f, bool) for f in (problem.free_S, problem.free_I, problem.free_G)]
+
+    def grad_norm(k, w):
+        theta = type(fit.theta)(*(np.asarray(t)[k] for t in res.theta))
+        g = jax.grad(problem.objective)(theta, dataclasses.replace(data, weight=data.weight * w))
+        return max(float(np.abs(np.asarray(gi)[f]).max(initial=0.0)) for gi, f in zip(g, free, strict=True))
+
+    # replicate k is a stationary point of the objective weighted by its own counts, not another's
+    for k in range(reps):
+        assert grad_norm(k, counts[k]) < 1e-5
+        assert grad_norm(k, counts[(k + 1) % reps]) > 1e-2

@@ -69,7 +69,15 @@ def _replicate_solver(problem: Problem, chunk: int, options: dict):
             w = _counts(k, n, data.weight.dtype) * data.weight
             return solve(theta0, dataclasses.replace(data, weight=w))
 
-        return jax.lax.map(one, keys, batch_size=chunk)
+        # lax.map over chunks of a vmap (keys padded to whole chunks, the padding dropped);
+        # spelled out because lax.map's own batch_size cannot reshape a block of size 0
+        # (a model with no globals).
+        m = keys.shape[0]
+        n_chunks = -(-m // chunk)
+        padded = jnp.concatenate([keys, keys[:n_chunks * chunk - m]])
+        out = jax.lax.map(jax.vmap(one), padded.reshape((n_chunks, chunk) + keys.shape[1:]))
+        return jax.tree_util.tree_map(
+            lambda a: a.reshape((n_chunks * chunk,) + a.shape[2:])[:m], out)
 
     fn = jax.jit(run)
     if key is not None:
