@@ -323,6 +323,10 @@ def test_bootstrap_replicates_refit_on_their_resample_in_any_chunking():
         g = jax.grad(problem.objective)(theta, dataclasses.replace(data, weight=data.weight * w))
         return max(float(np.abs(np.asarray(gi)[f]).max(initial=0.0)) for gi, f in zip(g, free, strict=True))
 
+    with pytest.raises(TypeError, match="batch_size is now chunk"):
+        bootstrap(fit, replicates=4, batch_size=2)
+    with pytest.raises(ValueError, match="chunk and block must be positive"):
+        bootstrap_replicates(fit, 4, chunk=0)
     # replicate k is a stationary point of the objective weighted by its own counts, not another's
     for k in range(reps):
         assert grad_norm(k, counts[k]) < 1e-5

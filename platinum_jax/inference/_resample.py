@@ -155,6 +155,9 @@ def bootstrap(
 
     ``model`` may be a MAP :class:`Fit` (its data are used) or a model with ``table``.
     """
+    if "batch_size" in solver_options:
+        raise TypeError("bootstrap: batch_size is now chunk (refits vmapped together); "
+                        "block sets how many replicates one compiled call runs")
     base = model if isinstance(model, Fit) else fit_map(model, table, **solver_options)
     res = bootstrap_replicates(base, replicates, seed=seed, chunk=chunk, block=block,
                                progress=progress, **solver_options)
