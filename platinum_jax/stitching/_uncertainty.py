@@ -6,8 +6,10 @@ capability / difficulty / slope) with columns ``value``, ``lower``, ``upper`` an
 interval, not a standard deviation) for the sensitivity analysis. :func:`by_kind` splits such a
 frame into the capability and benchmark tables.
 
-Longer than the package's 500-line guide by a few lines: the three analyses return one frame
-shape and share its helpers; the Laplace covariance itself comes from the engine.
+The Laplace covariance and the bootstrap's refits are the engine's
+(:func:`platinum_jax.inference.laplace_covariance`,
+:func:`platinum_jax.inference.bootstrap_replicates`); what stays here is the paper's
+sensitivity analysis and the labelling of all three by the stitching parameters.
 """
 
 from __future__ import annotations
