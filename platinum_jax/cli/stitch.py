@@ -254,19 +254,19 @@ def _eci_columns(fit, args, boot, caps, bench):
 def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
     unc = boot = None
     if args.uncertainty != "none":  # the uncertainty module builds programs of its own
-        from platinum_jax.stitching import _uncertainty
+        from platinum_jax import stitching  # its names load lazily
 
         if args.uncertainty == "laplace":
-            unc = _uncertainty.laplace(fit)
+            unc = stitching.laplace(fit)
         elif args.uncertainty == "sensitivity":
-            unc = _uncertainty.sensitivity(fit)
+            unc = stitching.sensitivity(fit)
         elif args.uncertainty == "bootstrap":
-            boot = _uncertainty.bootstrap(fit, args.replicates, seed=args.seed, progress=True)
+            boot = stitching.bootstrap(fit, args.replicates, seed=args.seed, progress=True)
             unc = boot.summary
     caps = fit.capabilities
     bench = fit.benchmarks
     if unc is not None:
-        by_kind = _uncertainty.by_kind
+        by_kind = stitching.by_kind
         width = "halfwidth" if args.uncertainty == "sensitivity" else "sd"
         cols = [width, "lower", "upper"]
         caps = caps.join(by_kind(unc, "capability")[cols])
