@@ -55,8 +55,8 @@ HYPER = {"capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau", "si
 
 def real_subset_table(raw_dir: Path = EPOCH_RAW):
     """The six benchmarks of ``REAL_SUBSET``, models that have scores on at least four."""
+    from platinum_jax.importers import EpochDataWarning
     from platinum_jax.stitching import ScoreTable
-    from platinum_jax.stitching._epoch import EpochDataWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)
@@ -92,8 +92,9 @@ def sweep(args) -> int:
     from platinum_jax._runtime import enable_float64
 
     enable_float64()
-    from platinum_jax.stitching import ScoreTable
     from platinum_jax.stitching._epoch import EpochDataWarning
+
+    from platinum_jax.stitching import ScoreTable
     from platinum_jax.stitching.bayes import fit_stitching_bayes
 
     with warnings.catch_warnings():

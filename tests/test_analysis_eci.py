@@ -10,12 +10,12 @@ import pytest
 from scipy.optimize import least_squares, minimize_scalar
 
 from platinum_jax import analysis as an
+from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.stitching import (
     BenchmarkAnchor,
     BootstrapResult,
     UnknownNameError,
     fit_stitching,
-    synthetic_score_table,
 )
 
 ANCHOR = BenchmarkAnchor("bench_00")
@@ -271,7 +271,7 @@ def test_projection_matches_scalar_minimiser(world):
 
 
 def test_basket_tags_from_the_benchmark_flags(epoch_dir):
-    from platinum_jax.stitching import read_benchmark_info
+    from platinum_jax.importers import read_benchmark_info
 
     info = read_benchmark_info(epoch_dir / "raw")
     flags = pd.read_csv(epoch_dir / "raw" / "benchmark_optim.csv")

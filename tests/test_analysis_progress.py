@@ -13,12 +13,8 @@ import pandas as pd
 import pytest
 
 from platinum_jax import analysis as an
-from platinum_jax.stitching import (
-    ScoreTable,
-    fit_stitching,
-    read_distilled_models,
-    read_model_compute,
-)
+from platinum_jax.importers import read_distilled_models, read_model_compute
+from platinum_jax.stitching import ScoreTable, fit_stitching
 
 DAYS = 365.25
 

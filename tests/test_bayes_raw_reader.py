@@ -10,8 +10,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from platinum_jax.stitching import read_epoch_raw
-from platinum_jax.stitching._epoch import EpochDataWarning
+from platinum_jax.importers import EpochDataWarning, read_epoch_raw
 
 
 @pytest.fixture()

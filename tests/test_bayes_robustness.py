@@ -204,7 +204,7 @@ SHORT_MAX_R_HAT = 1 + 0.01 / SHORT_SHARE
 def test_short_chains_sample_a_real_subset_cleanly(epoch_dir):
     # Epoch's raw data on six benchmarks, four of them with standard errors and among them
     # scores of 0.000 with a reported standard error of 0.00 (the case that made NUTS diverge).
-    from platinum_jax.stitching._epoch import EpochDataWarning
+    from platinum_jax.importers import EpochDataWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)

@@ -249,12 +249,28 @@ def test_laplace_bootstrap_and_cv_are_labelled():
     lap = laplace(fit, draws=500)
     assert {"ability_sd", "ability_lo", "ability_hi"} <= set(lap.subjects.columns)
     assert (lap.items["discrimination_lo"] > 0).all()  # natural scale, from log draws
-    boot = bootstrap(fit, replicates=16, batch_size=8)
+    boot = bootstrap(fit, replicates=16, chunk=8)
     assert boot.diagnostics["replicates_converged"] >= 12
     assert (boot.subjects["ability_sd"] > 0).all()
     cv = cross_validate(TwoPL(likelihood=Bernoulli()), table, folds=4)
     assert list(cv.index) == [0, 1, 2, 3] and cv["n_test"].sum() == table.n_responses
     assert cv["converged"].all() and (cv["mse"] < 0.25).all()
+
+
+def test_cv_takes_the_callers_fold_labels():
+    table, _ = simulate(TwoPL(), 30, 6, seed=2)
+    model = TwoPL(likelihood=Bernoulli())
+    n = table.n_responses
+    # the random split of folds=3, seed=4, rebuilt with NumPy, given as labels: the same folds
+    labels = np.random.default_rng(4).permutation(np.arange(n) % 3)
+    by_count = cross_validate(model, table, folds=3, seed=4)
+    by_label = cross_validate(model, table, folds=labels)
+    pd.testing.assert_frame_equal(by_count, by_label)
+    np.testing.assert_array_equal(by_label["n_test"], np.bincount(labels))
+    with pytest.raises(ValueError, match="one integer fold label per response"):
+        cross_validate(model, table, folds=labels[:-1])
+    with pytest.raises(ValueError, match="every fold used"):
+        cross_validate(model, table, folds=np.where(labels == 1, 2, labels))
 
 
 def test_multidimensional_loadings_recovered_up_to_rotation():
@@ -278,3 +294,40 @@ def test_multidimensional_loadings_recovered_up_to_rotation():
         return np.sum(np.var(a**2, axis=0))
 
     assert criterion(est @ rot) >= criterion(est) - 1e-12
+
+
+def test_bootstrap_replicates_refit_on_their_resample_in_any_chunking():
+    import dataclasses
+
+    import jax
+
+    from platinum_jax.inference import bootstrap_replicates, resample_counts
+
+    table, _ = simulate(TwoPL(), 40, 8, seed=4)
+    fit = fit_map(TwoPL(), table)
+    n, reps = table.n_responses, 7
+    counts = resample_counts(3, reps, n)
+    assert counts.shape == (reps, n) and (counts == np.round(counts)).all()
+    np.testing.assert_array_equal(counts.sum(axis=1), n)
+    # 7 replicates in blocks of 3 (the last padded) and chunks of 2, against one block of 7
+    res = bootstrap_replicates(fit, reps, seed=3, chunk=2, block=3)
+    one = bootstrap_replicates(fit, reps, seed=3, chunk=7, block=7)
+    assert np.asarray(res.converged).all() and res.theta.items.shape[0] == reps
+    np.testing.assert_allclose(res.theta.items, one.theta.items, atol=1e-8)
+    problem = fit.problem
+    data = problem.data()
+    free = [np.asarray(f, bool) for f in (problem.free_S, problem.free_I, problem.free_G)]
+
+    def grad_norm(k, w):
+        theta = type(fit.theta)(*(np.asarray(t)[k] for t in res.theta))
+        g = jax.grad(problem.objective)(theta, dataclasses.replace(data, weight=data.weight * w))
+        return max(float(np.abs(np.asarray(gi)[f]).max(initial=0.0)) for gi, f in zip(g, free, strict=True))
+
+    with pytest.raises(TypeError, match="batch_size is now chunk"):
+        bootstrap(fit, replicates=4, batch_size=2)
+    with pytest.raises(ValueError, match="chunk and block must be positive"):
+        bootstrap_replicates(fit, 4, chunk=0)
+    # replicate k is a stationary point of the objective weighted by its own counts, not another's
+    for k in range(reps):
+        assert grad_norm(k, counts[k]) < 1e-5
+        assert grad_norm(k, counts[(k + 1) % reps]) > 1e-2

@@ -112,7 +112,7 @@ def test_laplace_and_bootstrap_give_intervals(world):
     _labelled(lap.subjects, table.subjects, [f"{param}_sd", f"{param}_lo", f"{param}_hi"])
     assert (lap.subjects[f"{param}_sd"] > 0).all()
     assert (lap.subjects[f"{param}_lo"] <= lap.subjects[f"{param}_hi"]).all()
-    boot = bootstrap(base, replicates=8, batch_size=8)
+    boot = bootstrap(base, replicates=8, chunk=8)
     assert boot.diagnostics["replicates_converged"] >= 6
     _labelled(boot.items, table.items, [f"{c}_sd" for _, c in base.problem.item.columns()])
 

@@ -13,14 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from platinum_jax.stitching._epoch import (
-    _EXTERNAL_SPECS,
+from platinum_jax.importers import (
     read_benchmark_info,
     read_distilled_models,
     read_epoch_raw,
     read_metr_horizons,
     read_model_compute,
 )
+from platinum_jax.importers._epoch_files import _EXTERNAL_SPECS
 
 KEYS = ["model", "benchmark"]
 
@@ -552,3 +552,14 @@ def test_side_table_errors(tmp_path):
     )
     with pytest.raises(ValueError, match=r"distilled_models\.csv.*maybe"):
         read_distilled_models(raw)
+
+
+def test_old_stitching_names_warn_and_point_to_importers():
+    import platinum_jax.importers as importers
+    import platinum_jax.stitching as st
+
+    for name in ("read_epoch_raw", "read_benchmark_info", "read_metr_horizons",
+                 "read_distilled_models", "read_model_compute"):
+        with pytest.warns(DeprecationWarning, match=f"platinum_jax.importers import {name}"):
+            old = getattr(st, name)
+        assert old is getattr(importers, name)

@@ -302,9 +302,8 @@ def test_solver_key_names_what_the_program_depends_on(scores_long_csv, executabl
     from platinum_jax.inference import Problem, _map
     from platinum_jax.models import BenchmarkAnchor
     from platinum_jax.stitching import ScoreTable
-    from platinum_jax.stitching._engine import response_table
 
-    table = response_table(ScoreTable.from_csv(scores_long_csv))
+    table = ScoreTable.from_csv(scores_long_csv).responses
     key = {}
     for l2 in (0.1, 0.2):
         key[l2] = _map._disk_key(Problem(Rosetta(l2=l2), table), None, None, {"max_steps": 5})

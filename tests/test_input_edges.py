@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from platinum_jax.cli import main
+from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.stitching import BenchmarkAnchor, ScoreTable, fit_stitching
 from platinum_jax.stitching._fit import _warn_unidentified
-from platinum_jax.stitching._synthetic import synthetic_score_table
 
 
 def test_a_benchmark_scored_by_one_model_is_named(tmp_path):

@@ -15,6 +15,7 @@ import pytest
 
 from platinum_jax.cli import main
 from platinum_jax.data import ResponseTable
+from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.design import read_fit
 from platinum_jax.inference import (
     fit_map,
@@ -23,6 +24,7 @@ from platinum_jax.inference import (
     noise_variance,
     score_subjects,
 )
+from platinum_jax.inference import objective_hessian as engine_hessian
 from platinum_jax.models import (
     Bernoulli,
     Fixed,
@@ -38,7 +40,6 @@ from platinum_jax.stitching import (
     BenchmarkAnchor,
     fit_stitching,
     objective_hessian,
-    synthetic_score_table,
 )
 from platinum_jax.stitching import laplace as stitching_laplace
 
@@ -104,6 +105,9 @@ def test_least_squares_laplace_is_textbook_covariance(linear):
         assert cov.attrs["noise_scale"] == "residual" and cov.attrs["residual_dof"] == n - p
         assert cov.attrs["noise_variance"] * noise**2 == pytest.approx(s2, rel=1e-8)
         np.testing.assert_allclose(cov.to_numpy(), expected, rtol=1e-7, atol=1e-12)
+        # the objective 0.5 sum (r / noise)^2 has the Hessian X^T X / noise^2, exactly
+        np.testing.assert_allclose(np.asarray(engine_hessian(fit)), xtx / noise**2,
+                                   rtol=1e-10, atol=1e-12)
     fit = fits[1.0]
     np.testing.assert_allclose(fit.subjects["level"], beta[: table.n_subjects], atol=1e-7)
     # The likelihood as written (noise 1 is a device): (J^T J)^{-1}; a given sd 0.5: 0.25 of it.
@@ -152,8 +156,9 @@ def test_noise_scale_is_checked(linear):
 
 
 def test_stitching_hessian_and_engine_covariance_agree():
-    """The stitching module's own autodiff Hessian (penalty centre profiled out by a Schur
-    complement) against the engine covariance its ``laplace`` now reads."""
+    """The stitching Hessian over the layout's parameters (the engine's, penalty centre
+    profiled out by a Schur complement) against the engine covariance its ``laplace`` reads
+    (the centre marginalised): the two ways of removing the centre agree."""
     table, _ = synthetic_score_table(seed=2, n_models=10, n_benchmarks=4, density=1.0,
                                      noise=0.03)
     fit = fit_stitching(table, BenchmarkAnchor("bench_00"), l2=0.1)

@@ -7,9 +7,9 @@ import warnings
 import pandas as pd
 import pytest
 
+from platinum_jax._names import normalise_names
+from platinum_jax.importers import read_model_compute
 from platinum_jax.stitching import ScoreTable
-from platinum_jax.stitching._epoch import read_model_compute
-from platinum_jax.stitching._table import normalise_names
 
 
 def test_normalise_names_strips_and_collapses_and_reports():
@@ -58,3 +58,30 @@ def test_compute_and_scores_agree_on_the_real_files(scores_long_csv, epoch_dir):
     assert "Llama-2-70b-hf" in compute.index
     assert not any(m != m.strip() for m in table.models)
     assert table.n_benchmarks == 38
+
+
+def test_fit_and_stitch_tables_normalise_names_alike():
+    # `platinum-jax fit` reads a ResponseTable, `platinum-jax stitch` a ScoreTable: one helper
+    # cleans both, so a trailing space neither makes a second model nor survives in the output.
+    from platinum_jax.data import ResponseTable
+
+    frame = pd.DataFrame({"model": ["m1 ", "m1", " m2", "m2"],
+                          "benchmark": ["Winogrande ", "MMLU", "Winogrande", "MMLU  "],
+                          "score": [0.5, 0.6, 0.7, 0.8]})
+    expected_models = sorted({" ".join(m.split()) for m in frame["model"]})
+    expected_benchmarks = sorted({" ".join(b.split()) for b in frame["benchmark"]})
+    for build in (ScoreTable.from_frame, ResponseTable.from_frame):  # both in the file's words
+        with pytest.warns(UserWarning) as seen:
+            build(frame, name="scores.csv")
+        said = " ".join(str(w.message) for w in seen)
+        assert "2 model name(s)" in said and "2 benchmark name(s)" in said
+    with pytest.warns(UserWarning, match="stray whitespace"):
+        stitched = ScoreTable.from_frame(frame, name="scores.csv")
+    with pytest.warns(UserWarning, match="stray whitespace"):
+        fitted = ResponseTable.from_frame(frame, name="scores.csv")
+    assert list(stitched.models) == list(fitted.subjects) == expected_models
+    assert list(stitched.benchmarks) == list(fitted.items) == expected_benchmarks
+    rows = {(" ".join(m.split()), " ".join(b.split()), y) for m, b, y in frame.itertuples(index=False)}
+    for table in (stitched.responses, fitted):
+        assert set(zip(table.subjects[table.subject_index], table.items[table.item_index],
+                       table.response, strict=True)) == rows

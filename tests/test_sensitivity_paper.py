@@ -143,7 +143,8 @@ def test_interval_ends_raise_the_own_loss_by_five_percent(real):
 
 
 def test_bad_method_and_rise_are_named():
-    from platinum_jax.stitching import BenchmarkAnchor, synthetic_score_table
+    from platinum_jax.datasets import synthetic_score_table
+    from platinum_jax.stitching import BenchmarkAnchor
 
     table, _ = synthetic_score_table(seed=1, n_models=8, n_benchmarks=3, density=1.0)
     fit = fit_stitching(table, BenchmarkAnchor(table.benchmarks[0]))

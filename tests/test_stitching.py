@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy.optimize import least_squares, minimize_scalar
 
+from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.stitching import (
     BenchmarkAnchor,
     ModelAnchor,
@@ -21,7 +22,6 @@ from platinum_jax.stitching import (
     gauss_newton_system,
     predict_scores,
     stitching_cost,
-    synthetic_score_table,
 )
 from platinum_jax.stitching._model import penalty_vector
 
@@ -283,10 +283,10 @@ def test_engine_structured_step_equals_dense_solve(anchor, eliminate):
     from platinum_jax.inference import Data, Problem, Theta
     from platinum_jax.inference import gauss_newton_system as engine_system
     from platinum_jax.inference._map import _solve
-    from platinum_jax.stitching._engine import response_table, rosetta_model
+    from platinum_jax.stitching._engine import rosetta_model
 
     table, _ = synthetic_score_table(seed=8, n_models=10, n_benchmarks=4, density=0.8)
-    problem = Problem(rosetta_model(anchor, 0.2, "sigmoid"), response_table(table))
+    problem = Problem(rosetta_model(anchor, 0.2, "sigmoid"), table.responses)
     problem.eliminate = eliminate
     rng = np.random.default_rng(6)
     start = problem.start()
@@ -428,9 +428,9 @@ def test_non_numeric_and_missing_columns():
 
 def test_duplicates_error_and_reductions():
     df = pd.concat([_frame(), pd.DataFrame({"model": ["a"], "benchmark": ["x"], "score": [0.4]})])
-    with pytest.raises(ValueError, match=r"repeated.*\('a', 'x'\)"):
+    with pytest.raises(ValueError, match=r"repeat.*\('a', 'x'\)"):
         ScoreTable.from_frame(df)
-    expected = {"max": 0.4, "mean": 0.25, "first": 0.1, "last": 0.4}
+    expected = {"max": 0.4, "min": 0.1, "mean": 0.25, "first": 0.1, "last": 0.4}
     for rule, value in expected.items():
         t = ScoreTable.from_frame(df, duplicates=rule)
         assert t.n_scores == 4
@@ -569,3 +569,17 @@ def test_fit_keeps_its_link_for_residuals():
     half_ss = 0.5 * np.sum((expected - table.scores) ** 2)
     assert half_ss <= fit.cost  # the cost adds the penalty to the same residuals
     assert fit.link == "clipped_linear"
+
+
+@pytest.mark.parametrize("name, home", [("plot_capabilities", "platinum_jax.plots"),
+                                        ("plot_residuals", "platinum_jax.plots"),
+                                        ("synthetic_score_table", "platinum_jax.datasets"),
+                                        ("SyntheticTruth", "platinum_jax.datasets")])
+def test_moved_names_warn_and_are_the_new_homes_objects(name, home):
+    import importlib
+
+    import platinum_jax.stitching as st
+
+    with pytest.warns(DeprecationWarning, match=f"from {home} import {name}"):
+        old = getattr(st, name)
+    assert old is getattr(importlib.import_module(home), name)

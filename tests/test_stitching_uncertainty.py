@@ -11,6 +11,7 @@ import pytest
 from scipy.optimize import least_squares
 
 from platinum_jax.cli import main
+from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.stitching import (
     BenchmarkAnchor,
     bootstrap,
@@ -21,7 +22,6 @@ from platinum_jax.stitching import (
     kfold_assignments,
     laplace,
     sensitivity,
-    synthetic_score_table,
 )
 
 

@@ -43,7 +43,7 @@ MODES = ("project", "refit")
 def basket_benchmarks(info: pd.DataFrame, tag: str, *, available: Sequence[str] | None = None) -> list[str]:
     """Benchmarks flagged with ``tag`` (``"math"`` or ``"coding"``) in a benchmark-info frame.
 
-    ``info`` is :func:`platinum_jax.stitching.read_benchmark_info` (columns ``is_math``,
+    ``info`` is :func:`platinum_jax.importers.read_benchmark_info` (columns ``is_math``,
     ``is_coding``); ``available`` keeps only names present in a fit.
     """
     if tag not in BASKET_TAGS:

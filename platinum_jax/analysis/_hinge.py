@@ -159,7 +159,7 @@ def _layout(config: WorldConfig):
 
 def _problem(config: WorldConfig):
     # The Rosetta model of a world for the measurement engine (benchmark 0 fixed, plain L2).
-    from platinum_jax.stitching._engine import layout_problem
+    from platinum_jax.stitching import layout_problem
 
     return layout_problem(_layout(config), config.l2)
 

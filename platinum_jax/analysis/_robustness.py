@@ -119,11 +119,9 @@ def _masked_refits(table, base, l2, weights, max_steps):
 
     from platinum_jax.inference import Problem, map_solver
     from platinum_jax.models import Rosetta
-    from platinum_jax.stitching._engine import response_table, to_engine_theta
+    from platinum_jax.stitching import to_engine_theta
 
-    # the paper's preset: least squares (noise 1), L2 strength l2, the fit's anchor and link
-    model = Rosetta(link=base.link, l2=float(l2), anchor=base.anchor)
-    problem = Problem(model, response_table(table))
+    problem = Problem(Rosetta(link=base.link, l2=float(l2), anchor=base.anchor), table.responses)
     start = to_engine_theta(base.layout, base.theta)
     start = type(start)(*(jnp.asarray(t, problem.dtype) for t in start))
     data = problem.data()

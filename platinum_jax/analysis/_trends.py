@@ -372,7 +372,7 @@ def forecast_capability(
 def bootstrap_capabilities(boot: Any) -> pd.DataFrame:
     """Capability draws (replicates x models) from a stitching bootstrap result.
 
-    ``boot`` is what :func:`platinum_jax.stitching._uncertainty.bootstrap` returns: replicate
+    ``boot`` is what :func:`platinum_jax.stitching.bootstrap` returns: replicate
     parameter vectors ``boot.thetas`` (R, P) of the fit ``boot.fit``; each is unpacked with the
     fit's layout (anchored entries inserted) under ``vmap``.  Replicates that did not converge
     (``boot.converged`` False) are left out, as in the bootstrap's own summary.
@@ -381,7 +381,7 @@ def bootstrap_capabilities(boot: Any) -> pd.DataFrame:
     if fit is None or thetas is None:
         raise ValueError(
             "expected a stitching bootstrap result with .fit and .thetas (from "
-            f"platinum_jax.stitching._uncertainty.bootstrap), got {type(boot).__name__}"
+            f"platinum_jax.stitching.bootstrap), got {type(boot).__name__}"
         )
     converged = getattr(boot, "converged", None)
     if converged is not None:  # the replicates the bootstrap's own summary uses

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
                               top_n=args.top_n, level=level)
         out.write("frontier_lag.csv", lag.to_csv)
         if args.lag_organizations:
-            from platinum_jax.stitching import read_model_compute
+            from platinum_jax.importers import read_model_compute
 
             path = args.compute if args.compute is not None else args.data.parent / "model_compute.csv"
             if not path.is_file():
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
         if args.basket_tag is not None:
             if raw_dir is None:
                 raise ValueError("--basket-tag needs --raw-dir (the Epoch raw/ directory)")
-            from platinum_jax.stitching import read_benchmark_info
+            from platinum_jax.importers import read_benchmark_info
 
             names = an.basket_benchmarks(read_benchmark_info(raw_dir), args.basket_tag,
                                          available=fit.table.benchmarks)

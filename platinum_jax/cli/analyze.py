@@ -199,7 +199,7 @@ def _run(args: argparse.Namespace, outputs) -> int:
         if args.bootstrap:
             if args.capabilities is not None:
                 raise ValueError("--bootstrap needs a fit of DATA; drop --capabilities")
-            from platinum_jax.stitching._uncertainty import bootstrap
+            from platinum_jax.stitching import bootstrap
 
             draws = bootstrap(fit, args.bootstrap, seed=args.seed, level=args.level, progress=True)
         fc = an.forecast_capability(trend, until=args.until, level=args.level,
@@ -218,7 +218,7 @@ def _run(args: argparse.Namespace, outputs) -> int:
         an.plot_trend(trend, fc, ax=ax)
         _save(fig, out, "trend.png")
     elif args.analysis == "progress":
-        from platinum_jax.stitching._epoch import read_distilled_models, read_model_compute
+        from platinum_jax.importers import read_distilled_models, read_model_compute
 
         compute = read_model_compute(compute_path)
         distilled = None if args.keep_distilled else read_distilled_models(raw_dir)
@@ -281,7 +281,7 @@ def _run(args: argparse.Namespace, outputs) -> int:
             an.plot_detection_study(study, axes=axes)
             _save(fig, out, "detection.png")
     elif args.analysis == "horizons":
-        from platinum_jax.stitching._epoch import read_metr_horizons
+        from platinum_jax.importers import read_metr_horizons
 
         hz = an.fit_time_horizons(fit, read_metr_horizons(raw_dir))
         out.write("horizon_data.csv", hz.data.to_csv)

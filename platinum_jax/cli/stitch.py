@@ -150,8 +150,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # Library messages name keyword arguments; on the command line the options are meant.
 _OPTION_HINTS = (
     ("pass clip=True to clip them instead", "pass --clip to clip them instead"),
-    ("pass duplicates='max', 'mean', 'first' or 'last' to reduce them",
-     "pass --duplicates max, mean, first or last to reduce them"),
     ("pass components='separate' to fit each alone", "pass --components separate to fit each alone"),
 )
 
@@ -197,12 +195,12 @@ def load_table(args: argparse.Namespace):
 def _load_table(args: argparse.Namespace):
     import warnings
 
-    from platinum_jax.stitching._table import ScoreTable
+    from platinum_jax.stitching import ScoreTable
 
     path = Path(args.data)
     min_benchmarks = getattr(args, "min_benchmarks", 4)
     if path.is_dir():
-        from platinum_jax.stitching._epoch import EpochDataWarning  # the directory reader
+        from platinum_jax.importers import EpochDataWarning  # the directory reader
 
         rule = args.duplicates or "max"
         if rule not in ("max", "mean", "error"):
@@ -256,19 +254,19 @@ def _eci_columns(fit, args, boot, caps, bench):
 def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
     unc = boot = None
     if args.uncertainty != "none":  # the uncertainty module builds programs of its own
-        from platinum_jax.stitching import _uncertainty
+        from platinum_jax import stitching  # its names load lazily
 
         if args.uncertainty == "laplace":
-            unc = _uncertainty.laplace(fit)
+            unc = stitching.laplace(fit)
         elif args.uncertainty == "sensitivity":
-            unc = _uncertainty.sensitivity(fit)
+            unc = stitching.sensitivity(fit)
         elif args.uncertainty == "bootstrap":
-            boot = _uncertainty.bootstrap(fit, args.replicates, seed=args.seed, progress=True)
+            boot = stitching.bootstrap(fit, args.replicates, seed=args.seed, progress=True)
             unc = boot.summary
     caps = fit.capabilities
     bench = fit.benchmarks
     if unc is not None:
-        by_kind = _uncertainty.by_kind
+        by_kind = stitching.by_kind
         width = "halfwidth" if args.uncertainty == "sensitivity" else "sd"
         cols = [width, "lower", "upper"]
         caps = caps.join(by_kind(unc, "capability")[cols])
@@ -311,7 +309,7 @@ def _write_plots(fit, unc, out: Path, suffix: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from platinum_jax.stitching._plots import plot_capabilities, plot_residuals
+    from platinum_jax.plots import plot_capabilities, plot_residuals
 
     ax = plot_capabilities(fit, unc)
     ax.figure.tight_layout()
@@ -344,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
     if args.replicates < 2:
         raise ValueError(f"--replicates must be at least 2 (got {args.replicates})")
     from platinum_jax._outputs import output_directory
-    from platinum_jax.stitching._fit import fit_stitching
+    from platinum_jax.stitching import fit_stitching
 
     anchor = anchor_from_args(args)
     # Names are checked before the output directory is touched, so a typo changes nothing there.

@@ -144,11 +144,23 @@ class ResponseTable:
                 negative or non-integer trials, negative standard errors or weights, an item
                 that lies in two groups, duplicates under ``duplicates="error"``.
         """
-        if not isinstance(df, pd.DataFrame):
-            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
         if duplicates not in _DUPLICATE_RULES:
             raise ValueError(f"duplicates={duplicates!r} is not one of {_DUPLICATE_RULES}")
+        frame = cls.checked_frame(df, name=name)
+        frame = _reduce_duplicates(frame, duplicates, name)
+        return cls._from_clean(frame, name)
+
+    @staticmethod
+    def checked_frame(df: pd.DataFrame, *, name: str = "the response table") -> pd.DataFrame:
+        """The validation pass of :meth:`from_frame` without the duplicate rule: columns
+        ``subject, item, response[, group, trials, se, weight]`` (aliases renamed), names
+        normalised, numbers checked, rows in the order of ``df`` (so a caller can keep its own
+        columns beside them). Raises as :meth:`from_frame` does."""
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
         frame = _rename_aliases(df, name)
+        # messages name a column as the file spells it ("model name(s)" for a model column)
+        spelt = {new: old for old, new in zip(df.columns, frame.columns, strict=True)}
         missing = [c for c in ("subject", "item", "response") if c not in frame.columns]
         if missing:
             raise ValueError(
@@ -166,11 +178,12 @@ class ResponseTable:
             bad = frame[col].isna().to_numpy()
             if bad.any():
                 raise ValueError(
-                    f"{name}: {int(bad.sum())} row(s) have no {col} (rows "
+                    f"{name}: {int(bad.sum())} row(s) have no {spelt.get(col, col)} (rows "
                     f"{[int(i) for i in np.flatnonzero(bad)[:8]]}); fill in or drop those rows"
                 )
             # "m04" and "m04 " are one subject here as in every reader (said, not silent).
-            frame[col] = normalise_names(frame[col], what=col, source=name).astype(str)
+            frame[col] = normalise_names(frame[col], what=str(spelt.get(col, col)),
+                                         source=name).astype(str)
         for col in ("response", *_OPTIONAL):
             if col not in frame.columns:
                 continue
@@ -201,8 +214,16 @@ class ResponseTable:
             raise ValueError(f"{name}: every weight is 0, so no response counts and a fit would "
                              "return its prior alone; give some rows a positive weight or drop "
                              "the weight column")
-        frame = _reduce_duplicates(frame, duplicates, name)
-        return cls._from_clean(frame, name)
+        return frame
+
+    @staticmethod
+    def reduce_duplicates(frame: pd.DataFrame, duplicates: Duplicates = "error", *,
+                          name: str = "the response table") -> pd.DataFrame:
+        """One row per (subject, item) of a :meth:`checked_frame` by the rule ``duplicates``
+        (as :meth:`from_frame` applies it; ``"error"`` names the repeated pairs)."""
+        if duplicates not in _DUPLICATE_RULES:
+            raise ValueError(f"duplicates={duplicates!r} is not one of {_DUPLICATE_RULES}")
+        return _reduce_duplicates(frame, duplicates, name)
 
     @classmethod
     def _from_clean(cls, frame: pd.DataFrame, name: str) -> ResponseTable:

@@ -14,6 +14,11 @@ records without a usable score (reported, never dropped in silence). ``.table()`
 | ``tidy`` | :func:`read_tidy` | long CSV / Parquet |
 | ``epoch`` | :func:`read_epoch` | Epoch AI ``raw/`` export |
 
+Epoch's side tables (benchmark release dates and flags, METR time horizons, the distillation
+list, training compute) and the Rosetta Stone paper's long score table have their own readers:
+:func:`read_epoch_raw`, :func:`read_benchmark_info`, :func:`read_metr_horizons`,
+:func:`read_distilled_models` and :func:`read_model_compute`.
+
 The per-item primitives release of Haupt et al. (noise, cost and welfare per item, the judges'
 work-activity rankings) is read by :func:`read_principal_agent_release` into a
 :class:`PrincipalAgentRelease` of labelled tables, not a response table.
@@ -27,6 +32,14 @@ Example::
 """
 
 from platinum_jax.importers._common import ImportedResponses, LogFormatError
+from platinum_jax.importers._epoch import (
+    EpochDataWarning,
+    read_benchmark_info,
+    read_distilled_models,
+    read_epoch_raw,
+    read_metr_horizons,
+    read_model_compute,
+)
 from platinum_jax.importers._every_eval_ever import read_every_eval_ever
 from platinum_jax.importers._helm import read_helm
 from platinum_jax.importers._inspect import read_inspect
@@ -41,16 +54,22 @@ from platinum_jax.importers._tables import read_epoch, read_tidy
 
 __all__ = [
     "FORMATS",
+    "EpochDataWarning",
     "ImportedResponses",
     "LogFormatError",
     "PrincipalAgentRelease",
     "ReleaseFileMissingError",
     "ReleaseFormatError",
+    "read_benchmark_info",
+    "read_distilled_models",
     "read_epoch",
+    "read_epoch_raw",
     "read_every_eval_ever",
     "read_helm",
     "read_inspect",
     "read_lm_eval",
+    "read_metr_horizons",
+    "read_model_compute",
     "read_principal_agent_release",
     "read_tidy",
 ]

@@ -39,14 +39,17 @@ def read_epoch(raw_dirs: str | Path | Iterable[str | Path], *, min_benchmarks: i
                min_release_date: str | None = "2022-11-01") -> ImportedResponses:
     """Epoch AI's benchmarking-hub export (a ``raw/`` directory) as benchmark-level responses:
     subject = model, item = benchmark, response = score in [0, 1], by the Rosetta Stone paper's
-    rules (:func:`platinum_jax.stitching.read_epoch_raw`): models released before
+    rules (:func:`platinum_jax.importers.read_epoch_raw`): models released before
     ``min_release_date`` (or of unknown date) and models scored on fewer than
     ``min_benchmarks`` benchmarks are left out.  Every score left out is a row of ``missing``
     with its reason, so nothing leaves the table without a word."""
     import warnings
 
-    from platinum_jax.stitching import read_benchmark_info, read_epoch_raw
-    from platinum_jax.stitching._epoch import EpochDataWarning
+    from platinum_jax.importers._epoch import (
+        EpochDataWarning,
+        read_benchmark_info,
+        read_epoch_raw,
+    )
 
     if isinstance(raw_dirs, str | Path):
         raw_dirs = [raw_dirs]

@@ -31,16 +31,17 @@ from ._fit_files import DRAWS_FILE, draws_bytes, with_integrity
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._point import (
     NOISE_SCALES,
-    bootstrap,
     cross_validate,
     fit_map,
     laplace,
     laplace_covariance,
     noise_variance,
+    objective_hessian,
     score_subjects,
 )
 from ._problem import Data, Problem, Theta
 from ._read_fit import read_fit
+from ._resample import bootstrap, bootstrap_replicates, resample_counts
 from ._results import Fit
 from ._simulate import simulate
 from ._summary import (
@@ -112,6 +113,7 @@ __all__ = [
     "Theta",
     "assemble_parameters",
     "bootstrap",
+    "bootstrap_replicates",
     "canonical_diagnostics",
     "check_diagnostics",
     "choose_chain_method",
@@ -129,6 +131,7 @@ __all__ = [
     "map_solver",
     "noise_variance",
     "numpyro_model",
+    "objective_hessian",
     "posterior_values",
     "run_nuts",
     "nuts",
@@ -137,6 +140,7 @@ __all__ = [
     "quadrature",
     "read_fit",
     "rank_uniformity",
+    "resample_counts",
     "row_mesh",
     "run_sbc",
     "sampler_diagnostics",

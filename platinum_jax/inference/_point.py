@@ -1,5 +1,5 @@
 """Point fits and their uncertainty for any measurement model: MAP with restarts, Laplace,
-bootstrap, K-fold cross-validation, and scoring new subjects against fixed items.
+K-fold cross-validation, and scoring new subjects against fixed items.
 
 Enable float64 for fits (``jax.config.update("jax_enable_x64", True)``); in float32 the
 solver still runs but stops at float32 precision.
@@ -22,7 +22,7 @@ from ._map import map_solver
 from ._problem import Data, Problem, Theta
 from ._results import Fit
 
-__all__ = ["fit_map", "laplace", "laplace_covariance", "noise_variance", "bootstrap",
+__all__ = ["fit_map", "laplace", "laplace_covariance", "noise_variance", "objective_hessian",
            "cross_validate", "score_subjects"]
 
 
@@ -188,6 +188,15 @@ def _dense_hessian(problem: Problem, theta: Theta, data: Data):
     return full[np.ix_(free, free)]
 
 
+def objective_hessian(fit: Fit) -> jax.Array:
+    """Exact Hessian ``(Q, Q)`` of the fit's objective (negative log-likelihood plus penalties)
+    over its ``Q`` free raw parameters, in the order ``concat(S.ravel(), I.ravel(), G)`` of
+    the free entries; the matrix whose inverse Laplace scales (float64 advised)."""
+    problem = fit.problem
+    theta = Theta(*(jnp.asarray(t, problem.dtype) for t in fit.theta))
+    return _dense_hessian(problem, theta, problem.data())
+
+
 NOISE_SCALES = ("auto", "residual", "likelihood")
 
 
@@ -346,51 +355,12 @@ def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int =
     )
 
 
-# ---------------------------------------------------------------------- resampling
-def bootstrap(
-    model: MeasurementModel | Fit,
-    table: ResponseTable | None = None,
-    *,
-    replicates: int = 200,
-    seed: int = 0,
-    batch_size: int = 32,
-    **solver_options,
-) -> Fit:
-    """Nonparametric bootstrap over responses: each replicate refits with multinomial row
-    weights (one vmapped solver, started at the full-data MAP). Replicates that do not
-    converge are left out of the intervals, and their count is reported.
-
-    ``model`` may be a MAP :class:`Fit` (its data are used) or a model with ``table``.
-    """
-    base = model if isinstance(model, Fit) else fit_map(model, table, **solver_options)
-    problem = base.problem
-    n = problem.table.n_responses
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=replicates).astype(np.float64)
-    data = problem.data()
-    solve = map_solver(problem, batched="data", **solver_options)
-    start = Theta(*(jnp.asarray(t, problem.dtype) for t in base.theta))
-    results = []
-    for k in range(0, replicates, batch_size):  # bounded memory: batches of replicates
-        w = jnp.asarray(counts[k:k + batch_size], problem.dtype) * data.weight
-        results.append(solve(start, dataclasses.replace(data, weight=w)))
-    res = jax.tree_util.tree_map(lambda *a: np.concatenate(a), *results)
-    ok = np.asarray(res.converged)
-    if not ok.any():
-        raise ValueError("no bootstrap replicate converged; check the full-data fit first")
-    draws = Theta(*(np.asarray(t)[ok] for t in res.theta))
-    return dataclasses.replace(
-        base, method="bootstrap", draws=draws, raw_sd=None,
-        diagnostics={**base.diagnostics, "replicates": replicates,
-                     "replicates_converged": int(ok.sum())},
-    )
-
-
+# ---------------------------------------------------------------------- cross-validation
 def cross_validate(
     model: MeasurementModel,
     table: ResponseTable,
     *,
-    folds: int = 10,
+    folds: int | np.ndarray = 10,
     seed: int = 0,
     **solver_options,
 ) -> pd.DataFrame:
@@ -398,14 +368,27 @@ def cross_validate(
     (one vmapped solver) and predicted. Returns one row per fold with ``n_test``,
     ``mse`` (of mean responses), ``log_lik`` (mean held-out log-likelihood per response) and
     ``converged``; ``attrs["predictions"]`` holds the out-of-fold prediction per row.
+
+    ``folds`` is the number of folds (rows assigned at random by ``seed``) or the fold label
+    ``0..K-1`` of every row of ``table`` (a design of the caller's, e.g. a paper's split).
     """
-    if folds < 2:
-        raise ValueError(f"folds must be >= 2 (got {folds})")
-    problem = _problem(model, table)
     n = table.n_responses
-    if folds > n:
-        raise ValueError(f"folds={folds} exceeds the {n} responses")
-    assign = np.random.default_rng(seed).permutation(np.arange(n) % folds)
+    if np.ndim(folds) == 0:
+        if folds < 2:
+            raise ValueError(f"folds must be >= 2 (got {folds})")
+        if folds > n:
+            raise ValueError(f"folds={folds} exceeds the {n} responses")
+        assign = np.random.default_rng(seed).permutation(np.arange(n) % folds)
+    else:
+        assign = np.asarray(folds)
+        if assign.shape != (n,) or not np.issubdtype(assign.dtype, np.integer):
+            raise ValueError(f"folds: give one integer fold label per response ({n}); got "
+                             f"shape {assign.shape} of {assign.dtype}")
+        folds = int(assign.max()) + 1
+        if assign.min() < 0 or folds < 2 or len(np.unique(assign)) != folds:
+            raise ValueError(f"folds: labels must be 0..K-1 with every fold used and K >= 2 "
+                             f"(got {sorted(set(assign.tolist()))[:10]})")
+    problem = _problem(model, table)
     data = problem.data()
     train = jnp.asarray(np.stack([assign != k for k in range(folds)]), problem.dtype)
     res = map_solver(problem, batched="data", **solver_options)(

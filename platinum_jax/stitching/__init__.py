@@ -18,13 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
     from ._cv import cross_validate, kfold_assignments
     from ._deprecated import LMResult, fit_theta, gauss_newton_system, solve_stitching
-    from ._epoch import (
-        read_benchmark_info,
-        read_distilled_models,
-        read_epoch_raw,
-        read_metr_horizons,
-        read_model_compute,
-    )
+    from ._engine import layout_problem, to_engine_theta
     from ._fit import StitchingFit, anchor_for_table, fit_stitching
     from ._model import (
         BenchmarkAnchor,
@@ -35,8 +29,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily
         stitching_cost,
         stitching_residuals,
     )
-    from ._plots import plot_capabilities, plot_residuals
-    from ._synthetic import SyntheticTruth, synthetic_score_table
     from ._table import ScoreTable, UnknownNameError
     from ._uncertainty import (
         BootstrapResult,
@@ -60,7 +52,6 @@ _EXPORTS = {
     "ScoreTable": "_table",
     "StitchingFit": "_fit",
     "StitchingParams": "_model",
-    "SyntheticTruth": "_synthetic",
     "UnknownNameError": "_table",
     "anchor_for_table": "_fit",
     "bootstrap": "_uncertainty",
@@ -72,20 +63,28 @@ _EXPORTS = {
     "gauss_newton_system": "_deprecated",
     "kfold_assignments": "_cv",
     "laplace": "_uncertainty",
+    "layout_problem": "_engine",
     "objective_hessian": "_uncertainty",
-    "plot_capabilities": "_plots",
-    "plot_residuals": "_plots",
     "predict_scores": "_model",
-    "read_benchmark_info": "_epoch",
-    "read_distilled_models": "_epoch",
-    "read_epoch_raw": "_epoch",
-    "read_metr_horizons": "_epoch",
-    "read_model_compute": "_epoch",
     "sensitivity": "_uncertainty",
     "solve_stitching": "_deprecated",
     "stitching_cost": "_model",
     "stitching_residuals": "_model",
-    "synthetic_score_table": "_synthetic",
+    "to_engine_theta": "_engine",
+}
+
+# Public names that moved to another package: still importable from here, with a
+# DeprecationWarning naming the new home.
+_MOVED = {
+    "read_benchmark_info": "platinum_jax.importers",
+    "read_distilled_models": "platinum_jax.importers",
+    "read_epoch_raw": "platinum_jax.importers",
+    "read_metr_horizons": "platinum_jax.importers",
+    "read_model_compute": "platinum_jax.importers",
+    "plot_capabilities": "platinum_jax.plots",
+    "plot_residuals": "platinum_jax.plots",
+    "SyntheticTruth": "platinum_jax.datasets",
+    "synthetic_score_table": "platinum_jax.datasets",
 }
 
 __all__ = [
@@ -97,7 +96,6 @@ __all__ = [
     "ScoreTable",
     "StitchingFit",
     "StitchingParams",
-    "SyntheticTruth",
     "UnknownNameError",
     "anchor_for_table",
     "bootstrap",
@@ -109,20 +107,14 @@ __all__ = [
     "gauss_newton_system",
     "kfold_assignments",
     "laplace",
+    "layout_problem",
     "objective_hessian",
-    "plot_capabilities",
-    "plot_residuals",
     "predict_scores",
-    "read_benchmark_info",
-    "read_distilled_models",
-    "read_epoch_raw",
-    "read_metr_horizons",
-    "read_model_compute",
     "sensitivity",
     "solve_stitching",
     "stitching_cost",
     "stitching_residuals",
-    "synthetic_score_table",
+    "to_engine_theta",
 ]
 
 
@@ -133,6 +125,13 @@ def __getattr__(name: str):
 
     if name == "bayes":
         return importlib.import_module(f"{__name__}.bayes")
+    home = _MOVED.get(name)
+    if home is not None:  # not cached, so that every use warns
+        import warnings
+
+        warnings.warn(f"platinum_jax.stitching.{name} moved; import it from {home} "
+                      f"(from {home} import {name})", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(home), name)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -142,4 +141,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_MOVED))

@@ -1,16 +1,13 @@
 """K-fold cross-validation over held-out scores: the sigmoid link against a clipped-linear one.
 
-The paper's Table 9 asks whether the sigmoid's floor and ceiling matter; here each fold's scores
-get weight 0, the Rosetta model is refitted on the rest by the measurement engine (all folds in
-one vmapped solve) and the held-out squared errors are averaged per link.
+The paper's Table 9 asks whether the sigmoid's floor and ceiling matter; here the engine's
+:func:`platinum_jax.inference.cross_validate` refits the Rosetta preset of each link on the
+paper's folds (held-out scores at weight 0, all folds in one vmapped solve) and the held-out
+squared errors are averaged per link.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -29,22 +26,6 @@ def kfold_assignments(n_scores: int, k: int, seed: int = 0) -> np.ndarray:
     folds = np.empty(n_scores, dtype=np.int32)
     folds[perm] = np.arange(n_scores) % k
     return folds
-
-
-def _fold_predictions(table: ScoreTable, anchor: Anchor, l2: float, link: str, train):
-    """Refit the Rosetta preset once per row of ``train`` (row weights; 0 holds a score out),
-    all folds in one vmapped engine solve from the paper's start; out-of-fold predictions."""
-    from platinum_jax.inference import Problem, map_solver
-
-    from ._engine import response_table, rosetta_model
-
-    problem = Problem(rosetta_model(anchor, l2, link), response_table(table))
-    data = problem.data()
-    res = map_solver(problem, batched="data", max_steps=1000)(
-        problem.start(), dataclasses.replace(data, weight=jnp.asarray(train) * data.weight))
-    preds = jax.vmap(lambda th: problem.predict(th, data.subject_index, data.item_index))(
-        res.theta)
-    return np.asarray(preds), np.asarray(res.converged)
 
 
 def cross_validate(
@@ -68,34 +49,20 @@ def cross_validate(
     if len(table.components()) > 1:
         fit_stitching(table, anchor, l2)  # raises the connected-components error
     ParameterLayout.from_table(table, anchor)  # unknown anchor names raise here
+    from platinum_jax.inference import cross_validate as engine_cross_validate
+
+    from ._engine import rosetta_model
+
     folds = kfold_assignments(table.n_scores, k, seed)
-    train = (folds[None, :] != np.arange(k)[:, None]).astype(np.float64)
-    y = table.scores
     rows = []
     for link in links:
-        preds, conv = _fold_predictions(table, anchor, float(l2), link, train)
-        sq_total, n_total = 0.0, 0
-        for f in range(k):
-            test = folds == f
-            sq = float(np.sum((preds[f, test] - y[test]) ** 2))
-            rows.append(
-                {
-                    "link": link,
-                    "fold": str(f),
-                    "mse": sq / test.sum(),
-                    "n_test": int(test.sum()),
-                    "converged": bool(conv[f]),
-                }
-            )
-            sq_total += sq
-            n_total += int(test.sum())
-        rows.append(
-            {
-                "link": link,
-                "fold": "mean",
-                "mse": sq_total / n_total,
-                "n_test": n_total,
-                "converged": bool(np.all(conv)),
-            }
-        )
+        per_fold = engine_cross_validate(rosetta_model(anchor, float(l2), link), table.responses,
+                                         folds=folds, max_steps=1000)
+        for f, row in per_fold.iterrows():
+            rows.append({"link": link, "fold": str(f), "mse": row["mse"],
+                         "n_test": int(row["n_test"]), "converged": bool(row["converged"])})
+        n_total = int(per_fold["n_test"].sum())
+        rows.append({"link": link, "fold": "mean",
+                     "mse": float((per_fold["mse"] * per_fold["n_test"]).sum() / n_total),
+                     "n_test": n_total, "converged": bool(per_fold["converged"].all())})
     return pd.DataFrame(rows)

@@ -11,14 +11,12 @@ is :func:`platinum_jax.inference.fit_map` and friends, for this model as for any
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from platinum_jax.data import ResponseTable
 from platinum_jax.inference import Theta
 from platinum_jax.models import Rosetta
 
 from ._model import Anchor, BenchmarkAnchor, ParameterLayout, StitchingParams
-from ._table import ScoreTable
 
 __all__ = [
     "capability_of",
@@ -27,26 +25,10 @@ __all__ = [
     "layout_batch",
     "layout_entries",
     "layout_problem",
-    "response_table",
     "rosetta_model",
     "to_engine_theta",
     "to_engine_blocks",
 ]
-
-
-def response_table(table: ScoreTable) -> ResponseTable:
-    """``table`` as a response table: subjects = models, items = benchmarks, rows unchanged.
-
-    Both tables keep their names sorted, so positions (and row weights) carry over as they are.
-    """
-    return ResponseTable(
-        subjects=pd.Index(list(table.models), name="subject"),
-        items=pd.Index(list(table.benchmarks), name="item"),
-        subject_index=np.asarray(table.model_index, dtype=np.int32),
-        item_index=np.asarray(table.benchmark_index, dtype=np.int32),
-        response=np.asarray(table.scores, dtype=np.float64),
-        source="the score table",
-    )
 
 
 def rosetta_model(anchor: Anchor, l2: float, link: str) -> Rosetta:
@@ -89,7 +71,7 @@ def engine_problem(fit):
         return fit.engine.problem, fit.engine.theta
     from platinum_jax.inference import Problem
 
-    problem = Problem(rosetta_model(fit.anchor, fit.l2, fit.link), response_table(fit.table))
+    problem = Problem(rosetta_model(fit.anchor, fit.l2, fit.link), fit.table.responses)
     return problem, to_engine_theta(fit.layout, fit.theta)
 
 

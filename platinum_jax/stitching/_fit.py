@@ -329,7 +329,6 @@ def _fit_connected(table, anchor, l2, theta0, restarts, seed, link, solver_optio
     from ._engine import (
         from_engine_theta,
         params_of,
-        response_table,
         rosetta_model,
         to_engine_theta,
     )
@@ -347,7 +346,7 @@ def _fit_connected(table, anchor, l2, theta0, restarts, seed, link, solver_optio
         # LLVM's optimisation turned down halves the compile time and doubles the tiny run time.
         options.setdefault("compiler_options", {"xla_backend_optimization_level": 0})
     model = rosetta_model(anchor, l2, link) if model is None else model
-    engine = fit_map(model, response_table(table), restarts=restarts,
+    engine = fit_map(model, table.responses, restarts=restarts,
                      seed=seed, theta0=start, **options)
     theta = from_engine_theta(layout, engine.theta)
     return StitchingFit(

@@ -1,5 +1,9 @@
 """The score table: one score in [0, 1] per (model, benchmark) pair, validated at the edge.
 
+A thin view over :class:`platinum_jax.data.ResponseTable`, which validates names, numbers and
+duplicates for every table; this adds the paper's rule that scores are fractions and keeps
+Epoch's metadata (release dates, item counts, provenance) beside the rows.
+
 Everything downstream (the fit, the Bayesian models, the analyses) works on the integer arrays
 ``model_index``, ``benchmark_index`` and ``scores`` of a :class:`ScoreTable`; the pandas frame
 keeps the labels, release dates and provenance for reporting.
@@ -15,11 +19,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from platinum_jax._names import UnknownNameError, close_matches_message, normalise_names
+from platinum_jax._names import UnknownNameError, close_matches_message
+from platinum_jax.data import ResponseTable
 
-__all__ = ["ScoreTable", "UnknownNameError", "close_matches_message", "normalise_names"]
+__all__ = ["ScoreTable", "UnknownNameError", "close_matches_message"]
 
-Duplicates = Literal["error", "max", "mean", "first", "last"]
+Duplicates = Literal["error", "max", "min", "mean", "first", "last"]
 
 _REQUIRED = ("model", "benchmark", "score")
 _COLUMNS = (
@@ -32,7 +37,7 @@ _COLUMNS = (
     "benchmark_release_date",
     "source",
 )
-_DUPLICATE_RULES = ("error", "max", "mean", "first", "last")
+_DUPLICATE_RULES = ("error", "max", "min", "mean", "first", "last")
 
 
 def _looks_like_percentages(values: np.ndarray) -> bool:
@@ -63,6 +68,8 @@ class ScoreTable:
         models, benchmarks: sorted unique names; ``M = n_models``, ``B = n_benchmarks``.
         model_index, benchmark_index: ``int32[N]`` positions of each row's model and benchmark.
         scores: ``float64[N]`` the observed scores ``y_i`` in [0, 1].
+        responses: the same rows as the engine's :class:`~platinum_jax.data.ResponseTable`
+            (subjects = models, items = benchmarks), which every fit reads.
 
     Build one with :meth:`from_frame`, :meth:`from_csv`, :meth:`from_wide` or :meth:`from_epoch`.
     """
@@ -73,6 +80,7 @@ class ScoreTable:
     model_index: np.ndarray = field(repr=False)
     benchmark_index: np.ndarray = field(repr=False)
     scores: np.ndarray = field(repr=False)
+    responses: ResponseTable = field(repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -86,10 +94,17 @@ class ScoreTable:
     ) -> ScoreTable:
         """Validate a tidy frame ``model, benchmark, score[, n_items, stderr, dates, source]``.
 
+        The names, numbers and duplicate rule are those of
+        :meth:`platinum_jax.data.ResponseTable.from_frame` (one validation for every table);
+        this adds what the paper needs: scores are fractions in [0, 1], and the Epoch metadata
+        columns ride along.
+
         Args:
             df: one row per score; extra columns are ignored.
             duplicates: what to do with repeated (model, benchmark) pairs: ``"error"`` (default)
-                raises, ``"max"``/``"mean"``/``"first"``/``"last"`` reduce the scores.
+                raises, ``"max"``/``"min"``/``"mean"``/``"first"``/``"last"`` reduce the scores (the
+                kept metadata are those of the run the rule picks, the first run under
+                ``"mean"``).
             clip: clip scores into [0, 1] instead of raising when some fall outside.
             name: how error messages refer to the input (e.g. a file name).
 
@@ -99,49 +114,19 @@ class ScoreTable:
         """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
-        missing = [c for c in _REQUIRED if c not in df.columns]
-        if missing:
-            raise ValueError(
-                f"{name} lacks the column(s) {missing}; a tidy score table needs columns "
-                f"{list(_REQUIRED)} (found {list(df.columns)})"
-            )
         if duplicates not in _DUPLICATE_RULES:
             raise ValueError(f"duplicates={duplicates!r} is not one of {_DUPLICATE_RULES}")
         if len(df) == 0:
             raise ValueError(f"{name} has no rows; a score table needs at least one score")
+        core = df.loc[:, [c for c in _REQUIRED if c in df.columns]]
+        checked = ResponseTable.checked_frame(core, name=name)  # rows stay in df's order
         frame = df.reset_index(drop=True).copy()
-
-        for col in ("model", "benchmark"):
-            bad = frame[col].isna().to_numpy()
-            if bad.any():
-                raise ValueError(
-                    f"{name}: {int(bad.sum())} row(s) have no {col} name (rows "
-                    f"{np.flatnonzero(bad)[:8].tolist()}); fill in or drop those rows"
-                )
-            frame[col] = normalise_names(frame[col], what=col, source=name).astype(str)
-
-        raw = frame["score"]
-        score = pd.to_numeric(raw, errors="coerce").astype("float64")
-        not_numeric = (score.isna() & raw.notna()).to_numpy()
-        if not_numeric.any():
-            frame["score"] = raw
-            raise ValueError(
-                f"{name}: non-numeric scores in {_describe_rows(frame, not_numeric)}; "
-                "scores must be numbers in [0, 1] (strip '%' signs and divide by 100)"
-            )
-        frame["score"] = score
-        values = score.to_numpy()
-        not_finite = ~np.isfinite(values)
-        if not_finite.any():
-            raise ValueError(
-                f"{name}: {int(not_finite.sum())} score(s) are NaN or infinite: "
-                f"{_describe_rows(frame, not_finite)}; drop those rows or supply the scores"
-            )
+        frame["model"], frame["benchmark"] = checked["subject"], checked["item"]
+        values = checked["response"].to_numpy()
         outside = (values < 0.0) | (values > 1.0)
         if outside.any():
-            if clip:
-                frame["score"] = np.clip(values, 0.0, 1.0)
-            else:
+            frame["score"] = values
+            if not clip:
                 hint = (
                     " -- these look like percentages; divide by 100"
                     if _looks_like_percentages(values)
@@ -152,23 +137,13 @@ class ScoreTable:
                     f"{values.min():g}, max {values.max():g}){hint}: "
                     f"{_describe_rows(frame, outside)}; pass clip=True to clip them instead"
                 )
-
-        for col in ("n_items", "stderr"):
-            if col in frame.columns:
-                frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
-            else:
-                frame[col] = np.nan
-        for col in ("model_release_date", "benchmark_release_date"):
-            if col in frame.columns:
-                frame[col] = pd.to_datetime(frame[col], errors="coerce")
-            else:
-                frame[col] = pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]")
-        if "source" not in frame.columns:
-            frame["source"] = ""
-        frame["source"] = frame["source"].fillna("").astype(str)
-        frame = frame.loc[:, list(_COLUMNS)]
-
-        frame = _reduce_duplicates(frame, duplicates, name)
+            values = np.clip(values, 0.0, 1.0)
+        frame["score"] = values
+        checked["response"] = values
+        frame = _metadata(frame)
+        if checked.duplicated(["subject", "item"]).any():
+            reduced = ResponseTable.reduce_duplicates(checked, duplicates, name=name)
+            frame = _reduce_duplicates(frame, reduced, duplicates)
         frame = frame.sort_values(["model", "benchmark"], kind="stable").reset_index(drop=True)
         return cls._from_clean(frame)
 
@@ -183,7 +158,14 @@ class ScoreTable:
         scores = frame["score"].to_numpy(dtype=np.float64, copy=True)
         for arr in (model_index, benchmark_index, scores):
             arr.setflags(write=False)  # the table is immutable: arrays are shared, never edited
-        return cls(frame, models, benchmarks, model_index, benchmark_index, scores)
+        # The engine's view of the same rows (names sorted in both, so positions carry over).
+        responses = ResponseTable(
+            subjects=pd.Index(list(models), name="subject"),
+            items=pd.Index(list(benchmarks), name="item"),
+            subject_index=model_index, item_index=benchmark_index, response=scores,
+            source="the score table",
+        )
+        return cls(frame, models, benchmarks, model_index, benchmark_index, scores, responses)
 
     @classmethod
     def from_csv(cls, path: str | Path, **kw) -> ScoreTable:
@@ -244,7 +226,7 @@ class ScoreTable:
         released on or after ``min_release_date``) and reduces repeated runs by ``duplicates``;
         other keywords go to :meth:`from_frame`.
         """
-        from ._epoch import read_epoch_raw
+        from platinum_jax.importers import read_epoch_raw
 
         raw_dir = Path(raw_dir)
         if not raw_dir.is_dir():
@@ -313,33 +295,11 @@ class ScoreTable:
         """Connected components of the model-benchmark graph, largest first.
 
         Two models share a scale only through chains of common benchmarks, so each component
-        is identified separately. Returns a list of ``(models, benchmarks)`` name sets.
+        is identified separately. Returns a list of ``(models, benchmarks)`` name sets (the
+        components of :meth:`platinum_jax.data.ResponseTable.components`, by name).
         """
-        m, b = self.n_models, self.n_benchmarks
-        # Union-find over models and benchmarks (benchmarks follow the models as nodes): a few
-        # thousand edges, so plain Python beats importing scipy.sparse at start-up.
-        parent = list(range(m + b))
-
-        def root(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        for i, j in zip(self.model_index.tolist(), (self.benchmark_index + m).tolist(), strict=True):
-            ri, rj = root(i), root(j)
-            if ri != rj:
-                parent[ri] = rj
-        labels = np.array([root(i) for i in range(m + b)])
-        comps = []
-        for k in np.unique(labels):
-            nodes = np.flatnonzero(labels == k)
-            comps.append(
-                (
-                    {self.models[i] for i in nodes if i < m},
-                    {self.benchmarks[i - m] for i in nodes if i >= m},
-                )
-            )
+        comps = [({self.models[i] for i in s}, {self.benchmarks[j] for j in b})
+                 for s, b in self.responses.components()]
         comps.sort(key=lambda c: (-(len(c[0]) + len(c[1])), sorted(c[1])[:1]))
         return comps
 
@@ -383,30 +343,33 @@ class ScoreTable:
         return self._subset(mask, f"dropping models {names}")
 
 
-def _reduce_duplicates(frame: pd.DataFrame, rule: str, name: str) -> pd.DataFrame:
-    dup = frame.duplicated(["model", "benchmark"], keep=False).to_numpy()
-    if not dup.any():
-        return frame
-    if rule == "error":
-        pairs = frame.loc[dup, ["model", "benchmark"]].drop_duplicates()
-        listed = "; ".join(f"({m!r}, {b!r})" for m, b in pairs.itertuples(index=False))
-        if len(pairs) > 8:
-            listed = "; ".join(
-                f"({m!r}, {b!r})" for m, b in pairs.head(8).itertuples(index=False)
-            ) + f" ... and {len(pairs) - 8} more"
-        raise ValueError(
-            f"{name} has {len(pairs)} repeated (model, benchmark) pair(s): {listed}; pass "
-            "duplicates='max', 'mean', 'first' or 'last' to reduce them"
-        )
-    if rule == "max":
-        order = frame.sort_values("score", ascending=False, kind="stable")
-        return order.drop_duplicates(["model", "benchmark"], keep="first")
-    if rule in ("first", "last"):
-        return frame.drop_duplicates(["model", "benchmark"], keep=rule)
-    # mean: average the numbers, keep the first row's metadata
-    first = frame.drop_duplicates(["model", "benchmark"], keep="first").set_index(
-        ["model", "benchmark"]
-    )
-    means = frame.groupby(["model", "benchmark"], sort=False)["score"].mean()
-    first["score"] = means.reindex(first.index)
-    return first.reset_index().loc[:, list(_COLUMNS)]
+def _metadata(frame: pd.DataFrame) -> pd.DataFrame:
+    """The stitching view's columns: Epoch's item counts, errors, dates and provenance (missing
+    ones filled as unknown), in the order of ``_COLUMNS``."""
+    for col in ("n_items", "stderr"):
+        if col in frame.columns:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
+        else:
+            frame[col] = np.nan
+    for col in ("model_release_date", "benchmark_release_date"):
+        if col in frame.columns:
+            frame[col] = pd.to_datetime(frame[col], errors="coerce")
+        else:
+            frame[col] = pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]")
+    if "source" not in frame.columns:
+        frame["source"] = ""
+    frame["source"] = frame["source"].fillna("").astype(str)
+    return frame.loc[:, list(_COLUMNS)]
+
+
+def _reduce_duplicates(frame: pd.DataFrame, reduced: pd.DataFrame, rule: str) -> pd.DataFrame:
+    """One row per (model, benchmark): the score ``reduced`` holds (the response table's rule)
+    and the metadata of one run: the best under ``"max"``, the worst under ``"min"``, the last
+    under ``"last"``, else the first."""
+    if rule in ("max", "min"):
+        frame = frame.sort_values("score", ascending=rule == "min", kind="stable")
+    kept = frame.drop_duplicates(["model", "benchmark"], keep="last" if rule == "last" else "first")
+    score = reduced.set_index(["subject", "item"])["response"]
+    kept = kept.copy()
+    kept["score"] = score.reindex(pd.MultiIndex.from_frame(kept[["model", "benchmark"]])).to_numpy()
+    return kept

@@ -6,8 +6,10 @@ capability / difficulty / slope) with columns ``value``, ``lower``, ``upper`` an
 interval, not a standard deviation) for the sensitivity analysis. :func:`by_kind` splits such a
 frame into the capability and benchmark tables.
 
-Longer than the package's 500-line guide by a few lines: the three analyses return one frame
-shape and share its helpers; the Laplace covariance itself comes from the engine.
+The Laplace covariance and the bootstrap's refits are the engine's
+(:func:`platinum_jax.inference.laplace_covariance`,
+:func:`platinum_jax.inference.bootstrap_replicates`); what stays here is the paper's
+sensitivity analysis and the labelling of all three by the stitching parameters.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 import pandas as pd
 from jaxtyping import Array, Float
 
+from ._engine import engine_problem, layout_batch, layout_entries
 from ._fit import StitchingFit
 from ._model import stitching_cost
 
@@ -277,16 +280,18 @@ def sensitivity(
 def objective_hessian(fit: StitchingFit) -> Float[Array, "P P"]:
     """Exact Hessian of the fit's objective over its free parameters (C, D, alpha), (P, P).
 
-    The objective is the engine's (:meth:`platinum_jax.inference.Problem.objective` of the
-    Rosetta model); its Hessian comes from autodiff over the engine's raw vector. Where the
-    centre of the L2 penalty is a free global, it is profiled out (Schur complement, by a
-    solve), which is the Hessian of the paper's objective with the penalty centred on its mean.
+    The engine's :func:`platinum_jax.inference.objective_hessian` of the Rosetta preset, read
+    at the layout's free entries. Where the centre of the L2 penalty is a free global, it is
+    profiled out (Schur complement, by a solve), which is the Hessian of the paper's objective
+    with the penalty centred on its mean.
     """
-    from ._engine import engine_problem, layout_entries
+    from platinum_jax.inference import Fit
+    from platinum_jax.inference import objective_hessian as engine_hessian
 
     problem, theta = engine_problem(fit)
-    x_pos, g_pos = layout_entries(problem, fit.layout)
-    hess = _flat_hessian(problem, theta)
+    hess = engine_hessian(Fit(problem=problem, method="map", theta=theta,
+                              converged=fit.converged))
+    x_pos, g_pos = _free_positions(problem, fit.layout)
     h_xx = hess[np.ix_(x_pos, x_pos)]
     if g_pos.size == 0:
         return h_xx
@@ -295,19 +300,13 @@ def objective_hessian(fit: StitchingFit) -> Float[Array, "P P"]:
     return h_xx - h_xg @ jnp.linalg.solve(h_gg, h_xg.T)
 
 
-def _flat_hessian(problem, theta) -> Float[Array, "Q Q"]:
-    """Hessian of ``problem.objective`` over ``concat(S.ravel(), I.ravel(), G)``."""
-    from platinum_jax.inference import Theta
-
-    s, i, g = (jnp.asarray(t, problem.dtype) for t in theta)
-    a, b = s.size, i.size
-    data = problem.data()
-
-    def objective(x):
-        blocks = Theta(x[:a].reshape(s.shape), x[a:a + b].reshape(i.shape), x[a + b:])
-        return problem.objective(blocks, data)
-
-    return jax.jit(jax.hessian(objective))(jnp.concatenate([s.ravel(), i.ravel(), g]))
+def _free_positions(problem, layout):
+    """The layout's free entries and the free globals as positions among the engine's free
+    entries (the rows of its Hessian and covariance)."""
+    free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
+                                          (problem.free_S, problem.free_I, problem.free_G)]))
+    x_pos, g_pos = layout_entries(problem, layout)
+    return np.searchsorted(free, x_pos), np.searchsorted(free, g_pos)
 
 
 def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "residual"):
@@ -328,19 +327,13 @@ def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "
 
     from platinum_jax.inference import Fit, laplace_covariance
 
-    from ._engine import engine_problem, layout_entries
-
     if isinstance(noise_scale, str) and noise_scale != "residual":
         raise ValueError(f"noise_scale must be 'residual' or a positive number (got "
                          f"{noise_scale!r})")
     problem, theta = engine_problem(fit)
     engine_fit = Fit(problem=problem, method="map", theta=theta, converged=fit.converged)
     cov = laplace_covariance(engine_fit, noise_scale=noise_scale)
-    # The layout's free entries as positions in the engine's vector of free entries.
-    free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
-                                          (problem.free_S, problem.free_I, problem.free_G)]))
-    x_pos, _ = layout_entries(problem, fit.layout)
-    k = np.searchsorted(free, x_pos)
+    k, _ = _free_positions(problem, fit.layout)
     sd = np.sqrt(np.diag(cov.to_numpy())[k])
     z = norm.ppf(0.5 + level / 2)
     frame = pd.DataFrame(
@@ -402,37 +395,12 @@ class BootstrapResult:
         )
 
 
-def _counts(key, n, dtype):
-    # Multinomial(N, 1/N) counts as weights: a resample of the scores with static shapes.
-    draws = jax.random.randint(key, (n,), 0, n)
-    return jnp.zeros((n,), dtype).at[draws].add(1.0)
-
-
 def bootstrap_weights(seed: int, replicates: int, n_scores: int) -> np.ndarray:
-    """The (replicates, N) resampling counts that :func:`bootstrap` uses for ``seed``."""
-    keys = jax.random.split(jax.random.PRNGKey(seed), replicates)
-    return np.asarray(jax.vmap(lambda k: _counts(k, n_scores, jnp.float64))(keys))
+    """The (replicates, N) resampling counts that :func:`bootstrap` uses for ``seed``
+    (:func:`platinum_jax.inference.resample_counts`)."""
+    from platinum_jax.inference import resample_counts
 
-
-def _bootstrap_solver(problem, theta, chunk: int, max_steps: int):
-    """Jitted ``keys -> (S, I, objective, converged)`` of the engine's MAP solver, one refit per
-    key on its resampled weights (``lax.map`` over vmapped chunks of ``chunk`` refits)."""
-    import dataclasses
-
-    from platinum_jax.inference import solve_map
-
-    data = problem.data()
-    start = type(theta)(*(jnp.asarray(t, problem.dtype) for t in theta))
-    n = problem.table.n_responses
-
-    def one(key):
-        w = _counts(key, n, problem.dtype) * data.weight
-        res = solve_map(problem, start, dataclasses.replace(data, weight=w),
-                        max_steps=max_steps, gtol=1e-8, xtol=1e-8, ftol=1e-10,
-                        curvature="newton")
-        return res.theta.subjects, res.theta.items, res.objective, res.converged
-
-    return jax.jit(lambda keys: jax.lax.map(one, keys, batch_size=chunk))
+    return resample_counts(seed, replicates, n_scores)
 
 
 def bootstrap(
@@ -448,52 +416,28 @@ def bootstrap(
 ) -> BootstrapResult:
     """Non-parametric bootstrap over scores, every replicate refitted by the engine's LM.
 
-    Replicate ``k`` reweights score ``i`` by ``w_i ~ Multinomial(N, 1/N)`` (a resample with
-    replacement; ``w_i = 0`` drops a score) and refits from the MAP estimate with
-    :func:`platinum_jax.inference.solve_map` (exact-Hessian LM, which converges in fewer steps
-    from there).
-
-    How the refits run: a Python loop over blocks of ``block`` replicates (the last one padded)
-    calls one jitted function per block; inside it, ``lax.map`` works through the block ``chunk``
-    replicates at a time, each chunk a ``vmap`` of LM solves. Every block has the same shapes, so
-    the function compiles once and memory stays bounded; the default 1,000 replicates are four
-    calls of 50 vmapped chunks. A vmapped batch of LM loops runs until its slowest replicate
-    stops, so small chunks are fastest on a CPU (the default, 5, measured best on two cores);
-    raise ``chunk`` on a GPU.
+    The engine's :func:`platinum_jax.inference.bootstrap_replicates` on the Rosetta preset:
+    replicate ``k`` reweights score ``i`` by ``w_i ~ Multinomial(N, 1/N)`` (a resample with
+    replacement; ``w_i = 0`` drops a score) and refits from the MAP estimate by exact-Hessian LM
+    (``curvature="newton"``, which converges in fewer steps from there), in compiled blocks of
+    ``block`` replicates, ``chunk`` vmapped refits at a time: the default 1,000 replicates are
+    four calls of 50 vmapped chunks. Small chunks are fastest on a CPU (the default, 5,
+    measured best on two cores); raise ``chunk`` on a GPU.
 
     Replicates that hit ``max_steps`` before converging are kept in the result (``thetas``,
     ``converged``) but left out of ``summary``; when there are any, a ``RuntimeWarning`` says how
     many. Returns a :class:`BootstrapResult`; its ``summary`` has ``value, sd, lower, upper,
     mean`` (percentile interval at ``level``).
     """
-    if replicates < 2:
-        raise ValueError(f"replicates must be at least 2 (got {replicates})")
-    if chunk < 1 or block < 1:
-        raise ValueError("chunk and block must be positive")
-    block = min(block, replicates)
-    chunk = min(chunk, block)
-    from ._engine import engine_problem, layout_batch
+    from platinum_jax.inference import Fit, bootstrap_replicates
 
     problem, engine_theta = engine_problem(fit)
-    solve = _bootstrap_solver(problem, engine_theta, chunk, max_steps)
-    keys = jax.random.split(jax.random.PRNGKey(seed), replicates)
-    n_blocks = -(-replicates // block)
-    pad = n_blocks * block - replicates
-    if pad:  # pad with repeats so every block has the compiled shape; dropped below
-        keys = jnp.concatenate([keys, keys[:pad]])
-    outs = []
-    blocks = range(n_blocks)
-    if progress:
-        from tqdm.auto import tqdm
-
-        blocks = tqdm(blocks, desc=f"bootstrap ({replicates} refits)", unit="block")
-    for k in blocks:
-        out = jax.tree_util.tree_map(np.asarray, solve(keys[k * block : (k + 1) * block]))
-        outs.append((layout_batch(fit.layout, out[0], out[1]), out[2], out[3]))
-    thetas = np.concatenate([o[0] for o in outs])[:replicates]
-    costs = np.concatenate([o[1] for o in outs])[:replicates]
-    conv = np.concatenate([o[2] for o in outs])[:replicates]
-    result = BootstrapResult(fit, thetas, costs, conv, level)
+    res = bootstrap_replicates(
+        Fit(problem=problem, method="map", theta=engine_theta, converged=fit.converged),
+        replicates, seed=seed, chunk=chunk, block=block, progress=progress,
+        max_steps=max_steps, gtol=1e-8, xtol=1e-8, ftol=1e-10, curvature="newton")
+    thetas = layout_batch(fit.layout, res.theta.subjects, res.theta.items)
+    result = BootstrapResult(fit, thetas, res.objective, res.converged, level)
     n_failed = result.summary.attrs["n_failed"]
     if n_failed:
         warnings.warn(

@@ -27,6 +27,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from platinum_jax._names import normalise_names
+
 from ._epoch_files import (  # noqa: F401  (some are re-exported for the tests and readers)
     _EXTERNAL_SPECS,
     BENCHMARK_INFO_FILE,
@@ -49,7 +51,6 @@ from ._epoch_files import (  # noqa: F401  (some are re-exported for the tests a
     _row_label,
     _show,
 )
-from ._table import normalise_names
 
 __all__ = [
     "EPOCH_RUN_BENCHMARKS",

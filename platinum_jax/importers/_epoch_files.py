@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._table import normalise_names
+from platinum_jax._names import normalise_names
 
 Duplicates = Literal["max", "mean", "error"]
 Scale = Literal["fraction", "percent_text", "percent_number", "out_of_ten"]

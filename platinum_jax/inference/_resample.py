@@ -1,0 +1,173 @@
+"""The nonparametric bootstrap over responses, for any measurement model.
+
+Replicate ``k`` reweights response ``i`` by ``w_i ~ Multinomial(N, 1/N)`` (a resample with
+replacement; ``w_i = 0`` leaves the row out) and refits by the engine's MAP solver from the
+full-data estimate. The counts come from JAX keys inside the compiled program, so no
+``(R, N)`` array of weights is ever held: a block of replicates is one compiled call whose
+``lax.map`` works through them ``chunk`` at a time, each chunk a ``vmap`` of solves. Memory
+is bounded by ``chunk`` solves and ``block`` results, whatever ``R``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from platinum_jax.models import MeasurementModel
+
+from ._map import _SOLVER_OPTIONS, MAPResult, _structure_key, solve_map
+from ._point import fit_map
+from ._problem import Problem, Theta
+from ._results import Fit
+
+__all__ = ["bootstrap", "bootstrap_replicates", "resample_counts"]
+
+_REPLICATE_SOLVERS: dict = {}
+_MAX_SOLVERS = 8
+
+
+def _counts(key, n: int, dtype):
+    # Multinomial(N, 1/N) counts as weights: a resample of the rows with static shapes.
+    draws = jax.random.randint(key, (n,), 0, n)
+    return jnp.zeros((n,), dtype).at[draws].add(1.0)
+
+
+def _keys(seed: int, replicates: int):
+    return jax.random.split(jax.random.PRNGKey(seed), replicates)
+
+
+def resample_counts(seed: int, replicates: int, n: int) -> np.ndarray:
+    """The ``(replicates, n)`` resampling counts that :func:`bootstrap` draws for ``seed``
+    (row ``k`` is replicate ``k``'s weight per response; each row sums to ``n``)."""
+    keys = _keys(seed, replicates)
+    return np.asarray(jax.vmap(lambda k: _counts(k, n, jnp.float64))(keys))
+
+
+def _replicate_solver(problem: Problem, chunk: int, options: dict):
+    """Jitted ``(theta0, data, keys) -> MAPResult`` (leading axis: one refit per key), kept by
+    problem structure like :func:`~platinum_jax.inference.map_solver`'s solvers."""
+    key = _structure_key(problem, ("bootstrap", chunk), None, options)
+    try:
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in _REPLICATE_SOLVERS:
+        return _REPLICATE_SOLVERS[key]
+    bare = copy.copy(problem)
+    bare.table = None  # the solver reads data only from its argument
+    solve = functools.partial(solve_map, bare, **options)
+
+    def run(theta0, data, keys):
+        n = data.weight.shape[0]
+
+        def one(k):
+            w = _counts(k, n, data.weight.dtype) * data.weight
+            return solve(theta0, dataclasses.replace(data, weight=w))
+
+        # lax.map over chunks of a vmap (keys padded to whole chunks, the padding dropped);
+        # spelled out because lax.map's own batch_size cannot reshape a block of size 0
+        # (a model with no globals).
+        m = keys.shape[0]
+        n_chunks = -(-m // chunk)
+        padded = jnp.concatenate([keys, keys[:n_chunks * chunk - m]])
+        out = jax.lax.map(jax.vmap(one), padded.reshape((n_chunks, chunk) + keys.shape[1:]))
+        return jax.tree_util.tree_map(
+            lambda a: a.reshape((n_chunks * chunk,) + a.shape[2:])[:m], out)
+
+    fn = jax.jit(run)
+    if key is not None:
+        if len(_REPLICATE_SOLVERS) >= _MAX_SOLVERS:
+            _REPLICATE_SOLVERS.pop(next(iter(_REPLICATE_SOLVERS)))
+        _REPLICATE_SOLVERS[key] = fn
+    return fn
+
+
+def bootstrap_replicates(
+    fit: Fit,
+    replicates: int,
+    *,
+    seed: int = 0,
+    chunk: int = 8,
+    block: int = 256,
+    progress: bool = False,
+    **solver_options,
+) -> MAPResult:
+    """Every bootstrap refit of a MAP ``fit``, converged or not: a :class:`MAPResult` whose
+    leaves have a leading axis of ``replicates`` (host arrays).
+
+    A Python loop over blocks of ``block`` replicates (the last one padded with repeats, then
+    dropped) calls one compiled function per block; inside it ``lax.map`` runs ``chunk``
+    vmapped refits at a time. Every block has the same shapes, so it compiles once. A vmapped
+    batch of iterative solves runs until its slowest member stops, so small chunks suit a CPU
+    and larger ones a GPU. ``solver_options`` go to :func:`solve_map` (``max_steps``,
+    tolerances, ``curvature``); ``progress`` shows a bar over blocks.
+    """
+    if replicates < 2:
+        raise ValueError(f"replicates must be at least 2 (got {replicates})")
+    if chunk < 1 or block < 1:
+        raise ValueError(f"chunk and block must be positive (got chunk={chunk}, "
+                         f"block={block})")
+    unknown = sorted(set(solver_options) - _SOLVER_OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown solver option(s) {unknown}; the bootstrap's refits take "
+                        f"{sorted(_SOLVER_OPTIONS)} as keywords")
+    problem = fit.problem
+    block = min(block, replicates)
+    chunk = min(chunk, block)
+    solve = _replicate_solver(problem, chunk, solver_options)
+    start = Theta(*(jnp.asarray(t, problem.dtype) for t in fit.theta))
+    data = problem.data()
+    keys = _keys(seed, replicates)
+    n_blocks = -(-replicates // block)
+    pad = n_blocks * block - replicates
+    if pad:  # repeats, so every block has the compiled shape; dropped below
+        keys = jnp.concatenate([keys, keys[:pad]])
+    blocks = range(n_blocks)
+    if progress:
+        from tqdm.auto import tqdm
+
+        blocks = tqdm(blocks, desc=f"bootstrap ({replicates} refits)", unit="block")
+    outs = [jax.tree_util.tree_map(np.asarray, solve(start, data, keys[k * block:(k + 1) * block]))
+            for k in blocks]
+    return jax.tree_util.tree_map(lambda *a: np.concatenate(a)[:replicates], *outs)
+
+
+def bootstrap(
+    model: MeasurementModel | Fit,
+    table=None,
+    *,
+    replicates: int = 200,
+    seed: int = 0,
+    chunk: int = 8,
+    block: int = 256,
+    progress: bool = False,
+    **solver_options,
+) -> Fit:
+    """Nonparametric bootstrap over responses: each replicate refits with multinomial row
+    weights from the full-data MAP (:func:`bootstrap_replicates`: compiled blocks of ``block``
+    replicates, ``chunk`` vmapped refits at a time). Replicates that do not converge are left
+    out of the draws and intervals, and their count is reported (``diagnostics``).
+
+    ``model`` may be a MAP :class:`Fit` (its data are used) or a model with ``table``.
+    """
+    if "batch_size" in solver_options:
+        raise TypeError("bootstrap: batch_size is now chunk (refits vmapped together); "
+                        "block sets how many replicates one compiled call runs")
+    base = model if isinstance(model, Fit) else fit_map(model, table, **solver_options)
+    res = bootstrap_replicates(base, replicates, seed=seed, chunk=chunk, block=block,
+                               progress=progress, **solver_options)
+    ok = np.asarray(res.converged)
+    if not ok.any():
+        raise ValueError("no bootstrap replicate converged; check the full-data fit first, or "
+                         "raise max_steps")
+    draws = Theta(*(np.asarray(t)[ok] for t in res.theta))
+    return dataclasses.replace(
+        base, method="bootstrap", draws=draws, raw_sd=None,
+        diagnostics={**base.diagnostics, "replicates": replicates,
+                     "replicates_converged": int(ok.sum())},
+    )
