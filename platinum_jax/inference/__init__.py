@@ -42,7 +42,16 @@ from ._results import Fit
 from ._simulate import simulate
 
 if TYPE_CHECKING:
-    from ._bayes import loo, numpyro_model, nuts, posterior_theta, posterior_values, run_nuts, svi
+    from ._bayes import (
+        loo,
+        numpyro_model,
+        nuts,
+        posterior_theta,
+        posterior_values,
+        run_nuts,
+        run_svi,
+        svi,
+    )
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
 
@@ -56,6 +65,7 @@ _LAZY = {
     "posterior_theta": "_bayes",
     "posterior_values": "_bayes",
     "run_nuts": "_bayes",
+    "run_svi": "_bayes",
     "svi": "_bayes",
     "row_mesh": "_first_order",
     "shard_rows": "_first_order",
@@ -92,6 +102,7 @@ __all__ = [
     "numpyro_model",
     "posterior_values",
     "run_nuts",
+    "run_svi",
     "nuts",
     "posterior_theta",
     "quadrature",
