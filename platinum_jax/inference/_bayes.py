@@ -279,15 +279,11 @@ def _finish(problem, method, samples, chains, data, diagnostics, stats, log_lik_
 
 @functools.cache
 def _compiled_init_nuts():
-    """NumPyro's ``NUTS`` whose initialisation runs as one compiled program.
-
-    NumPyro initialises op by op: a valid start (``find_valid_initial_params``), the first
-    gradient, the step-size search and the adaptation state. Each op then compiles on its own,
-    about 200 small programs in a fresh process, each too quick for the persistent compilation
-    cache to keep, so every new process pays for them again; together they take longer than
-    compiling the whole initialisation once, which the cache does keep. Under compilation
-    NumPyro cannot look at the start it found, so this class checks it afterwards.
-    """
+    """NumPyro's ``NUTS`` whose initialisation (a valid start, the first gradient, the
+    step-size search, the adaptation state) runs as one compiled program. NumPyro runs it op by
+    op, and each op compiles on its own: about 200 programs in a fresh process, too quick for
+    the persistent compilation cache to keep and together slower than one compiled start.
+    Under compilation NumPyro cannot look at the start it found, so this class checks it."""
     from numpyro.infer import NUTS
 
     class CompiledInitNUTS(NUTS):
@@ -357,9 +353,8 @@ def run_svi(model, make_guide, optimizer, data, *, steps: int, draws: int, rng_k
     ``(draws by site, ELBO loss per step)``.
 
     Building the guide, the optimisation and the draws run as one compiled program (the
-    arguments traced, so a program compiled for one table serves every table of its shape);
-    NumPyro would otherwise set the guide up op by op, a couple of hundred small compilations.
-    ``progress_bar`` runs NumPyro's own loop instead, which prints progress step by step.
+    arguments traced: one program serves every table of its shape), not NumPyro's op-by-op
+    guide set-up; ``progress_bar`` runs NumPyro's own loop, which prints progress.
     """
     from numpyro.infer import SVI, Trace_ELBO
 
