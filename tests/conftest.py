@@ -24,6 +24,12 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
 # tests that turn warnings into errors would fail on).
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(8 * 2**30))
 
+# One string-hash seed for the processes this run starts (the xdist workers, subprocesses,
+# kernels): NumPyro's ELBO sums its sites in the order of a Python set of their names, so with
+# random hashing every process traces a differently ordered program, and the compilation cache
+# above never finds an SVI program another process compiled.
+os.environ.setdefault("PYTHONHASHSEED", "0")
+
 # One BLAS thread per process: the run is already two xdist workers on two cores, and OpenBLAS
 # threads that wait on a busy core spin (SciPy's least squares on the Epoch table took 30 s of
 # CPU with them and 1 s without). Read when NumPy loads, so this reaches the workers (started

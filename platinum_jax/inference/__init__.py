@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         posterior_theta,
         posterior_values,
         run_nuts,
+        run_svi,
         svi,
     )
     from ._first_order import row_mesh, shard_rows, solve_first_order
@@ -81,6 +82,7 @@ _LAZY = {
     "posterior_theta": "_bayes",
     "posterior_values": "_bayes",
     "run_nuts": "_bayes",
+    "run_svi": "_bayes",
     "svi": "_bayes",
     "row_mesh": "_first_order",
     "shard_rows": "_first_order",
@@ -134,6 +136,7 @@ __all__ = [
     "objective_hessian",
     "posterior_values",
     "run_nuts",
+    "run_svi",
     "nuts",
     "posterior_summary",
     "posterior_theta",

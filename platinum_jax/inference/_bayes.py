@@ -10,6 +10,7 @@ coordinates (subject, item) and the pointwise log-likelihood that :func:`loo` (P
 
 from __future__ import annotations
 
+import functools
 import time
 
 import jax
@@ -23,7 +24,7 @@ from ._diagnostics import choose_chain_method, rhat_ok, sampler_diagnostics
 from ._problem import Data, Problem, Theta
 from ._results import Fit, _natural_matrix
 
-__all__ = ["numpyro_model", "nuts", "run_nuts", "svi", "loo", "posterior_theta",
+__all__ = ["numpyro_model", "nuts", "run_nuts", "run_svi", "svi", "loo", "posterior_theta",
            "posterior_values"]
 
 
@@ -287,6 +288,33 @@ def _finish(problem, method, samples, chains, data, diagnostics, stats, log_lik_
                objective=float("nan"), converged=diagnostics.get("ok", True))
 
 
+@functools.cache
+def _compiled_init_nuts():
+    """NumPyro's ``NUTS`` whose initialisation (a valid start, the first gradient, the
+    step-size search, the adaptation state) runs as one compiled program. NumPyro runs it op by
+    op, and each op compiles on its own: about 200 programs in a fresh process, too quick for
+    the persistent compilation cache to keep and together slower than one compiled start.
+    Under compilation NumPyro cannot look at the start it found, so this class checks it."""
+    from numpyro.infer import NUTS
+
+    class CompiledInitNUTS(NUTS):
+        def init(self, rng_key, num_warmup, init_params=None, model_args=(), model_kwargs=None):
+            eager = super().init
+            compiled = jax.jit(lambda key, params, args, kwargs: eager(key, num_warmup, params,
+                                                                       args, kwargs))
+            state = compiled(rng_key, init_params, model_args, model_kwargs or {})
+            values = (state.potential_energy, *jax.tree.leaves(state.z_grad))
+            if not any(isinstance(v, jax.core.Tracer) for v in values) and not all(
+                    np.isfinite(np.asarray(v)).all() for v in values):
+                raise RuntimeError(
+                    "NUTS found no start where the model's log density and its gradient are "
+                    "finite; check the data and the priors, or give start values (init_values)"
+                )
+            return state
+
+    return CompiledInitNUTS
+
+
 def run_nuts(
     problem: Problem,
     data: Data,
@@ -311,20 +339,45 @@ def run_nuts(
     ``chain_method``: ``"auto"`` (the package's one policy, :func:`choose_chain_method`) or
     NumPyro's ``"parallel"``, ``"vectorized"``, ``"sequential"``;
     ``init_values``: start values by site (others start uniform on (-2, 2) unconstrained).
+    The sampler's initialisation runs as one compiled program (see ``_compiled_init_nuts``).
     Presets that need the sampler's raw output (their own summaries) call this directly.
     """
-    from numpyro.infer import MCMC, NUTS, init_to_uniform, init_to_value
+    from numpyro.infer import MCMC, init_to_uniform, init_to_value
 
     init = init_to_uniform if init_values is None else init_to_value(values=init_values)
-    kernel = NUTS(numpyro_model(problem, plain_names=plain_names),
-                  target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
-                  dense_mass=dense_mass, init_strategy=init)
+    kernel = _compiled_init_nuts()(numpyro_model(problem, plain_names=plain_names),
+                                   target_accept_prob=target_accept,
+                                   max_tree_depth=max_tree_depth, dense_mass=dense_mass,
+                                   init_strategy=init)
     mcmc = MCMC(kernel, num_warmup=int(warmup), num_samples=int(samples),
                 num_chains=int(chains), progress_bar=progress_bar,
                 chain_method=(choose_chain_method(chains) if chain_method == "auto"
                               else chain_method))
     mcmc.run(rng_key, data, extra_fields=extra_fields)
     return mcmc
+
+
+def run_svi(model, make_guide, optimizer, data, *, steps: int, draws: int, rng_key,
+            posterior_key, init_values=None, progress_bar: bool = False):
+    """Fit ``make_guide(model, init_values)`` (a NumPyro autoguide) to ``model(data)`` with
+    ``steps`` steps of SVI (``Trace_ELBO``) and draw ``draws`` samples of it; returns
+    ``(draws by site, ELBO loss per step)``.
+
+    Building the guide, the optimisation and the draws run as one compiled program (the
+    arguments traced: one program serves every table of its shape), not NumPyro's op-by-op
+    guide set-up; ``progress_bar`` runs NumPyro's own loop, which prints progress.
+    """
+    from numpyro.infer import SVI, Trace_ELBO
+
+    def fit(key, post_key, rows, start):
+        guide = make_guide(model, start)
+        engine = SVI(model, guide, optimizer, Trace_ELBO())
+        result = engine.run(key, int(steps), rows, progress_bar=progress_bar)
+        post = guide.sample_posterior(post_key, result.params, sample_shape=(int(draws),))
+        return post, result.losses
+
+    runner = fit if progress_bar else jax.jit(fit)
+    return runner(rng_key, posterior_key, data, init_values)
 
 
 def nuts(
@@ -413,7 +466,7 @@ def svi(
     which the response rows are sharded during the optimisation (padded with zero-weight rows;
     see :func:`~platinum_jax.inference._first_order.shard_rows`)."""
     import optax
-    from numpyro.infer import SVI, Trace_ELBO, init_to_value
+    from numpyro.infer import init_to_value
     from numpyro.infer.autoguide import AutoLowRankMultivariateNormal, AutoNormal
 
     from ._point import _problem
@@ -424,22 +477,23 @@ def svi(
     problem = _problem(model, table)
     init = _map_start(problem)
     data = problem.data()
-    npm = numpyro_model(problem)
-    g = guides[guide](npm, init_loc_fn=init_to_value(values=init))
-    engine = SVI(npm, g, optax.adam(learning_rate), Trace_ELBO())
     rows = data
     if mesh is not None:
         from ._first_order import row_mesh, shard_rows
 
         rows = shard_rows(data, row_mesh() if mesh is True else mesh)
     t0 = time.perf_counter()
-    result = engine.run(jax.random.PRNGKey(seed), steps, rows, progress_bar=False)
+    post, losses = run_svi(
+        numpyro_model(problem),
+        lambda m, start: guides[guide](m, init_loc_fn=init_to_value(values=start)),
+        optax.adam(learning_rate), rows, steps=steps, draws=draws,
+        rng_key=jax.random.PRNGKey(seed), posterior_key=jax.random.PRNGKey(seed + 1),
+        init_values=init)
+    losses = np.asarray(losses)
     elapsed = time.perf_counter() - t0
-    post = g.sample_posterior(jax.random.PRNGKey(seed + 1), result.params, sample_shape=(draws,))
     rep = _reparam(problem)
     latent = {s[0] for s in _sites(problem)} | (set() if rep is None else set(rep.sites()))
     post = {k: np.asarray(v) for k, v in post.items() if k in latent}
-    losses = np.asarray(result.losses)
     tail = losses[-max(steps // 10, 1):]
     diagnostics = {"steps": steps, "seconds": elapsed, "final_elbo_loss": float(tail.mean()),
                    "elbo_loss_sd_last_10pct": float(tail.std()), "guide": guide}

@@ -24,6 +24,7 @@ from platinum_jax.inference import (
     numpyro_model,
     posterior_summary,
     run_nuts,
+    run_svi,
     summary_diagnostics,
     threshold_names,
     use_cpu_devices_for_chains,
@@ -328,19 +329,19 @@ def fit_stitching_bayes(
         info = {**info, "chain_method": cm}
     else:
         import numpyro
-        from numpyro.infer import SVI, Trace_ELBO
         from numpyro.infer.autoguide import AutoLowRankMultivariateNormal, AutoNormal
 
         guides = {"normal": AutoNormal, "lowrank": AutoLowRankMultivariateNormal}
         if svi_guide not in guides:
             raise ValueError(f"svi_guide must be one of {tuple(guides)}, got {svi_guide!r}")
-        model = numpyro_model(problem, plain_names=True)
-        guide = guides[svi_guide](model)
-        svi = SVI(model, guide, numpyro.optim.Adam(svi_learning_rate), Trace_ELBO())
-        result = svi.run(key_fit, int(svi_steps), engine_data, progress_bar=progress_bar)
-        draws = guide.sample_posterior(key_fit, result.params, sample_shape=(int(samples),))
+        draws, losses = run_svi(
+            numpyro_model(problem, plain_names=True),
+            lambda model, _: guides[svi_guide](model),
+            numpyro.optim.Adam(svi_learning_rate), engine_data, steps=int(svi_steps),
+            draws=int(samples), rng_key=key_fit, posterior_key=key_fit,
+            progress_bar=progress_bar)
         grouped = {k: v[None] for k, v in draws.items()}  # one "chain" of independent draws
-        losses = np.asarray(result.losses)
+        losses = np.asarray(losses)
         info = {**info, "svi_guide": svi_guide, "final_elbo_loss": float(losses[-100:].mean())}
         chains = 1
     jax.block_until_ready(grouped)
