@@ -1,4 +1,4 @@
-"""The NUTS start and the SVI fit run compiled: a handful of programs, not one per operation,
+"""The NUTS start and (on request) the whole SVI fit run compiled: a handful of programs, not one per operation,
 and a start with no finite log density is still refused with a clear error."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _known_noise(y):
     numpyro.sample("y", dist.Normal(loc[:, None], 1.0).to_event(2), obs=y)
 
 
-def test_svi_runs_as_one_program_and_fits_a_normal_mean():
+def test_compiled_svi_is_one_program_and_fits_a_normal_mean():
     from numpyro.infer.autoguide import AutoNormal
 
     y = jnp.asarray(np.random.default_rng(2).normal(3.0, 1.0, size=(7, 13)))
@@ -97,7 +97,7 @@ def test_svi_runs_as_one_program_and_fits_a_normal_mean():
                 posterior_key=jax.random.PRNGKey(1))
     with _Compilations() as seen:
         draws, losses = run_svi(_known_noise, lambda m, _: AutoNormal(m),
-                                numpyro.optim.Adam(0.02), y, **args)
+                                numpyro.optim.Adam(0.02), y, compiled=True, **args)
     assert seen.names == ["jit(fit)"], seen.names
     assert losses.shape == (1500,) and np.isfinite(np.asarray(losses)).all()
     # The conjugate posterior of each location, which the mean-field guide can match exactly:

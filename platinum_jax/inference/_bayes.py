@@ -358,14 +358,18 @@ def run_nuts(
 
 
 def run_svi(model, make_guide, optimizer, data, *, steps: int, draws: int, rng_key,
-            posterior_key, init_values=None, progress_bar: bool = False):
+            posterior_key, init_values=None, progress_bar: bool = False,
+            compiled: bool = False):
     """Fit ``make_guide(model, init_values)`` (a NumPyro autoguide) to ``model(data)`` with
     ``steps`` steps of SVI (``Trace_ELBO``) and draw ``draws`` samples of it; returns
     ``(draws by site, ELBO loss per step)``.
 
-    Building the guide, the optimisation and the draws run as one compiled program (the
-    arguments traced: one program serves every table of its shape), not NumPyro's op-by-op
-    guide set-up; ``progress_bar`` runs NumPyro's own loop, which prints progress.
+    The optimisation steps run compiled (NumPyro's loop). ``compiled=True`` also compiles
+    building the guide and the draws into the same program (the arguments traced: one program
+    serves every table of its shape) instead of NumPyro's op-by-op guide set-up; it is off by
+    default because XLA's CPU compiler was seen to crash on that whole program for the larger
+    models in a long test session. ``progress_bar`` runs NumPyro's own loop, which prints
+    progress (and is never compiled whole).
     """
     from numpyro.infer import SVI, Trace_ELBO
 
@@ -376,7 +380,7 @@ def run_svi(model, make_guide, optimizer, data, *, steps: int, draws: int, rng_k
         post = guide.sample_posterior(post_key, result.params, sample_shape=(int(draws),))
         return post, result.losses
 
-    runner = fit if progress_bar else jax.jit(fit)
+    runner = jax.jit(fit) if compiled and not progress_bar else fit
     return runner(rng_key, posterior_key, data, init_values)
 
 
