@@ -354,9 +354,15 @@ def _run_stream(args) -> int:
     print(f"model 2pl (bernoulli), method marginal (streamed): marginal log-likelihood "
           f"{result.diagnostics['marginal_log_lik']:.6g}, converged {result.converged}, "
           f"{result.diagnostics['iterations']} EM steps")
+    return _written(written, result.converged)
+
+
+def _written(written, converged: bool) -> int:
+    """List the files written; exit status 1 (with a line on stderr) when the fit did not
+    converge."""
     for path in written:
         print(f"wrote {path}")
-    if not result.converged:
+    if not converged:
         print("platinum-jax fit: the fit did not converge (see fit.json); its numbers are "
               "written but should not be trusted", file=sys.stderr)
         return 1
@@ -444,10 +450,4 @@ def run(args: argparse.Namespace) -> int:
     for k, v in s["diagnostics"].items():
         if not isinstance(v, list):
             print(f"  {k}: {v}")
-    for path in written:
-        print(f"wrote {path}")
-    if not result.converged:
-        print("platinum-jax fit: the fit did not converge (see fit.json); its numbers are "
-              "written but should not be trusted", file=sys.stderr)
-        return 1
-    return 0
+    return _written(written, result.converged)
