@@ -215,7 +215,8 @@ def evaluate(frame, held, label, args, times, oracle, groups):
             scale, _ = interval_scale(banks, k, method=method)
             bias = fit_bias_sd(banks, k, method=method, repeats=args.cv_repeats)
             print(f"[{label}] k={k} {method}: irt interval scale {scale:.2f}; combined bias_sd "
-                  f"{bias.bias_sd:.4f}, scale {bias.scale:.2f}", flush=True)
+                  f"{bias.bias_sd:.4f}, {bias.form} interval (scale {bias.scale:.2f}, fixed sd "
+                  f"{100 * bias.fixed_sd:.2f} pts)", flush=True)
             for rep in range(reps):
                 sel = select_items(bank, k, method, seed=rep)
                 mdad = float(irt_mdad(bank, sel.index, centre).mdad_score.iloc[0])
@@ -226,11 +227,11 @@ def evaluate(frame, held, label, args, times, oracle, groups):
                 rows.append(row(method, k, "irt", rep, est.score, est.score_lo, est.score_hi,
                                 mdad, scale=scale))
                 t = time.perf_counter()
-                com = combined_scores(bank, sub, sel, bias_sd=bias.bias_sd,
-                                      scale=bias.scale).reindex(truth.index)
+                com = combined_scores(bank, sub, sel, **bias.options).reindex(truth.index)
                 times["combined"].append(time.perf_counter() - t)
                 rows.append(row(method, k, "combined", rep, com.score, com.score_lo,
-                                com.score_hi, mdad, bias_sd=bias.bias_sd))
+                                com.score_hi, mdad, bias_sd=bias.bias_sd,
+                                absolute_form=float(bias.form == "absolute")))
                 if method in ("random", "stratified"):
                     ast = assisted_scores(bank, sub, sel).reindex(truth.index)
                     rows.append(row(method, k, "assisted", rep, ast.score, ast.score_lo,
@@ -256,6 +257,10 @@ def evaluate(frame, held, label, args, times, oracle, groups):
     for cap in args.caps:
         rows += _adaptive(bank, banks, test, truth, fifth, f"{fifth}@{cap:g}", cap, args, row,
                           label)
+    # Shorter tests under the 10% cap: a cap c allows tests of at most c * N items.
+    for length in args.cat_lengths:
+        rows += _adaptive(bank, banks, test, truth, length, f"{length}@{args.cat_cap:g}",
+                          args.cat_cap, args, row, label)
     return rows
 
 
@@ -288,8 +293,7 @@ def _adaptive(bank, banks, test, truth, budget, k_label, cap, args, row, label):
     asked = ResponseTable.from_frame(
         test.merge(run.trace[["subject", "item"]], on=["subject", "item"]), name="asked")
     est = estimate_scores(bank, asked, seed=budget, scale=scale).reindex(truth.index)
-    com = combined_scores(bank, asked, None, bias_sd=bias.bias_sd,
-                          scale=bias.scale).reindex(truth.index)
+    com = combined_scores(bank, asked, None, **bias.options).reindex(truth.index)
     mdad = float(irt_mdad_subjects(bank, run).mdad_score.median())
     extra = dict(items_used=float(run.subjects.n_items.mean()),
                  max_exposure=float(run.items.exposure.max()),
@@ -301,7 +305,7 @@ def _adaptive(bank, banks, test, truth, budget, k_label, cap, args, row, label):
     return [row("cat", k_label, "irt", 0, est.score, est.score_lo, est.score_hi, mdad,
                 scale=scale, **extra),
             row("cat", k_label, "combined", 0, com.score, com.score_lo, com.score_hi, mdad,
-                bias_sd=bias.bias_sd, **extra)]
+                bias_sd=bias.bias_sd, absolute_form=float(bias.form == "absolute"), **extra)]
 
 
 def main() -> int:
@@ -316,6 +320,10 @@ def main() -> int:
                     help="draws per calibration fold when choosing the bias spread")
     ap.add_argument("--caps", type=float, nargs="+", default=[1.0, 0.5, 0.3, 0.2],
                     help="exposure caps of the adaptive tests with a fifth of the items")
+    ap.add_argument("--cat-lengths", type=int, nargs="*", default=[20, 30, 36],
+                    help="adaptive test lengths run under --cat-cap (rows k = LENGTH@CAP)")
+    ap.add_argument("--cat-cap", type=float, default=0.1,
+                    help="exposure cap of the --cat-lengths tests (default 0.1)")
     ap.add_argument("--folds", type=int, default=5, help="folds of the interval calibration")
     ap.add_argument("--calibration", choices=("grouped", "random"), default="grouped",
                     help="calibration folds: blocks of release dates / whole families "
@@ -366,7 +374,7 @@ def main() -> int:
         if args.rows is not None:
             pd.DataFrame(rows).to_csv(args.rows, index=False)
     res = pd.DataFrame(rows)
-    cols = ["mae_pts", "coverage90", "kendall_tau", "mdad_pts", "below_mdad", "width_pts",
+    cols = ["mae_pts", "coverage90", "absolute_form", "kendall_tau", "mdad_pts", "below_mdad", "width_pts",
             "items_used", "max_exposure", "max_exposure_sim", "overlap"]
     table = (res.groupby(["split", "k", "method", "estimator"], sort=False)
              [[c for c in cols if c in res]].mean().round(3))

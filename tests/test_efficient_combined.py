@@ -113,7 +113,9 @@ def test_the_bias_spread_follows_how_far_new_models_depart(world, departure):
     calibration = [(bank, models(80, 20 + f)) for f in range(2)]
     fitted = fit_bias_sd(calibration, 10, repeats=2)
     assert fitted.cv.loc[fitted.bias_sd] == fitted.cv.min()
-    assert fitted.scale == pytest.approx(np.quantile(np.abs(fitted.z), 0.9) / norm.ppf(0.95))
+    n = len(fitted.z)  # split-conformal: the ceil((n + 1) 0.9)-th smallest |z|
+    rank = int(np.ceil((n + 1) * 0.9))
+    assert fitted.scale == pytest.approx(np.sort(np.abs(fitted.z))[rank - 1] / norm.ppf(0.95))
     new = models(150, 40)
     truth_score = new.groupby("subject").response.mean()
     errors = {}
@@ -147,3 +149,38 @@ def test_grouped_calibration_folds_keep_each_group_together():
         cross_fitted_banks(TwoPL(), table, folds=2, groups=family.iloc[1:])
     with pytest.raises(ValueError, match="fewer than folds=6"):
         cross_fitted_banks(TwoPL(), table, folds=6, groups=family)
+
+
+def test_the_interval_form_is_chosen_by_coverage_on_left_out_folds():
+    """Synthetic calibration errors: when each subject's sd is right the studentised form
+    covers subjects of small and large sd alike and wins; when the sd says nothing (errors of
+    one spread, sds drawn at random over two orders of magnitude) the studentised width
+    under-covers the subjects of small sd and the single absolute width wins."""
+    from platinum_jax.efficient._calibrate import _choose_form, _conformal_quantile
+
+    rng = np.random.default_rng(3)
+    n, folds = 600, np.repeat(np.arange(4), 150)
+    sd = np.exp(rng.uniform(np.log(0.005), np.log(0.5), n))
+    honest = sd * rng.standard_normal(n)  # the sd is each error's own spread
+    form, cover = _choose_form(np.abs(honest / sd), np.abs(honest), sd, folds, 0.9)
+    assert form == "studentised" and cover.shape == (4, 2)
+    assert (cover["studentised"] - 0.9).abs().max() < 0.07
+    blind = 0.03 * rng.standard_normal(n)  # one spread, whatever the sd says
+    assert _choose_form(np.abs(blind / sd), np.abs(blind), sd, folds, 0.9)[0] == "absolute"
+    x = np.arange(1.0, 11.0)  # 10 values: the ceil(11 * 0.9) = 10th smallest, then the largest
+    assert _conformal_quantile(x, 0.9) == 10.0 and _conformal_quantile(x, 0.5) == 6.0
+
+
+def test_a_fixed_sd_gives_every_subject_one_width(world):
+    truth, bank = world
+    frame = _frame(np.array([-1.0, 0.0, 1.5]), truth.items[:, 0], np.exp(truth.items[:, 1]),
+                   np.zeros((3, N_ITEMS)), seed=9)
+    sel = select_items(bank, 8, "random", seed=2)
+    out = combined_scores(bank, ResponseTable.from_frame(frame), sel, bias_sd=0.05,
+                          fixed_sd=0.02, interval=0.8)
+    half = norm.ppf(0.9) * 0.02  # ppf(0.5 + 0.8 / 2)
+    inside = (out.score_lo > 0) & (out.score_hi < 1)
+    assert np.allclose((out.score_hi - out.score)[inside], half)
+    assert np.allclose(out.score_se, 0.02)
+    with pytest.raises(ValueError, match="fixed_sd must be a positive number"):
+        combined_scores(bank, ResponseTable.from_frame(frame), sel, bias_sd=0.05, fixed_sd=0.0)

@@ -148,15 +148,65 @@ class BiasFit:
 
     Attributes:
         bias_sd: the ``tau`` of least cross-validated mean absolute error.
-        scale: the interval factor that gives the requested coverage there.
+        scale: the factor on each subject's sd that gives the requested coverage on the
+            calibration models (studentised form).
         cv: mean absolute error on the calibration models for every ``tau`` tried.
         z: the standardised errors ``(truth - estimate) / sd`` at ``bias_sd``.
+        form: ``"studentised"`` (interval ``+- q |z| sd_s``, a width per subject) or
+            ``"absolute"`` (one width for every subject, ``+- q |truth - estimate|``), the
+            one whose coverage held better on each calibration fold left out in turn.
+        fixed_sd: the absolute form's width as an sd (its quantile over
+            ``Phi^-1((1 + interval) / 2)``); NaN for the studentised form.
+        fold_coverage: coverage of each form on each calibration fold, calibrated on the
+            other folds (rows: folds; columns: the two forms); None with one fold.
+        interval: the interval probability calibrated.
     """
 
     bias_sd: float
     scale: float
     cv: pd.Series
     z: np.ndarray
+    form: str = "studentised"
+    fixed_sd: float = float("nan")
+    fold_coverage: pd.DataFrame | None = None
+    interval: float = 0.9
+
+    @property
+    def options(self) -> dict:
+        """Keyword arguments of :func:`~platinum_jax.efficient.combined_scores` that apply
+        this calibration: ``bias_sd``, ``scale`` and ``fixed_sd`` (None when studentised)."""
+        return dict(bias_sd=self.bias_sd, scale=self.scale,
+                    fixed_sd=None if self.form == "studentised" else self.fixed_sd)
+
+
+def _conformal_quantile(x: np.ndarray, level: float) -> float:
+    """Split-conformal quantile of ``x`` (>= 0): its ``ceil((n + 1) level)``-th smallest value,
+    the largest when that exceeds ``n`` (coverage >= ``level`` for an exchangeable new case)."""
+    x = np.sort(np.asarray(x, np.float64))
+    r = int(np.ceil((len(x) + 1) * level))
+    return float(x[min(r, len(x)) - 1])
+
+
+def _choose_form(abs_z, abs_err, se, fold, interval: float):
+    """Cross-conformal choice of the interval's form. Each fold is covered by the width
+    calibrated on the other folds, and its coverage is read apart for the subjects whose sd
+    is below and above the median: a studentised interval whose sds mean something covers
+    both halves alike, a single width over-covers the precise half and under-covers the other.
+    The form whose cell coverages stray least from ``interval`` (mean absolute deviation over
+    folds x halves) wins, the studentised on a tie. Returns the form and the coverage table
+    (rows: folds; columns: the two forms, all subjects)."""
+    cover, dev = {}, {}
+    folds = np.unique(fold)
+    high = se > np.median(se)
+    for name, x in (("studentised", abs_z), ("absolute", abs_err)):
+        inside = np.zeros(len(x), bool)
+        for f in folds:
+            inside[fold == f] = x[fold == f] <= _conformal_quantile(x[fold != f], interval)
+        cover[name] = [float(inside[fold == f].mean()) for f in folds]
+        cells = [inside[(fold == f) & (high == h)] for f in folds for h in (False, True)]
+        dev[name] = np.mean([abs(c.mean() - interval) for c in cells if len(c)])
+    table = pd.DataFrame(cover, index=pd.Index(folds, name="fold"))
+    return ("absolute" if dev["absolute"] < dev["studentised"] else "studentised"), table
 
 
 def fit_bias_sd(
@@ -170,14 +220,23 @@ def fit_bias_sd(
     seed: int = 0,
 ) -> BiasFit:
     """Choose the bias spread ``tau`` of :func:`~platinum_jax.efficient.combined_scores` and
-    its interval factor by cross-validation on calibration models.
+    calibrate its interval on calibration models, for one selection method and one ``k``.
 
     Each fold's models (held out of their bank, :func:`cross_fitted_banks`) are scored from
-    ``k`` items chosen by ``method`` (``repeats`` draws of the random methods, seeds
-    ``seed + fold + folds * repeat``) for every ``tau`` of ``grid`` (default 0, 26 values
-    from 0.001 to 0.3 on a log scale, and infinity) against their mean response over all
-    items; the ``tau`` of least mean absolute error is kept and the interval factor is
-    ``quantile(|z|, interval) / Phi^-1((1 + interval) / 2)`` of its standardised errors.
+    ``k`` items chosen by ``method`` on that fold's bank, the same procedure that will choose
+    the new models' items replayed (``repeats`` draws of the random methods and of anchor
+    points, seeds ``seed + fold + folds * repeat``; adaptive tests run item by item on each
+    model), for every ``tau`` of ``grid`` (default 0, 26 values from 0.001 to 0.3 on a log
+    scale, and infinity), against their mean response over all items. The ``tau`` of least
+    mean absolute error is kept. The interval is split-conformal on the errors at that
+    ``tau``, in one of two forms: studentised (factor ``scale`` =
+    ``q(|z|) / Phi^-1((1 + interval) / 2)`` on each subject's sd) or absolute (one width,
+    ``q(|truth - estimate|)``, for every subject), ``q`` the conformal quantile
+    (``ceil((n + 1) interval)``-th of ``n`` errors). The form is chosen by cross-conformal
+    coverage: each fold is covered by the width calibrated on the other folds, read apart
+    for the subjects of small and of large sd, and the form whose coverages stray least from
+    ``interval`` wins (the studentised on a tie). Use
+    :attr:`BiasFit.options` as the keyword arguments of ``combined_scores``.
     """
     if not 0 < interval < 1:
         raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
@@ -187,8 +246,8 @@ def fit_bias_sd(
             else np.asarray(grid, np.float64))
     if taus.ndim != 1 or len(taus) == 0 or np.any(~(taus >= 0)):
         raise ValueError("grid must be a non-empty list of bias spreads >= 0")
-    random_design = isinstance(method, str) and method in ("random", "stratified")
-    pieces = []
+    random_design = isinstance(method, str) and method in ("random", "stratified", "anchor")
+    pieces, fold = [], []
     for f, (bank, test) in enumerate(banks):
         for r in range(repeats if random_design else 1):
             asked, subset = _calibration_subset(bank, test, k, method,
@@ -198,11 +257,23 @@ def fit_bias_sd(
             pc["truth"] = test.groupby("subject").response.mean().reindex(
                 asked.subjects).to_numpy()
             pieces.append(pc)
+            fold.append(np.full(len(pc["truth"]), f))
     mae = np.array([np.mean(np.concatenate([np.abs(_combine(pc, t)[0] - pc["truth"])
                                             for pc in pieces])) for t in taus])
     best = float(taus[int(np.argmin(mae))])
-    z = np.concatenate([(pc["truth"] - est) / np.maximum(se, 1e-12)
-                        for pc in pieces for est, se, _ in [_combine(pc, best)]])
-    scale = float(np.quantile(np.abs(z), interval) / norm.ppf(0.5 + interval / 2))
+    err, se = [], []
+    for pc in pieces:
+        est, sd, _ = _combine(pc, best)
+        err.append(pc["truth"] - est)
+        se.append(np.maximum(sd, 1e-12))
+    err, se, fold = np.concatenate(err), np.concatenate(se), np.concatenate(fold)
+    z = err / se
+    q_norm = norm.ppf(0.5 + interval / 2)
+    scale = _conformal_quantile(np.abs(z), interval) / q_norm
+    form, cover = ((("studentised", None)) if len(banks) < 2
+                   else _choose_form(np.abs(z), np.abs(err), se, fold, interval))
+    fixed = (_conformal_quantile(np.abs(err), interval) / q_norm if form == "absolute"
+             else float("nan"))
     return BiasFit(bias_sd=best, scale=scale,
-                   cv=pd.Series(mae, index=pd.Index(taus, name="bias_sd"), name="mae"), z=z)
+                   cv=pd.Series(mae, index=pd.Index(taus, name="bias_sd"), name="mae"), z=z,
+                   form=form, fixed_sd=fixed, fold_coverage=cover, interval=interval)

@@ -129,6 +129,7 @@ def combined_scores(
     target=None,
     interval: float = 0.9,
     scale: float = 1.0,
+    fixed_sd: float | None = None,
 ) -> pd.DataFrame:
     """Shrunk difference estimate of each subject's full-benchmark score (module docstring).
 
@@ -143,6 +144,9 @@ def combined_scores(
         target: items whose mean response is the score (default all).
         interval: probability of the normal interval ``A_hat +- z sd``.
         scale: factor on the sd (the calibrated ``scale`` of :func:`fit_bias_sd`).
+        fixed_sd: one sd for every subject instead of ``scale`` times its own (the absolute
+            form of :func:`fit_bias_sd`, ``fixed_sd`` of its result); pass
+            ``**bias_fit.options`` to apply whichever form the calibration chose.
 
     Returns:
         One row per subject: ``ability``, ``score``, ``score_se``, ``score_lo``, ``score_hi``,
@@ -155,15 +159,19 @@ def combined_scores(
         raise ValueError(f"bias_sd must be >= 0 (got {bias_sd}); take it from fit_bias_sd")
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive number (got {scale})")
+    if fixed_sd is not None and not (np.isfinite(fixed_sd) and fixed_sd > 0):
+        raise ValueError(f"fixed_sd must be a positive number or None (got {fixed_sd}); "
+                         "take it from fit_bias_sd(...).options")
     tmask = _target_mask(bank, target)
     y, tr, used, weights = _observed(bank, responses, subset)
     pc = _pieces(bank, y, tr, used, weights, tmask)
     est, se, lam = _combine(pc, float(bias_sd))
     lo, hi = response_range(bank.fit.model)
     est = np.clip(est, lo, hi)
-    half = norm.ppf(0.5 + interval / 2) * scale * se
+    sd = scale * se if fixed_sd is None else np.full_like(se, float(fixed_sd))
+    half = norm.ppf(0.5 + interval / 2) * sd
     return pd.DataFrame({
-        "ability": pc["ability"], "score": est, "score_se": scale * se,
+        "ability": pc["ability"], "score": est, "score_se": sd,
         "score_lo": np.maximum(est - half, lo), "score_hi": np.minimum(est + half, hi),
         "predicted": pc["p"], "residual": pc["e_bar"], "shrinkage": lam,
         "n_observed": pc["k"], "n_target": pc["n_t"],
