@@ -38,6 +38,17 @@ stratified) the score is the model-assisted estimate instead: the item model's p
 every item plus the design-weighted mean residual of the drawn items, with a design-based
 interval (finite-population corrected). It stays unbiased when the item model is wrong about a
 new subject; every subject must have answered every item of the subset.
+
+With --combined the score is the combined estimate (`combined_scores`): the item model's
+prediction plus the observed residuals, shrunk by an empirical-Bayes weight, for any design.
+Its bias spread and its interval are calibrated on the fit's own models (--data): the models
+that answered every item are split into --folds folds (whole --groups together, e.g. families
+or release periods, so that the folds differ as much as new models will), the item model is
+refitted without each fold, and the fold's models are scored by the same selection procedure
+replayed: the subset's --method and size (--subset, any method; --repeats draws of the random
+ones) or, without --subset, an adaptive test as long as the median subject's (each subject's
+answered items weighed equally). The interval is split-conformal, studentised or one width for
+all, whichever covers the left-out folds better; OUT/calibration.json records the choice.
 """
 
 
@@ -69,7 +80,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--interval", type=float, default=0.9, help="interval probability (0.9)")
     s.add_argument("--seed", type=int, default=0, help="random seed of the draws (default 0)")
     s.add_argument("--subset", help="subset.csv of `platinum-jax subset` (random or stratified): "
-                                    "score with the model-assisted estimate")
+                                    "score with the model-assisted estimate; with --combined, "
+                                    "any method: the design to calibrate")
+    s.add_argument("--combined", action="store_true",
+                   help="the combined estimate with intervals calibrated on the fit's models "
+                        "(needs --data)")
+    s.add_argument("--folds", type=int, default=None,
+                   help="calibration folds of --combined (default 5)")
+    s.add_argument("--groups", help="CSV of subject,group for --combined: each group's models "
+                                    "stay in one calibration fold")
+    s.add_argument("--repeats", type=int, default=None,
+                   help="draws per fold of a random design in --combined's calibration (3)")
     _common(s)
     s.set_defaults(func=run_score)
 
@@ -93,9 +114,9 @@ def _bank(args, dispersion):
     return item_bank(fit, dispersion=dispersion)
 
 
-def _read_subset(path: str):
+def _read_subset(path: str, probability: bool = True):
     """subset.csv of `platinum-jax subset`, refused unless its method drew a probability
-    sample (the design-based interval holds only for those)."""
+    sample (the design-based interval holds only for those) when ``probability``."""
     import pandas as pd
 
     from platinum_jax.efficient._assisted import PROBABILITY_SAMPLES
@@ -111,6 +132,14 @@ def _read_subset(path: str):
                          "rerun `platinum-jax subset --method random` (or stratified), which "
                          "records it")
     methods = sorted(set(subset["method"].astype(str)))
+    if not probability:
+        from platinum_jax.efficient import SELECTION_METHODS
+
+        if len(methods) != 1 or methods[0] not in SELECTION_METHODS:
+            raise ValueError(f"--subset {path} records method {', '.join(methods)}; give a "
+                             "subset.csv of one `platinum-jax subset` run (methods "
+                             f"{', '.join(SELECTION_METHODS)})")
+        return subset
     if any(m not in PROBABILITY_SAMPLES for m in methods):
         raise ValueError(f"--subset {path} was chosen by --method {', '.join(methods)}, not a "
                          "probability sample, so no design-based interval holds for it; score "
@@ -157,11 +186,23 @@ def run_score(args: argparse.Namespace) -> int:
     from platinum_jax.efficient import assisted_scores, estimate_scores
     from platinum_jax.models import check_responses
 
-    subset = _read_subset(args.subset) if args.subset else None
-    bank = _bank(args, "pearson" if args.dispersion is None else args.dispersion)
+    given = [f"--{n}" for n in ("folds", "groups", "repeats") if getattr(args, n) is not None]
+    if given and not args.combined:
+        raise ValueError(f"{', '.join(given)} only apply to --combined; add --combined or "
+                         "drop them")
+    if args.combined and not args.data:
+        raise ValueError("--combined calibrates on the fit's own models; give --data, the "
+                         "responses the fit was made from")
+    subset = (_read_subset(args.subset, probability=not args.combined) if args.subset
+              else None)
+    dispersion = "pearson" if args.dispersion is None else args.dispersion
+    bank = _bank(args, dispersion)
     responses = ResponseTable.read(args.responses)
     check_responses(bank.fit.model, responses)  # the same check as `fit` makes
-    if subset is not None:
+    calibration = None
+    if args.combined:
+        scores, calibration = _combined(args, bank, responses, subset, dispersion)
+    elif subset is not None:
         scores = assisted_scores(bank, responses, subset, interval=args.interval)
     else:
         scores = estimate_scores(bank, responses, interval=args.interval, seed=args.seed)
@@ -176,6 +217,57 @@ def run_score(args: argparse.Namespace) -> int:
         scores = scores.join(mdad[["mdad_ability", "mdad_score"]])
     with output_directory(args.out, "score", overwrite=args.overwrite) as out:
         path = out.write_text("scores.csv", scores.to_csv())
+        if calibration is not None:
+            import json
+
+            out.write_text("calibration.json", json.dumps(calibration, indent=1))
     print(f"scored {len(scores)} subjects on {bank.n_items} items (dispersion "
           f"{bank.dispersion:.3g}); wrote {path}")
+    if calibration is not None:
+        print(f"combined estimate calibrated on {calibration['calibration_models']} models in "
+              f"{calibration['folds']} folds ({calibration['method']}, k = "
+              f"{calibration['k']}): bias_sd {calibration['bias_sd']:.4g}, "
+              f"{calibration['form']} interval (calibration.json)")
     return 0
+
+
+def _combined(args, bank, responses, subset, dispersion):
+    """``combined_scores`` calibrated by ``fit_bias_sd`` on cross-fitted banks of the fit's
+    models, replaying the subset's method (or an adaptive test of the median length)."""
+    import numpy as np
+    import pandas as pd
+
+    from platinum_jax.efficient import combined_scores, cross_fitted_banks, fit_bias_sd
+
+    folds = 5 if args.folds is None else args.folds
+    repeats = 3 if args.repeats is None else args.repeats
+    if subset is not None:
+        method, k = str(subset["method"].iloc[0]), len(subset)
+    else:
+        frame = responses.to_frame()
+        counts = frame[frame["item"].isin(bank.items)].groupby("subject").size()
+        method, k = "cat", int(np.median(counts)) if len(counts) else 0
+        if k < 2:
+            raise ValueError(f"{args.responses}: the median subject answered {k} item(s) of "
+                             "the fit; the combined estimate needs at least 2")
+    groups = None
+    if args.groups:
+        try:
+            g = pd.read_csv(args.groups, dtype=str)
+            groups = g.set_index("subject")["group"]
+        except (FileNotFoundError, KeyError, ValueError) as err:
+            raise ValueError(f"--groups {args.groups}: cannot read a CSV with columns subject, "
+                             f"group ({err})") from err
+    banks = cross_fitted_banks(bank.fit.model, bank.fit.table, folds=folds,
+                               dispersion=dispersion, groups=groups, seed=args.seed)
+    cal = fit_bias_sd(banks, k, method=method, repeats=repeats, interval=args.interval,
+                      seed=args.seed)
+    scores = combined_scores(bank, responses, subset, interval=args.interval, **cal.options)
+    info = dict(method=method, k=k, folds=folds, repeats=repeats, interval=args.interval,
+                calibration_models=int(sum(t.subject.nunique() for _, t in banks)),
+                bias_sd=cal.bias_sd, form=cal.form, scale=cal.scale,
+                fixed_sd=None if cal.form == "studentised" else cal.fixed_sd,
+                fold_coverage=None if cal.fold_coverage is None
+                else {str(f): {c: float(v) for c, v in row.items()}
+                      for f, row in cal.fold_coverage.iterrows()})
+    return scores, info
