@@ -44,7 +44,11 @@ by ``irt`` and ``combined`` from the items asked; they report ``items_used``,
 ``max_exposure`` (on the held-out models), ``max_exposure_sim`` (on fresh simulated takers
 of the calibration population) and ``overlap``. Rows ``k = "80@cap"`` trace the trade-off at a
 fifth of the items: Kendall's tau of the full-benchmark ranking against the exposure cap
-(``--caps``; 1 is no control).
+(``--caps``; 1 is no control); rows ``k = "L@0.1"`` run shorter tests (``--cat-lengths``)
+under the cap ``--cat-cap`` (a cap ``c`` allows tests of at most ``c`` times the bank).
+Every interval of the ``combined`` rows is calibrated for its own method and ``k`` by
+:func:`platinum_jax.efficient.fit_bias_sd` (the selection replayed on the calibration folds;
+studentised or one width, by cross-conformal coverage: column ``absolute_form``).
 
 Run from the repository root: ``python benchmarks/bench_efficient_eval.py`` (``--quick``: few
 repeats and folds). Ends with one JSON line per case (split, method, estimator, k),
