@@ -20,8 +20,9 @@ intervals.
 * :func:`combined_scores`: the shrunk difference estimate, the item model's prediction plus
   the observed residuals shrunk by an empirical-Bayes weight, for any design (random,
   stratified, Fisher, anchor subsets and adaptive tests); :func:`fit_bias_sd` chooses the
-  bias spread behind the weight and the interval factor by cross-validation on calibration
-  models;
+  bias spread behind the weight by cross-validation on calibration models and calibrates the
+  interval for the selection method and ``k`` replayed on them (split-conformal, studentised
+  or one width by cross-conformal coverage; ``**BiasFit.options`` applies it);
 * :func:`interval_scale`: widens (or narrows) the score intervals so that they cover at the
   stated rate on training subjects held out from the item fit;
 * :class:`AdaptiveTest`: adaptive testing a harness drives item by item (an immutable
