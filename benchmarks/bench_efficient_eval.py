@@ -213,7 +213,7 @@ def evaluate(frame, held, label, args, times, oracle, groups):
                     below_mdad=float(np.mean(pair_gaps < mdad)), width_pts=width, **extra)
 
     rows = []
-    for k in args.ks:
+    for k in [] if args.cat_only else args.ks:
         for method in METHODS:
             reps = 1 if method == "fisher" else args.repeats
             scale, _ = interval_scale(banks, k, method=method)
@@ -284,7 +284,11 @@ def _adaptive(bank, banks, test, truth, budget, k_label, cap, args, row, label):
         sympson_hetter,
     )
 
-    cat = AdaptiveTest(bank, budget=budget, randomesque=2)
+    groups = None
+    if args.content != "none":  # content balancing: each group at its share of the bank
+        items = pd.read_csv(args.data / "items.csv").set_index("item")[args.content]
+        groups = items.reindex(bank.items).astype(str)
+    cat = AdaptiveTest(bank, budget=budget, randomesque=2, groups=groups)
     if cap < 1:
         cat = sympson_hetter(cat, simulated_takers(bank, args.takers, seed=budget), cap=cap,
                              iterations=args.sh_iterations)
@@ -328,6 +332,10 @@ def main() -> int:
                     help="adaptive test lengths run under --cat-cap (rows k = LENGTH@CAP)")
     ap.add_argument("--cat-cap", type=float, default=0.1,
                     help="exposure cap of the --cat-lengths tests (default 0.1)")
+    ap.add_argument("--content", choices=("none", "difficulty", "platform"), default="none",
+                    help="content groups of the adaptive tests (items.csv column)")
+    ap.add_argument("--cat-only", action="store_true",
+                    help="only the adaptive tests at a fifth of the items and --cat-lengths")
     ap.add_argument("--folds", type=int, default=5, help="folds of the interval calibration")
     ap.add_argument("--calibration", choices=("grouped", "random"), default="grouped",
                     help="calibration folds: blocks of release dates / whole families "
@@ -386,6 +394,8 @@ def main() -> int:
         print(table.to_string())
     if args.table is not None:
         table.to_csv(args.table)
+    if args.cat_only:  # no fixed subsets: neither the figure nor the comparison lines
+        return 0
     _plot(table, args.plot)
 
     mean_s = float(np.median(times["mean"]))
