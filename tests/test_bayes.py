@@ -419,8 +419,10 @@ def test_model_anchor_fixes_two_capabilities(synth):
 def test_cli_writes_outputs(tmp_path):
     from platinum_jax.cli import main
 
-    # binomial counts with known n_items: also exercises the binomial fit path end to end
-    table, truth = _synthetic(seed=5, n_models=30, n_bench=5, n_items=200)
+    # binomial counts with known n_items: also exercises the binomial fit path end to end.
+    # The module's table shape (60 models, 6 benchmarks): NumPyro sets the SVI guide up op by
+    # op, and each op compiles once per shape in a process, so a shared shape compiles less.
+    table, truth = _synthetic(seed=5, n_items=200)
     csv = tmp_path / "scores.csv"
     table.data[["model", "benchmark", "score", "n_items"]].to_csv(csv, index=False)
     cfg = tmp_path / "weights.json"
@@ -599,7 +601,8 @@ def test_betabinomial_sees_overdispersion_that_binomial_cannot():
     # Counts whose per-(model, benchmark) success rate scatters around mu with precision 20:
     # the beta-binomial's per-benchmark noise must exceed pure binomial sampling noise.
     rng = np.random.default_rng(11)
-    n_models, n_bench, n_items, phi = 40, 6, 200, 20.0
+    # 60 models and 6 benchmarks, the shape of the module's other fits (see test_cli_writes_outputs)
+    n_models, n_bench, n_items, phi = 60, 6, 200, 20.0
     C = rng.normal(0.5, 1.0, n_models)
     D = np.array([0.0, 0.3, 0.8, 1.2, -0.4, 0.5])
     rows = []

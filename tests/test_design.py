@@ -452,8 +452,9 @@ def test_stitch_bayes_output_feeds_the_weights_command(tmp_path):
     assert np.isfinite(got[["mean", "lo", "hi"]].to_numpy()).all()
 
 
-def test_fit_command_noise_per_item_saves_weights_that_read_back(tmp_path):
+def test_fit_command_noise_per_item_saves_weights_that_read_back(tmp_path, monkeypatch):
     from platinum_jax.cli import main
+    from platinum_jax.cli import weights as weights_command
 
     world = weights_world(40, 6, 0.8, noise=(0.01, 0.06), shared=0.0, seed=5)
     world.scores.to_csv(tmp_path / "scores.csv", index=False)
@@ -483,12 +484,16 @@ def test_fit_command_noise_per_item_saves_weights_that_read_back(tmp_path):
     assert main(["weights", str(tmp_path / "fit"), "--target", "b001", "--interval-method",
                  "bca", "--subject-bootstrap", "0", "--out", str(tmp_path / "y")]) == 2
     # By default a fit with a noise level per benchmark gets the bootstrap (200 replicates);
-    # --subject-bootstrap 0 keeps the fit's own draws.
+    # --subject-bootstrap 0 keeps the fit's own draws. The test runs that default with 16
+    # replicates: 16 + 1 full-data row, the batch shape of the 12 + 1 + 4 jackknife rows above,
+    # so the solver compiled there serves it.
+    assert weights_command.AUTO_REPLICATES == 200
+    monkeypatch.setattr(weights_command, "AUTO_REPLICATES", 16)
     assert main(["weights", str(tmp_path / "fit"), "--target", "b001,b002", "--residual-rank",
                  "0", "--out", str(tmp_path / "auto")]) == 0
     auto = json.loads((tmp_path / "auto" / "summary.json").read_text())["primitives"]
     assert auto["fit_method"] == "bootstrap over subjects"
-    assert auto["uncertainty"].startswith("bootstrap over subjects (200 replicates")
+    assert auto["uncertainty"].startswith("bootstrap over subjects (16 replicates")
     assert main(["weights", str(tmp_path / "fit"), "--target", "b001,b002", "--residual-rank",
                  "0", "--subject-bootstrap", "0", "--out", str(tmp_path / "draws")]) == 0
     own = json.loads((tmp_path / "draws" / "summary.json").read_text())["primitives"]
