@@ -41,9 +41,12 @@ def random_instance(seed: int, m: int, n: int, commuting: bool = False):
     return A, C, Sigma, M, w, r
 
 
+# Few sizes, random values: every distinct (m, n) compiles each function afresh, so the
+# examples draw from the smallest case, a larger one, square and wide.
+SIZES = st.sampled_from((2, 5))
 instances = st.builds(
     lambda seed, m, extra: random_instance(seed, m, m + extra),
-    st.integers(0, 2**31 - 1), st.integers(2, 6), st.integers(0, 3),
+    st.integers(0, 2**31 - 1), SIZES, st.sampled_from((0, 2)),
 )
 
 
@@ -116,7 +119,7 @@ def test_generalized_basis_reproduces_direct_solve(inst):
 
 
 @SETTINGS
-@given(st.integers(0, 2**31 - 1), st.integers(2, 6))
+@given(st.integers(0, 2**31 - 1), SIZES)
 def test_commuting_basis_eq2_and_decomposition(seed, m):
     _, _, Sigma, M, w, r = random_instance(seed, m, m, commuting=True)
     basis = pj.concept_basis(M, Sigma, w, method="commuting")
@@ -279,7 +282,7 @@ def test_float32_keeps_the_commuting_basis_and_the_fast_path():
 
 
 @SETTINGS
-@given(st.integers(0, 2**31 - 1), st.integers(2, 6),
+@given(st.integers(0, 2**31 - 1), SIZES,
        st.floats(0.05, 0.95), st.floats(0.05, 0.95), st.floats(0.1, 10.0))
 def test_platinum_definition_and_bound(seed, m, tau_w, tau_m, tau_e):
     _, _, Sigma, M, w, r = random_instance(seed, m, m, commuting=True)

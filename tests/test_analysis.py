@@ -334,13 +334,20 @@ def test_summarise_latency_and_false_positives():
     assert cmp.loc["mean_false_positive_rate", "paper_reference"] == 0.38
 
 
-def test_detection_study_on_known_worlds():
-    # Low noise, four-fold acceleration: found within months; no acceleration: rarely flagged.
+@pytest.fixture(scope="module")
+def known_worlds():
+    """One small monthly-hinge study (its compiled program is the slow part), for two tests."""
     cfg = an.WorldConfig(n_models=60, n_benchmarks=6, base_noise=0.02)
     study = an.simulate_detection(
         cfg, protocol="monthly_hinge", factors=(1.0, 4.0), noise_levels=(0.5,), n_replicates=4,
         observation_years=2026.0 + np.arange(-6, 13, 3) / 12.0, n_grid=24, progress=False,
     )
+    return cfg, study
+
+
+def test_detection_study_on_known_worlds(known_worlds):
+    # Low noise, four-fold acceleration: found within months; no acceleration: rarely flagged.
+    _, study = known_worlds
     s = study.summary.set_index("factor")
     assert s.loc[4.0, "detection_rate"] >= 0.75
     assert s.loc[4.0, "median_latency_months"] <= 9.0
@@ -348,23 +355,22 @@ def test_detection_study_on_known_worlds():
     assert np.isnan(s.loc[1.0, "detection_rate"])
 
 
-def test_refit_and_tiny_detection_study():
-    cfg = an.WorldConfig(n_models=24, n_benchmarks=6, base_noise=0.02)
+def test_refit_and_tiny_detection_study(known_worlds):
+    cfg, study = known_worlds
     w = _generate(jax.random.PRNGKey(1), cfg, jnp.asarray(2.0), jnp.asarray(0.5))
-    cap, conv = an.refit_world(w, cfg, jnp.asarray(cfg.end))
+    # jitted, as the study calls it: op-by-op dispatch would compile each operation on its own
+    cap, conv = jax.jit(lambda world, year: an.refit_world(world, cfg, year))(w, jnp.asarray(cfg.end))
     assert bool(conv)
     truth = np.asarray(w["capability"])
     # the anchor fixes the scale, so the refit lands near the truth itself, not just its ranks
     # (the L2 penalty shrinks capabilities towards 0 a little, hence the loose bound)
     assert stats.spearmanr(np.asarray(cap), truth).statistic > 0.95
     assert np.mean(np.abs(np.asarray(cap) - truth)) < 0.25
-    study = an.simulate_detection(
-        cfg, protocol="monthly_hinge", factors=(4.0,), noise_levels=(0.5,), n_replicates=2,
-        observation_years=(2025.5, 2026.5, 2027.0), n_grid=24, progress=False,
-    )
-    assert study.runs.shape[0] == 2 * 3
+    # the shared study: 2 factors x 4 replicates x 7 observation years, one row each
+    assert study.runs.shape[0] == 2 * 4 * 7
     assert study.runs["converged"].all()
-    late = study.runs[study.runs["obs_year"] == 2027.0]
+    late = study.runs[(study.runs["obs_year"] == 2027.0) & (study.runs["factor"] == 4.0)]
+    assert len(late) == 4
     # a 4x acceleration a year in is plain to see: the ratio is well above 1
     assert (late["ratio"] > 2.0).all()
     assert (np.abs(late["breakpoint_year"] - 2026.0) < 0.5).all()
