@@ -47,6 +47,7 @@ of the batch has detected (or passed ``max_wait``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import jax
@@ -322,6 +323,13 @@ def false_positive_flags(key, cfg: PaperWorldConfig, window, noise, threshold, c
 
 def observed_counts(keys, cfg: PaperWorldConfig, factor, noise, fp: bool, window=None):
     """Number of observed pairs per world (to size the padded score arrays)."""
+    window = 0.0 if window is None else window
+    return np.asarray(_observed_counts(keys, cfg, factor, noise, window, fp))
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "fp"))
+def _observed_counts(keys, cfg: PaperWorldConfig, factor, noise, window, fp: bool):
+    # factor, noise and window are traced: one program per (config, kind), not one per cell
     if fp:
         def count(key):
             t_a = cfg.acceleration_start
@@ -331,4 +339,4 @@ def observed_counts(keys, cfg: PaperWorldConfig, factor, noise, fp: bool, window
         def count(key):
             return jnp.sum(_generate(key, cfg, cfg.n_models, cfg.n_benchmarks, cfg.start,
                                      cfg.start + cfg.years, factor, noise)[3])
-    return np.asarray(jax.jit(jax.vmap(count))(keys))
+    return jax.vmap(count)(keys)
