@@ -68,6 +68,13 @@ if TYPE_CHECKING:
     )
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
+    from ._rosetta_layout import (
+        from_engine_theta,
+        layout_batch,
+        layout_entries,
+        layout_problem,
+        to_engine_theta,
+    )
     from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
     from ._stream import StreamedFit, fit_streamed_2pl, score_streamed_2pl
 
@@ -93,6 +100,11 @@ _LAZY = {
     "StreamedFit": "_stream",
     "fit_streamed_2pl": "_stream",
     "score_streamed_2pl": "_stream",
+    "from_engine_theta": "_rosetta_layout",
+    "layout_batch": "_rosetta_layout",
+    "layout_entries": "_rosetta_layout",
+    "layout_problem": "_rosetta_layout",
+    "to_engine_theta": "_rosetta_layout",
     "rank_uniformity": "_sbc",
     "run_sbc": "_sbc",
     "sbc_design": "_sbc",
@@ -125,9 +137,13 @@ __all__ = [
     "fit_map",
     "fit_marginal",
     "fit_streamed_2pl",
+    "from_engine_theta",
     "gauss_newton_system",
     "laplace",
     "laplace_covariance",
+    "layout_batch",
+    "layout_entries",
+    "layout_problem",
     "loo",
     "marginal_log_likelihood",
     "map_solver",
@@ -158,6 +174,7 @@ __all__ = [
     "summary_diagnostics",
     "svi",
     "threshold_names",
+    "to_engine_theta",
     "with_integrity",
     "use_cpu_devices_for_chains",
     "warn_on_diagnostics",
