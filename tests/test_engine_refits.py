@@ -11,9 +11,8 @@ import pytest
 from scipy.optimize import least_squares
 
 from platinum_jax.datasets import synthetic_score_table
-from platinum_jax.inference import Data, Problem, solve_map
-from platinum_jax.stitching import BenchmarkAnchor, ParameterLayout
-from platinum_jax.stitching._engine import rosetta_model, to_engine_theta
+from platinum_jax.inference import Data, Problem, solve_map, to_engine_theta
+from platinum_jax.models import BenchmarkAnchor, ParameterLayout, Rosetta
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +43,7 @@ def scipy_fit(table, anchor, l2, weights):
 
 def test_penalty_scale_weights_and_starts_vmap_in_one_program(small):
     table, anchor = small
-    problem = Problem(rosetta_model(BenchmarkAnchor(anchor), 0.1, "sigmoid"),
+    problem = Problem(Rosetta(anchor=BenchmarkAnchor(anchor), l2=0.1),
                       table.responses)
     data = problem.data()
     rng = np.random.default_rng(0)

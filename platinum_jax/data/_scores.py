@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from platinum_jax._names import UnknownNameError, close_matches_message
+
 from ._responses import ResponseTable
 
 __all__ = ["ScoreTable"]

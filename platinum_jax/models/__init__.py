@@ -35,12 +35,6 @@ from ._protocol import (
     fix_entries,
 )
 from ._registry import MODELS, make_model
-from .graded import GradedResponse
-from .hierarchical import HierarchicalTwoPL
-from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
-from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Categorical, Gaussian
-from .mirt import MultidimensionalTwoPL, varimax
-from .rosetta import Rosetta
 from ._rosetta_layout import (
     ParameterLayout,
     StitchingParams,
@@ -52,6 +46,12 @@ from ._rosetta_layout import (
     stitching_cost,
     stitching_residuals,
 )
+from .graded import GradedResponse
+from .hierarchical import HierarchicalTwoPL
+from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
+from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Categorical, Gaussian
+from .mirt import MultidimensionalTwoPL, varimax
+from .rosetta import Rosetta
 
 __all__ = [
     "Anchor",

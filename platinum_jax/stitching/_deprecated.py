@@ -1,12 +1,7 @@
-"""Deprecated array-level entry points, now thin wrappers over the measurement engine.
-
-The stitching package once had its own Levenberg-Marquardt for the Rosetta rows. Every fit now
-goes through :func:`platinum_jax.inference.solve_map` (the bipartite solver that fits every
-model); these names stay so that code written against them keeps working, and warn with a
-:class:`DeprecationWarning` that names the replacement. They work on the flat stitching vector
-``theta = concat(C_free, D_free, alpha_free)`` of a :class:`ParameterLayout` and remain
-jittable (``layout`` static) and vmappable over starts, weights and the L2 strength.
-"""
+"""Deprecated array-level entry points on the flat vector of a
+:class:`~platinum_jax.models.ParameterLayout`; every fit now goes through the engine
+(:func:`platinum_jax.inference.solve_map` on :func:`platinum_jax.inference.layout_problem`).
+Each warns on use; all stay jittable (``layout`` static) and vmappable."""
 
 from __future__ import annotations
 
@@ -16,172 +11,91 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from ._engine import layout_entries, layout_problem, to_engine_blocks
-from ._model import ParameterLayout
+from platinum_jax.models import penalty_vector, predict_scores, regularisation_denominator
 
 __all__ = ["LMResult", "fit_theta", "gauss_newton_system", "solve_stitching"]
 
-_REPLACEMENT = (
-    "platinum_jax.inference.solve_map on the Rosetta model (platinum_jax.models.Rosetta; "
-    "fit_stitching for a labelled fit)"
-)
+REPLACEMENT = ("platinum_jax.inference.solve_map on platinum_jax.inference.layout_problem "
+               "(fit_stitching for a labelled fit)")
 
 
 def _warn(name: str) -> None:
-    warnings.warn(f"platinum_jax.stitching.{name} is deprecated; use {_REPLACEMENT}",
+    warnings.warn(f"platinum_jax.stitching.{name} is deprecated; use {REPLACEMENT}",
                   DeprecationWarning, stacklevel=3)
 
 
 class LMResult(NamedTuple):
-    """Output of :func:`solve_stitching` (arrays; batched under vmap). Deprecated."""
+    """Deprecated output of :func:`solve_stitching` (batched under vmap)."""
 
-    theta: Float[Array, " P"]
-    cost: Float[Array, ""]
-    converged: Bool[Array, ""]
-    iterations: Int[Array, ""]
-    gradient_norm: Float[Array, ""]
-
-
-@functools.lru_cache(maxsize=16)
-def _problem(layout: ParameterLayout, link: str):
-    # Unit L2 strength: the caller's strength comes in as the engine's (traced) penalty scale.
-    return layout_problem(layout, 1.0, link)
+    theta: jax.Array
+    cost: jax.Array
+    converged: jax.Array
+    iterations: jax.Array
+    gradient_norm: jax.Array
 
 
-def _data(model_index, benchmark_index, scores, weights, dtype):
-    from platinum_jax.inference import Data
-
-    y = jnp.asarray(scores, dtype)
-    w = jnp.ones_like(y) if weights is None else jnp.asarray(weights, dtype)
-    return Data(jnp.asarray(model_index), jnp.asarray(benchmark_index), y, jnp.ones_like(y), w)
-
-
-def _to_layout(layout: ParameterLayout, theta) -> Array:
-    free_c, free_d, free_a = layout.free_positions()
-    return jnp.concatenate([theta.subjects[free_c, 0], theta.items[free_d, 0],
-                            theta.items[free_a, 1]])
-
-
-def gauss_newton_system(
-    theta: Float[Array, " P"],
-    layout: ParameterLayout,
-    model_index: Int[ArrayLike, " N"],
-    benchmark_index: Int[ArrayLike, " N"],
-    scores: Float[ArrayLike, " N"],
-    weights: Float[ArrayLike, " N"],
-    l2: float | Float[ArrayLike, ""],
-    link: str = "sigmoid",
-    newton: bool = False,
-) -> tuple[Float[Array, ""], Float[Array, " P"], Float[Array, "P P"]]:
-    """Deprecated: cost ``0.5 |r|^2``, gradient (P,) and Gauss-Newton (or, with ``newton``,
-    exact) Hessian (P, P) of the paper's objective over the layout's free parameters.
-
-    Computed by the engine (:func:`platinum_jax.inference.gauss_newton_system`) and mapped to
-    the layout. Where the L2 term is centred, the engine carries the centre ``t`` as a free
-    global; it is set to its optimum ``mean(C, D)`` and profiled out (Schur complement), which
-    is exactly the curvature of the centred penalty.
-    """
+def gauss_newton_system(theta, layout, model_index, benchmark_index, scores, weights, l2,
+                        link="sigmoid", newton=False):
+    """Deprecated: cost ``0.5 |r|^2``, gradient (P,) and Gauss-Newton (exact with ``newton``)
+    Hessian (P, P) of the paper's objective over the layout's free parameters."""
     _warn("gauss_newton_system")
-    return _system(theta, layout, model_index, benchmark_index, scores, weights, l2, link=link,
-                   newton=newton)
+    return _system(theta, layout, model_index, benchmark_index, scores, weights, l2, link, newton)
 
 
 @functools.partial(jax.jit, static_argnames=("layout", "link", "newton"))
-def _system(theta, layout, model_index, benchmark_index, scores, weights, l2, *, link, newton):
-    from platinum_jax.inference import gauss_newton_system as engine_system
+def _system(theta, layout, mi, bi, y, w, l2, link, newton):
+    def data_residuals(t):
+        return jnp.sqrt(w) * (predict_scores(layout.unpack(t), mi, bi, link) - y)
 
-    problem = _problem(layout, link)
-    th = to_engine_blocks(layout, theta)
-    sys = engine_system(problem, th, _data(model_index, benchmark_index, scores, weights,
-                                           th.subjects.dtype),
-                        "newton" if newton else "gauss-newton", penalty_scale=l2)
-    n_s, p_s = sys.gS.shape
-    n_i, p_i = sys.gI.shape
-    a, b = n_s * p_s, n_i * p_i
-    hss = jnp.einsum("ij,iab->iajb", jnp.eye(n_s), sys.HSS).reshape(a, a)
-    hii = jnp.einsum("ij,iab->iajb", jnp.eye(n_i), sys.HII).reshape(b, b)
-    hsi = jnp.transpose(sys.HSI, (0, 2, 1, 3)).reshape(a, b)
-    hsg, hig = sys.HSG.reshape(a, -1), sys.HIG.reshape(b, -1)
-    full = jnp.block([[hss, hsi, hsg], [hsi.T, hii, hig], [hsg.T, hig.T, sys.HGG]])
-    grad_full = jnp.concatenate([sys.gS.ravel(), sys.gI.ravel(), sys.gG])
-    x, g = layout_entries(problem, layout)
-    hess = full[np.ix_(x, x)]
-    if g.size:  # profile the free centre out: H_xx - H_xt H_tt^-1 H_tx
-        h_xg, h_gg = full[np.ix_(x, g)], full[np.ix_(g, g)]
-        hess = hess - h_xg @ jnp.linalg.solve(h_gg, h_xg.T)
-    return sys.cost, grad_full[x], hess
+    def penalty(t):  # quadratic: its Hessian is exact in the Gauss-Newton matrix too
+        v = penalty_vector(layout.unpack(t), layout)
+        return 0.5 * l2 * jnp.sum(v**2) / regularisation_denominator(layout)
+
+    def cost(t):
+        return 0.5 * jnp.sum(data_residuals(t) ** 2) + penalty(t)
+
+    if newton:
+        hess = jax.hessian(cost)(theta)
+    else:
+        jac = jax.jacfwd(data_residuals)(theta)
+        hess = jac.T @ jac + jax.hessian(penalty)(theta)
+    return cost(theta), jax.grad(cost)(theta), hess
 
 
-@functools.partial(
-    jax.jit,
-    static_argnames=("layout", "max_steps", "gtol", "xtol", "ftol", "link", "damping", "newton"),
-)
-def _solve(theta0, layout, model_index, benchmark_index, scores, weights, l2, *, max_steps,
-           gtol, xtol, ftol, link, damping, newton):
-    from platinum_jax.inference import solve_map
-
-    problem = _problem(layout, link)
-    theta0 = jnp.asarray(theta0)
-    res = solve_map(problem, to_engine_blocks(layout, theta0),
-                    _data(model_index, benchmark_index, scores, weights, theta0.dtype),
-                    max_steps=max_steps, gtol=gtol, xtol=xtol, ftol=ftol,
-                    curvature="newton" if newton else "gauss-newton", penalty_scale=l2)
-    return LMResult(_to_layout(layout, res.theta), res.objective, res.converged,
-                    res.iterations, res.gradient_norm)
-
-
-def solve_stitching(
-    theta0: Float[ArrayLike, " P"],
-    layout: ParameterLayout,
-    model_index: Int[ArrayLike, " N"],
-    benchmark_index: Int[ArrayLike, " N"],
-    scores: Float[ArrayLike, " N"],
-    weights: Float[ArrayLike, " N"] | None = None,
-    l2: float | Float[ArrayLike, ""] = 0.1,
-    *,
-    max_steps: int = 500,
-    gtol: float = 1e-9,
-    xtol: float = 1e-12,
-    ftol: float = 1e-14,
-    link: str = "sigmoid",
-    damping: float = 1e-3,
-    newton: bool = False,
-) -> LMResult:
-    """Deprecated: minimise the paper's objective from ``theta0`` with the engine's
-    Levenberg-Marquardt (:func:`platinum_jax.inference.solve_map`, the L2 strength ``l2`` as
-    its penalty scale); jit- and vmap-able. ``newton`` picks the exact Hessian instead of
-    Gauss-Newton. The engine starts its damping at ``1e-3 * max diag``, so ``damping`` must
-    keep that default.
-
-    Raises:
-        ValueError: ``damping`` other than 1e-3.
-    """
+def solve_stitching(theta0, layout, model_index, benchmark_index, scores, weights=None, l2=0.1,
+                    *, max_steps=500, gtol=1e-9, xtol=1e-12, ftol=1e-14, link="sigmoid",
+                    damping=1e-3, newton=False) -> LMResult:
+    """Deprecated: the engine's Levenberg-Marquardt from ``theta0`` on the layout's problem
+    (``l2`` its penalty scale); ``damping`` must stay 1e-3, where the engine starts."""
     _warn("solve_stitching")
     if damping != 1e-3:
-        raise ValueError(
-            f"damping={damping!r} is no longer configurable: the engine's solver starts at "
-            "1e-3 * max diag(J^T J); leave damping at its default"
-        )
-    return _solve(theta0, layout, model_index, benchmark_index, scores, weights, l2,
-                  max_steps=max_steps, gtol=gtol, xtol=xtol, ftol=ftol, link=link,
-                  damping=damping, newton=newton)
+        raise ValueError(f"damping={damping!r} is no longer configurable: the engine's solver "
+                         "starts at 1e-3 * max diag(J^T J); leave damping at its default")
+    return _solve(jnp.asarray(theta0), layout, model_index, benchmark_index, scores, weights, l2,
+                  max_steps=max_steps, gtol=gtol, xtol=xtol, ftol=ftol, link=link, newton=newton)
 
 
-def fit_theta(
-    theta0: Float[ArrayLike, " P"],
-    layout: ParameterLayout,
-    model_index: Int[ArrayLike, " N"],
-    benchmark_index: Int[ArrayLike, " N"],
-    scores: Float[ArrayLike, " N"],
-    weights: Float[ArrayLike, " N"] | None = None,
-    l2: float | Float[ArrayLike, ""] = 0.1,
-    **solver_options,
-) -> tuple[Float[Array, " P"], Float[Array, ""], Bool[Array, ""]]:
-    """Deprecated: ``(theta, cost, converged)`` of :func:`solve_stitching` (weights 0 mask
-    scores); ``solver_options`` are its keyword options."""
+@functools.partial(jax.jit, static_argnames=("layout", "max_steps", "gtol", "xtol", "ftol",
+                                             "link", "newton"))
+def _solve(theta0, layout, mi, bi, y, w, l2, *, link, newton, **tolerances):
+    from platinum_jax.inference import Data, layout_problem, solve_map, to_engine_theta
+
+    y = jnp.asarray(y, theta0.dtype)
+    w = jnp.ones_like(y) if w is None else jnp.asarray(w, y.dtype)
+    res = solve_map(layout_problem(layout, 1.0, link), to_engine_theta(layout, theta0),
+                    Data(jnp.asarray(mi), jnp.asarray(bi), y, jnp.ones_like(y), w),
+                    curvature="newton" if newton else "gauss-newton", penalty_scale=l2,
+                    **tolerances)
+    c, d, a = layout.free_positions()
+    s, i = res.theta.subjects, res.theta.items
+    theta = jnp.concatenate([s[c, 0], i[d, 0], i[a, 1]])
+    return LMResult(theta, res.objective, res.converged, res.iterations, res.gradient_norm)
+
+
+def fit_theta(theta0, layout, model_index, benchmark_index, scores, weights=None, l2=0.1,
+              **solver_options):
+    """Deprecated: ``(theta, cost, converged)`` of :func:`solve_stitching`."""
     _warn("fit_theta")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
