@@ -69,10 +69,16 @@ if TYPE_CHECKING:
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
     from ._rosetta_layout import (
+        BootstrapResult,
         from_engine_theta,
         layout_batch,
+        layout_bootstrap,
         layout_entries,
+        layout_hessian,
+        layout_laplace_sd,
         layout_problem,
+        layout_system,
+        solve_layout,
         to_engine_theta,
     )
     from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
@@ -103,7 +109,13 @@ _LAZY = {
     "from_engine_theta": "_rosetta_layout",
     "layout_batch": "_rosetta_layout",
     "layout_entries": "_rosetta_layout",
+    "BootstrapResult": "_rosetta_layout",
+    "layout_bootstrap": "_rosetta_layout",
+    "layout_hessian": "_rosetta_layout",
+    "layout_laplace_sd": "_rosetta_layout",
     "layout_problem": "_rosetta_layout",
+    "layout_system": "_rosetta_layout",
+    "solve_layout": "_rosetta_layout",
     "to_engine_theta": "_rosetta_layout",
     "rank_uniformity": "_sbc",
     "run_sbc": "_sbc",
@@ -112,6 +124,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "BootstrapResult",
     "DIAGNOSTIC_KEYS",
     "DRAWS_FILE",
     "HDI_PROB",
@@ -143,7 +156,11 @@ __all__ = [
     "laplace_covariance",
     "layout_batch",
     "layout_entries",
+    "layout_bootstrap",
+    "layout_hessian",
+    "layout_laplace_sd",
     "layout_problem",
+    "layout_system",
     "loo",
     "marginal_log_likelihood",
     "map_solver",
@@ -170,6 +187,7 @@ __all__ = [
     "simulate",
     "simulate_world",
     "solve_first_order",
+    "solve_layout",
     "solve_map",
     "summary_diagnostics",
     "svi",

@@ -96,7 +96,7 @@ class ParameterLayout:
 
         def find(kind, name, names):
             if name not in names:
-                raise UnknownNameError(close_matches_message(kind, name, names))
+                raise UnknownNameError("anchor: " + close_matches_message(kind, name, names))
             return names.index(name)
 
         m, b = len(models), len(benchmarks)

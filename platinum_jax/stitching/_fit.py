@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 from jaxtyping import ArrayLike
 
-from platinum_jax._names import UnknownNameError, close_matches_message
 from platinum_jax.models import (
     Anchor,
     BenchmarkAnchor,
@@ -150,15 +149,6 @@ def anchor_for_table(anchor: Anchor, table: ScoreTable) -> Anchor:
     return BenchmarkAnchor(name)
 
 
-def _check_anchor(table: ScoreTable, anchor: Anchor) -> None:
-    bench = isinstance(anchor, BenchmarkAnchor)
-    known = table.benchmarks if bench else table.models
-    for n in [anchor.benchmark] if bench else list(anchor.models):
-        if n not in known:
-            raise UnknownNameError("anchor: " + close_matches_message(
-                "benchmark" if bench else "model", n, known))
-
-
 def _warn_unidentified(table: ScoreTable, anchor) -> None:
     """Warn about benchmarks scored by one model: one score cannot set both α_b and D_b, so
     only the L2 penalty picks them and their values say nothing about the benchmark."""
@@ -224,7 +214,7 @@ def fit_stitching(
             f"{'model' if theta0 is None else 'theta0'} cannot be combined with components="
             "'separate': it is laid out for the whole table and one anchor, and each component "
             "is fitted alone; fit the components one by one (table.select_models)")
-    _check_anchor(table, anchor)
+    ParameterLayout.from_table(table, anchor)  # unknown anchor names raise here
     if model is not None and (getattr(model, "l2", l2) != l2
                               or getattr(model, "link", link) != link):
         raise ValueError(f"model was built with l2={getattr(model, 'l2', None)}, "

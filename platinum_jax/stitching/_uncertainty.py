@@ -10,7 +10,6 @@ for the sensitivity analysis; :func:`by_kind` splits one into the model and benc
 from __future__ import annotations
 
 import functools
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -21,8 +20,8 @@ from platinum_jax.models import stitching_cost
 
 from ._fit import StitchingFit
 
-__all__ = ["BootstrapResult", "bootstrap", "bootstrap_weights", "by_kind", "laplace",
-           "objective_hessian", "sensitivity"]
+__all__ = ["bootstrap", "bootstrap_weights", "by_kind", "laplace", "objective_hessian",
+           "sensitivity"]
 
 
 def _index(fit: StitchingFit) -> pd.MultiIndex:
@@ -200,31 +199,12 @@ def sensitivity(fit: StitchingFit, rise: float = 0.05, *, method: str = "own_sco
     return frame
 
 
-def _engine_fit(fit: StitchingFit):
-    """The engine's fit behind ``fit`` and where its free entries and the penalty's free centre
-    sit among the engine's free entries (the rows of its Hessian and covariance)."""
-    from platinum_jax.inference import layout_entries
-
-    problem = fit.engine.problem
-    free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
-                                          (problem.free_S, problem.free_I, problem.free_G)]))
-    x, g = layout_entries(problem, fit.layout)
-    return fit.engine, np.searchsorted(free, x), np.searchsorted(free, g)
-
-
 def objective_hessian(fit: StitchingFit):
-    """Exact Hessian (P, P) of the paper's objective over the free (C, D, alpha): the engine's
-    :func:`platinum_jax.inference.objective_hessian`, the penalty's free centre profiled out
-    (Schur complement, by a solve)."""
-    from platinum_jax.inference import objective_hessian as engine_hessian
+    """Exact Hessian (P, P) of the paper's objective over the free (C, D, alpha):
+    :func:`platinum_jax.inference.layout_hessian` of the engine's fit."""
+    from platinum_jax.inference import layout_hessian
 
-    engine, x, g = _engine_fit(fit)
-    h = engine_hessian(engine)
-    h_xx = h[np.ix_(x, x)]
-    if g.size == 0:
-        return h_xx
-    h_xg = h[np.ix_(x, g)]
-    return h_xx - h_xg @ jnp.linalg.solve(h[np.ix_(g, g)], h_xg.T)
+    return layout_hessian(fit.engine, fit.layout)
 
 
 def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "residual"):
@@ -239,47 +219,17 @@ def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "
     """
     from scipy.stats import norm
 
-    from platinum_jax.inference import laplace_covariance
+    from platinum_jax.inference import layout_laplace_sd
 
     if isinstance(noise_scale, str) and noise_scale != "residual":
         raise ValueError(f"noise_scale must be 'residual' or a positive number (got "
                          f"{noise_scale!r})")
-    engine, x, _ = _engine_fit(fit)
-    cov = laplace_covariance(engine, noise_scale=noise_scale)
-    sd = np.sqrt(np.diag(cov.to_numpy())[x])
-    z = norm.ppf(0.5 + level / 2)
-    frame = pd.DataFrame({"value": fit.theta, "sd": sd, "lower": fit.theta - z * sd,
-                          "upper": fit.theta + z * sd}, index=_index(fit))
-    frame.attrs["noise_variance"] = cov.attrs["noise_variance"]
+    sd, noise = layout_laplace_sd(fit.engine, fit.layout, noise_scale)
+    half = norm.ppf(0.5 + level / 2) * sd
+    frame = pd.DataFrame({"value": fit.theta, "sd": sd, "lower": fit.theta - half,
+                          "upper": fit.theta + half}, index=_index(fit))
+    frame.attrs["noise_variance"] = noise
     return frame
-
-
-class BootstrapResult:
-    """Bootstrap replicates of a fit: ``thetas`` (R, P), ``costs`` (R,), ``converged`` (R,)
-    for every replicate, and ``summary`` (``value`` the MAP estimate, ``sd``, percentile
-    ``lower``/``upper`` at ``level``, ``mean``) over the converged ones only (NaN where too few);
-    ``summary.attrs`` records ``replicates``, ``n_converged``, ``n_failed``,
-    ``converged_fraction`` and ``level``."""
-
-    def __init__(self, fit, thetas, costs, converged, level):
-        self.fit, self.thetas, self.costs = fit, thetas, costs
-        self.converged = np.asarray(converged, dtype=bool)
-        ok = thetas[self.converged]
-        n_ok, nan = len(ok), np.full(thetas.shape[1], np.nan)
-        lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2], axis=0) if n_ok else (nan, nan)
-        self.summary = pd.DataFrame(
-            {"value": fit.theta, "sd": ok.std(axis=0, ddof=1) if n_ok >= 2 else nan,
-             "lower": lo, "upper": hi, "mean": ok.mean(axis=0) if n_ok else nan},
-            index=_index(fit))
-        self.summary.attrs.update(
-            replicates=thetas.shape[0], n_converged=int(n_ok), n_failed=int(len(thetas) - n_ok),
-            converged_fraction=float(np.mean(self.converged)), level=float(level))
-
-    @property
-    def replicates(self) -> pd.DataFrame:
-        """Every replicate (failed ones too; see ``converged``), columns ``(kind, name)``."""
-        return pd.DataFrame(self.thetas, columns=_index(self.fit),
-                            index=pd.RangeIndex(len(self.thetas), name="replicate"))
 
 
 def bootstrap_weights(seed: int, replicates: int, n_scores: int) -> np.ndarray:
@@ -290,26 +240,17 @@ def bootstrap_weights(seed: int, replicates: int, n_scores: int) -> np.ndarray:
 
 
 def bootstrap(fit: StitchingFit, replicates: int = 1000, *, seed: int = 0, level: float = 0.95,
-              chunk: int = 5, block: int = 250, max_steps: int = 200,
-              progress: bool = False) -> BootstrapResult:
-    """Non-parametric bootstrap over scores: the engine's
-    :func:`platinum_jax.inference.bootstrap_replicates` on the fit (multinomial resampling
-    weights, each replicate refitted from the MAP estimate by exact-Hessian LM, ``chunk``
-    vmapped refits at a time in compiled blocks of ``block``; small chunks are fastest on a
-    CPU, raise ``chunk`` on a GPU). Replicates that do not converge within ``max_steps`` stay
-    in ``thetas`` but leave the summary, with a ``RuntimeWarning``."""
-    from platinum_jax.inference import bootstrap_replicates, layout_batch
+              chunk: int = 5, block: int = 250, max_steps: int = 200, progress: bool = False):
+    """Non-parametric bootstrap over scores: :func:`platinum_jax.inference.layout_bootstrap`
+    of the engine's fit (multinomial weights; each replicate refitted from the estimate by
+    exact-Hessian LM, ``chunk`` vmapped refits at a time in compiled blocks of ``block``: small
+    chunks are fastest on a CPU, raise ``chunk`` on a GPU). Replicates that do not converge
+    within ``max_steps`` leave the summary, with a ``RuntimeWarning``. Returns a
+    :class:`~platinum_jax.inference.BootstrapResult` whose ``fit`` is ``fit``."""
+    from platinum_jax.inference import layout_bootstrap
 
-    res = bootstrap_replicates(fit.engine, replicates, seed=seed, chunk=chunk, block=block,
-                               progress=progress, max_steps=max_steps, gtol=1e-8, xtol=1e-8,
-                               ftol=1e-10, curvature="newton")
-    thetas = layout_batch(fit.layout, res.theta.subjects, res.theta.items)
-    result = BootstrapResult(fit, thetas, res.objective, res.converged, level)
-    if n_failed := result.summary.attrs["n_failed"]:
-        warnings.warn(
-            f"{n_failed} of {replicates} bootstrap replicates did not converge within "
-            f"max_steps={max_steps}; they are left out of sd, lower, upper and mean and flagged "
-            "False in .converged. Try a larger max_steps, or a larger l2 if some parameters "
-            "are barely identified (e.g. a benchmark scored by only a few models)",
-            RuntimeWarning, stacklevel=2)
-    return result
+    out = layout_bootstrap(fit.engine, fit.layout, _index(fit), replicates, level=level,
+                           max_steps=max_steps, seed=seed, chunk=chunk, block=block,
+                           progress=progress)
+    out.fit = fit
+    return out
