@@ -85,7 +85,7 @@ def _check_anchors(fit, anchors) -> tuple[tuple[str, float], tuple[str, float]]:
 def parameter_draws(boot: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(C, D, alpha)`` per converged bootstrap replicate: arrays (R, M), (R, B), (R, B).
 
-    ``boot`` is a :class:`platinum_jax.inference.BootstrapResult`; each replicate's free vector is
+    ``boot`` is a :class:`platinum_jax.stitching.BootstrapResult`; each replicate's free vector is
     unpacked with its fit's layout (anchored entries inserted) under ``vmap``.
     """
     fit, thetas = getattr(boot, "fit", None), getattr(boot, "thetas", None)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # for type checkers and the API pages; at run time names load lazily
     from platinum_jax._names import UnknownNameError
-    from platinum_jax.inference import BootstrapResult
     from platinum_jax.models import (
         BenchmarkAnchor,
         ModelAnchor,
@@ -33,6 +32,7 @@ if TYPE_CHECKING:  # for type checkers and the API pages; at run time names load
     from ._fit import StitchingFit, anchor_for_table, fit_stitching
     from ._table import ScoreTable
     from ._uncertainty import (
+        BootstrapResult,
         bootstrap,
         bootstrap_weights,
         by_kind,
@@ -51,9 +51,8 @@ _EXPORTS = {
     "ScoreTable": f"{_HERE}._table",
     **dict.fromkeys(("StitchingFit", "anchor_for_table", "fit_stitching"), f"{_HERE}._fit"),
     **dict.fromkeys(("cross_validate", "kfold_assignments"), f"{_HERE}._cv"),
-    **dict.fromkeys(("bootstrap", "bootstrap_weights", "by_kind", "laplace", "objective_hessian",
-                     "sensitivity"), f"{_HERE}._uncertainty"),
-    "BootstrapResult": "platinum_jax.inference",
+    **dict.fromkeys(("BootstrapResult", "bootstrap", "bootstrap_weights", "by_kind", "laplace",
+                     "objective_hessian", "sensitivity"), f"{_HERE}._uncertainty"),
 }
 
 # Deprecated array-level solvers on a layout vector -> their engine replacement (each call warns).

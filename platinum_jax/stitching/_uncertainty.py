@@ -16,11 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from platinum_jax.inference import BootstrapResult as _Replicates
 from platinum_jax.models import stitching_cost
 
 from ._fit import StitchingFit
 
-__all__ = ["bootstrap", "bootstrap_weights", "by_kind", "laplace", "objective_hessian",
+__all__ = ["BootstrapResult", "bootstrap", "bootstrap_weights", "by_kind", "laplace", "objective_hessian",
            "sensitivity"]
 
 
@@ -239,18 +240,24 @@ def bootstrap_weights(seed: int, replicates: int, n_scores: int) -> np.ndarray:
     return resample_counts(seed, replicates, n_scores)
 
 
+class BootstrapResult(_Replicates):
+    """Bootstrap replicates of a stitching fit: :class:`platinum_jax.inference.BootstrapResult`
+    labelled by the fit's free parameters, its ``value`` the fit's estimate."""
+
+    def __init__(self, fit, thetas, costs, converged, level):
+        super().__init__(fit, thetas, costs, converged, level, fit.theta, _index(fit))
+
+
 def bootstrap(fit: StitchingFit, replicates: int = 1000, *, seed: int = 0, level: float = 0.95,
               chunk: int = 5, block: int = 250, max_steps: int = 200, progress: bool = False):
     """Non-parametric bootstrap over scores: :func:`platinum_jax.inference.layout_bootstrap`
     of the engine's fit (multinomial weights; each replicate refitted from the estimate by
     exact-Hessian LM, ``chunk`` vmapped refits at a time in compiled blocks of ``block``: small
     chunks are fastest on a CPU, raise ``chunk`` on a GPU). Replicates that do not converge
-    within ``max_steps`` leave the summary, with a ``RuntimeWarning``. Returns a
-    :class:`~platinum_jax.inference.BootstrapResult` whose ``fit`` is ``fit``."""
+    within ``max_steps`` leave the summary, with a ``RuntimeWarning``."""
     from platinum_jax.inference import layout_bootstrap
 
     out = layout_bootstrap(fit.engine, fit.layout, _index(fit), replicates, level=level,
                            max_steps=max_steps, seed=seed, chunk=chunk, block=block,
                            progress=progress)
-    out.fit = fit
-    return out
+    return BootstrapResult(fit, out.thetas, out.costs, out.converged, level)
