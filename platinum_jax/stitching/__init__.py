@@ -12,6 +12,7 @@ anchor fixing the scale. Turn on float64 first (:func:`platinum_jax.enable_float
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 from typing import TYPE_CHECKING
@@ -106,6 +107,7 @@ def _deprecated(name: str):
         warnings.warn(message, DeprecationWarning, stacklevel=3)
         return target
 
+    @functools.wraps(target)  # its signature, so that jax.jit finds static arguments by name
     def shim(*args, damping=1e-3, **options):
         warnings.warn(message, DeprecationWarning, stacklevel=2)
         if damping != 1e-3:
