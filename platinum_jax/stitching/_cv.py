@@ -34,9 +34,9 @@ def cross_validate(table: ScoreTable, anchor: Anchor | None = None, l2: float = 
     scores at weight 0, all folds in one vmapped solve.
     """
     anchor = BenchmarkAnchor() if anchor is None else anchor
-    ParameterLayout.from_table(table, anchor)  # unknown anchor names raise here
     if len(table.components()) > 1:
         fit_stitching(table, anchor, l2)  # raises the connected-components error
+    ParameterLayout.from_table(table, anchor)  # unknown anchor names raise here
     from platinum_jax.inference import cross_validate as engine_cross_validate
 
     folds, rows = kfold_assignments(table.n_scores, k, seed), []
