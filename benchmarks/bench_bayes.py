@@ -91,8 +91,8 @@ def run_pymc(table, args):
             "bench_bayes.py needs PyMC for the baseline: pip install -e '.[bench]' "
             f"(or pip install pymc), or pass --skip-pymc ({exc})"
         ) from exc
+    from platinum_jax.models import BenchmarkAnchor, ParameterLayout
     from platinum_jax.models.rosetta_bayes import Priors
-    from platinum_jax.stitching import BenchmarkAnchor, ParameterLayout
 
     pr = Priors()
     layout = ParameterLayout.from_table(table, BenchmarkAnchor())

@@ -45,7 +45,7 @@ def test_trend_and_forecast_on_scores_long(fit):
 
 
 def test_forecast_propagates_stitching_bootstrap(fit):
-    from platinum_jax.stitching._uncertainty import BootstrapResult
+    from platinum_jax.stitching import BootstrapResult
 
     # replicate parameter vectors around the MAP (a real bootstrap's refits are slow to run here)
     rng = np.random.default_rng(0)

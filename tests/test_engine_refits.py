@@ -11,9 +11,8 @@ import pytest
 from scipy.optimize import least_squares
 
 from platinum_jax.datasets import synthetic_score_table
-from platinum_jax.inference import Data, Problem, solve_map
-from platinum_jax.stitching import BenchmarkAnchor, ParameterLayout
-from platinum_jax.stitching._engine import rosetta_model, to_engine_theta
+from platinum_jax.inference import Data, Problem, solve_map, to_engine_theta
+from platinum_jax.models import BenchmarkAnchor, ParameterLayout, Rosetta
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +43,7 @@ def scipy_fit(table, anchor, l2, weights):
 
 def test_penalty_scale_weights_and_starts_vmap_in_one_program(small):
     table, anchor = small
-    problem = Problem(rosetta_model(BenchmarkAnchor(anchor), 0.1, "sigmoid"),
+    problem = Problem(Rosetta(anchor=BenchmarkAnchor(anchor), l2=0.1),
                       table.responses)
     data = problem.data()
     rng = np.random.default_rng(0)
@@ -93,3 +92,41 @@ def test_deprecated_wrappers_warn_and_match_scipy(small):
     np.testing.assert_allclose(back.subjects[:, 0], ref_caps, atol=1e-6)
     with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="damping"):
         solve_stitching(layout.initial(), *args, damping=0.1)
+
+
+def test_solve_layout_vmaps_strengths_and_weights_against_scipy(small):
+    from platinum_jax.inference import MAPResult, layout_system, solve_layout
+
+    table, anchor = small
+    layout = ParameterLayout.from_table(table, BenchmarkAnchor(anchor))
+    rng = np.random.default_rng(4)
+    weights = np.stack([np.ones(table.n_scores), rng.integers(0, 3, table.n_scores)])
+    strengths = jnp.asarray([0.05, 0.4])
+    res = jax.vmap(lambda w, s: solve_layout(layout.initial(), layout, table.model_index,
+                                             table.benchmark_index, table.scores, w, s))(
+        jnp.asarray(weights, jnp.float64), strengths)
+    assert isinstance(res, MAPResult) and res.theta.shape == (2, layout.n_free)
+    for j in range(2):
+        cost, caps = scipy_fit(table, anchor, float(strengths[j]), weights[j])
+        assert bool(res.converged[j])
+        assert float(res.objective[j]) == pytest.approx(cost, rel=1e-9)
+        np.testing.assert_allclose(np.asarray(layout.unpack(res.theta[j]).capability), caps,
+                                   atol=1e-6)
+        # the profiled gradient of the paper's objective vanishes at the solution
+        _, grad, _ = layout_system(res.theta[j], layout, table.model_index,
+                                   table.benchmark_index, table.scores,
+                                   jnp.asarray(weights[j], jnp.float64), strengths[j])
+        assert float(jnp.max(jnp.abs(grad))) < 1e-7
+
+
+def test_deprecated_names_warn_and_name_their_replacement():
+    import platinum_jax.stitching as st
+    from platinum_jax.inference import MAPResult
+
+    with pytest.warns(DeprecationWarning, match="platinum_jax.inference.MAPResult"):
+        assert st.LMResult is MAPResult
+    for old, new in [("layout_problem", "platinum_jax.inference"),
+                     ("to_engine_theta", "platinum_jax.inference")]:
+        with pytest.warns(DeprecationWarning, match=f"import it from {new}"):
+            getattr(st, old)
+    assert {"fit_theta", "solve_stitching", "gauss_newton_system"} <= set(dir(st))

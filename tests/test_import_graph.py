@@ -228,9 +228,6 @@ KNOWN_PRIVATE_IMPORTS = {
     ("platinum_jax.efficient._bank", "platinum_jax.models._check._SCORE_MODELS"),
     ("platinum_jax.importers._principal_agent", "platinum_jax.measured._welfare.welfare_bounds"),
     ("platinum_jax.judge._audit", "platinum_jax.rubric._concepts.unknown_name_message"),
-    ("platinum_jax.stitching._model", "platinum_jax.models._anchors.Anchor"),
-    ("platinum_jax.stitching._model", "platinum_jax.models._anchors.BenchmarkAnchor"),
-    ("platinum_jax.stitching._model", "platinum_jax.models._anchors.ModelAnchor"),
     ("platinum_jax.sweeps._fast", "platinum_jax.agency._concepts._offdiagonal"),
 }
 

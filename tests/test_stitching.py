@@ -13,6 +13,7 @@ import pytest
 from scipy.optimize import least_squares, minimize_scalar
 
 from platinum_jax.datasets import synthetic_score_table
+from platinum_jax.models import Rosetta, penalty_vector
 from platinum_jax.stitching import (
     BenchmarkAnchor,
     ModelAnchor,
@@ -23,7 +24,6 @@ from platinum_jax.stitching import (
     predict_scores,
     stitching_cost,
 )
-from platinum_jax.stitching._model import penalty_vector
 
 GPT5 = "gpt-5-2025-08-07_high"
 FRONTIERMATH = "FrontierMath-2025-02-28-Private"
@@ -283,10 +283,9 @@ def test_engine_structured_step_equals_dense_solve(anchor, eliminate):
     from platinum_jax.inference import Data, Problem, Theta
     from platinum_jax.inference import gauss_newton_system as engine_system
     from platinum_jax.inference._map import _solve
-    from platinum_jax.stitching._engine import rosetta_model
 
     table, _ = synthetic_score_table(seed=8, n_models=10, n_benchmarks=4, density=0.8)
-    problem = Problem(rosetta_model(anchor, 0.2, "sigmoid"), table.responses)
+    problem = Problem(Rosetta(anchor=anchor, l2=0.2), table.responses)
     problem.eliminate = eliminate
     rng = np.random.default_rng(6)
     start = problem.start()

@@ -117,9 +117,8 @@ def _masked_refits(table, base, l2, weights, max_steps):
     objectives and convergence flags."""
     import dataclasses
 
-    from platinum_jax.inference import Problem, map_solver
+    from platinum_jax.inference import Problem, map_solver, to_engine_theta
     from platinum_jax.models import Rosetta
-    from platinum_jax.stitching import to_engine_theta
 
     problem = Problem(Rosetta(link=base.link, l2=float(l2), anchor=base.anchor), table.responses)
     start = to_engine_theta(base.layout, base.theta)

@@ -67,8 +67,8 @@ examples:
       a weaker penalty; scores outside [0, 1] clipped instead of rejected
   platinum-jax stitch scores_long.csv --restarts 32 --out fit
       32 extra random starts solved at once; keeps the lowest of several local minima
-Turn on float64 in your own scripts with jax.config.update("jax_enable_x64", True); this
-command does it for you.
+Turn on float64 in your own scripts with platinum_jax.enable_float64(); this command does it
+for you.
 """
 
 
@@ -322,9 +322,9 @@ def _write_plots(fit, unc, out: Path, suffix: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
+    from platinum_jax import enable_float64
 
-    jax.config.update("jax_enable_x64", True)  # fits and Hessians in double precision
+    enable_float64()  # fits and Hessians in double precision
     if getattr(args, "bayes", False) and args.method == "nuts":
         from platinum_jax.inference import use_cpu_devices_for_chains
 

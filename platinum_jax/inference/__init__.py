@@ -68,6 +68,19 @@ if TYPE_CHECKING:
     )
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
+    from ._rosetta_layout import (
+        BootstrapResult,
+        from_engine_theta,
+        layout_batch,
+        layout_bootstrap,
+        layout_entries,
+        layout_hessian,
+        layout_laplace_sd,
+        layout_problem,
+        layout_system,
+        solve_layout,
+        to_engine_theta,
+    )
     from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
     from ._stream import StreamedFit, fit_streamed_2pl, score_streamed_2pl
 
@@ -93,6 +106,17 @@ _LAZY = {
     "StreamedFit": "_stream",
     "fit_streamed_2pl": "_stream",
     "score_streamed_2pl": "_stream",
+    "from_engine_theta": "_rosetta_layout",
+    "layout_batch": "_rosetta_layout",
+    "layout_entries": "_rosetta_layout",
+    "BootstrapResult": "_rosetta_layout",
+    "layout_bootstrap": "_rosetta_layout",
+    "layout_hessian": "_rosetta_layout",
+    "layout_laplace_sd": "_rosetta_layout",
+    "layout_problem": "_rosetta_layout",
+    "layout_system": "_rosetta_layout",
+    "solve_layout": "_rosetta_layout",
+    "to_engine_theta": "_rosetta_layout",
     "rank_uniformity": "_sbc",
     "run_sbc": "_sbc",
     "sbc_design": "_sbc",
@@ -100,6 +124,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "BootstrapResult",
     "DIAGNOSTIC_KEYS",
     "DRAWS_FILE",
     "HDI_PROB",
@@ -125,9 +150,17 @@ __all__ = [
     "fit_map",
     "fit_marginal",
     "fit_streamed_2pl",
+    "from_engine_theta",
     "gauss_newton_system",
     "laplace",
     "laplace_covariance",
+    "layout_batch",
+    "layout_entries",
+    "layout_bootstrap",
+    "layout_hessian",
+    "layout_laplace_sd",
+    "layout_problem",
+    "layout_system",
     "loo",
     "marginal_log_likelihood",
     "map_solver",
@@ -154,10 +187,12 @@ __all__ = [
     "simulate",
     "simulate_world",
     "solve_first_order",
+    "solve_layout",
     "solve_map",
     "summary_diagnostics",
     "svi",
     "threshold_names",
+    "to_engine_theta",
     "with_integrity",
     "use_cpu_devices_for_chains",
     "warn_on_diagnostics",

@@ -4,7 +4,8 @@ One protocol (:class:`MeasurementModel`: parameters per subject, per item and gl
 function, a likelihood, penalties and priors, an identification) and the models built on it:
 
 * :class:`Rosetta`: ``score = f(alpha_b (C_m - D_b))``, benchmarks as items (Ho et al. 2025,
-  "A Rosetta Stone for AI Benchmarks");
+  "A Rosetta Stone for AI Benchmarks"); its objective over a flat vector of free parameters is
+  :func:`stitching_residuals` on a :class:`ParameterLayout`;
 * :class:`OnePL`, :class:`TwoPL`, :class:`ThreePL`, :class:`FourPL`: item response theory for
   single questions; :class:`BetaTwoPL`: the 2PL for continuous fractions;
   :class:`GradedResponse`: ordered categories; :class:`MultidimensionalTwoPL`: K abilities per
@@ -34,6 +35,17 @@ from ._protocol import (
     fix_entries,
 )
 from ._registry import MODELS, make_model
+from ._rosetta_layout import (
+    ParameterLayout,
+    StitchingParams,
+    link_function,
+    penalty_mask,
+    penalty_vector,
+    predict_scores,
+    regularisation_denominator,
+    stitching_cost,
+    stitching_residuals,
+)
 from .graded import GradedResponse
 from .hierarchical import HierarchicalTwoPL
 from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
@@ -66,15 +78,24 @@ __all__ = [
     "MultidimensionalTwoPL",
     "OnePL",
     "Param",
+    "ParameterLayout",
     "PriorSpec",
     "Reparameterisation",
     "Rosetta",
+    "StitchingParams",
     "check_responses",
     "response_notes",
     "ThreePL",
     "TwoPL",
     "fix_entries",
     "likelihoods",
+    "link_function",
+    "penalty_mask",
+    "penalty_vector",
+    "predict_scores",
+    "regularisation_denominator",
+    "stitching_cost",
+    "stitching_residuals",
     "make_model",
     "varimax",
 ]

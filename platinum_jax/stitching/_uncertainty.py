@@ -1,41 +1,28 @@
-"""Uncertainty of a stitching fit: the paper's sensitivity analysis, Laplace, and the bootstrap.
+"""Uncertainty of a stitching fit: the paper's sensitivity analysis, and the engine's Laplace
+approximation and bootstrap labelled by the stitching parameters.
 
-All three return a frame indexed by ``(kind, name)`` over the free parameters (``kind`` in
-capability / difficulty / slope) with columns ``value``, ``lower``, ``upper`` and a width:
-``sd`` (a standard deviation) for Laplace and the bootstrap, ``halfwidth`` (half the 5%-loss
-interval, not a standard deviation) for the sensitivity analysis. :func:`by_kind` splits such a
-frame into the capability and benchmark tables.
-
-The Laplace covariance and the bootstrap's refits are the engine's
-(:func:`platinum_jax.inference.laplace_covariance`,
-:func:`platinum_jax.inference.bootstrap_replicates`); what stays here is the paper's
-sensitivity analysis and the labelling of all three by the stitching parameters.
+Each returns a frame indexed by ``(kind, name)`` over the free parameters (``kind`` in
+capability / difficulty / slope) with ``value``, ``lower``, ``upper`` and a width: ``sd`` for
+Laplace and the bootstrap, ``halfwidth`` (half the 5%-loss interval, not a standard deviation)
+for the sensitivity analysis; :func:`by_kind` splits one into the model and benchmark tables.
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from jaxtyping import Array, Float
 
-from ._engine import engine_problem, layout_batch, layout_entries
+from platinum_jax.inference import BootstrapResult as _Replicates
+from platinum_jax.models import stitching_cost
+
 from ._fit import StitchingFit
-from ._model import stitching_cost
 
-__all__ = [
-    "sensitivity",
-    "laplace",
-    "bootstrap",
-    "BootstrapResult",
-    "bootstrap_weights",
-    "by_kind",
-    "objective_hessian",
-]
+__all__ = ["BootstrapResult", "bootstrap", "bootstrap_weights", "by_kind", "laplace", "objective_hessian",
+           "sensitivity"]
 
 
 def _index(fit: StitchingFit) -> pd.MultiIndex:
@@ -43,58 +30,11 @@ def _index(fit: StitchingFit) -> pd.MultiIndex:
     return pd.MultiIndex.from_tuples(names, names=["kind", "name"])
 
 
-def _arrays(fit: StitchingFit):
-    t = fit.table
-    return (
-        jnp.asarray(t.model_index),
-        jnp.asarray(t.benchmark_index),
-        jnp.asarray(t.scores),
-    )
-
-
 def by_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
     """Rows of one parameter ``kind`` ("capability", "difficulty", "slope"), indexed by name."""
     out = frame.xs(kind, level="kind")
     out.index.name = "model" if kind == "capability" else "benchmark"
     return out
-
-
-# ---------------------------------------------------------------------- sensitivity
-@functools.partial(jax.jit, static_argnames=("layout", "n_bisect"))
-def _sensitivity_deltas(theta, layout, mi, bi, y, l2, rise, n_bisect=60):
-    f0 = stitching_cost(theta, layout, mi, bi, y, l2)
-    target = (1.0 + rise) * f0
-    hess_diag = jnp.diag(jax.hessian(stitching_cost)(theta, layout, mi, bi, y, l2))
-    # Quadratic model: F(theta + d e_j) ~ F + 0.5 H_jj d^2 reaches the target at d0.
-    d0 = jnp.sqrt(2.0 * rise * f0 / jnp.maximum(hess_diag, 1e-12))
-    p = theta.shape[0]
-    eye = jnp.eye(p, dtype=theta.dtype)
-
-    def excess(d, j, sign):
-        return stitching_cost(theta + sign * d * eye[j], layout, mi, bi, y, l2) - target
-
-    def solve(j, sign, start):
-        # Grow the bracket until the loss passes the target (F rises without bound: the L2 term).
-        def grow(_, hi):
-            return jnp.where(excess(hi, j, sign) < 0, 2.0 * hi, hi)
-
-        hi = jax.lax.fori_loop(0, 40, grow, start)
-        lo = jnp.where(excess(start, j, sign) < 0, jnp.minimum(start, hi), 0.0)
-        lo = jnp.where(lo >= hi, 0.0, lo)
-
-        def halve(_, bounds):
-            a, b = bounds
-            mid = 0.5 * (a + b)
-            below = excess(mid, j, sign) < 0
-            return jnp.where(below, mid, a), jnp.where(below, b, mid)
-
-        a, b = jax.lax.fori_loop(0, n_bisect, halve, (lo, hi))
-        return 0.5 * (a + b)
-
-    idx = jnp.arange(p)
-    plus = jax.vmap(solve, in_axes=(0, None, 0))(idx, 1.0, d0)
-    minus = jax.vmap(solve, in_axes=(0, None, 0))(idx, -1.0, d0)
-    return d0, minus, plus
 
 
 # The paper's code re-fits alpha_b by a bounded scalar search on this range when D_b moves.
@@ -127,11 +67,8 @@ def _best_slope(c, d, y, mask, n_golden):
 
 
 def _shift_to_target(excess, start, max_shift, n_bisect):
-    """Smallest ``d > 0`` with ``excess(d) = 0`` (``excess(0) <= 0``), or ``inf`` past ``max_shift``.
-
-    The bracket starts at ``start`` and doubles until the excess is non-negative; bisection then
-    refines it. Pure and vmappable (fixed iteration counts).
-    """
+    """Smallest ``d > 0`` with ``excess(d) = 0`` (``excess(0) <= 0``), or ``inf`` past
+    ``max_shift``: a bracket doubling from ``start``, then bisection (vmappable)."""
 
     def growing(bounds):
         return (bounds[2] < 0) & (bounds[1] < max_shift)
@@ -194,259 +131,133 @@ def _own_score_deltas(cap, diff, slope, mi, bi, y, cap_rows, diff_rows, slope_ro
 SENSITIVITY_METHODS = ("own_scores", "global_loss")
 
 
-def sensitivity(
-    fit: StitchingFit,
-    rise: float = 0.05,
-    *,
-    method: str = "own_scores",
-    max_shift: float = 50.0,
-) -> pd.DataFrame:
+@functools.partial(jax.jit, static_argnames=("layout",))
+def _global_loss_deltas(theta, layout, mi, bi, y, l2, rise, max_shift):
+    # The whole regularised objective F must rise by ``rise`` along each coordinate; the
+    # quadratic model F + 0.5 H_jj d^2 gives the bracket's first guess d0.
+    f0 = stitching_cost(theta, layout, mi, bi, y, l2)
+    h = jnp.diag(jax.hessian(stitching_cost)(theta, layout, mi, bi, y, l2))
+    d0 = jnp.sqrt(2.0 * rise * f0 / jnp.maximum(h, 1e-12))
+    eye = jnp.eye(theta.shape[0], dtype=theta.dtype)
+
+    def side(sign):
+        def one(e, start):
+            return _shift_to_target(
+                lambda d: stitching_cost(theta + sign * d * e, layout, mi, bi, y, l2)
+                - (1.0 + rise) * f0, start, max_shift, 60)
+        return jax.vmap(one)(eye, d0)
+
+    return d0, side(-1.0), side(1.0)
+
+
+def sensitivity(fit: StitchingFit, rise: float = 0.05, *, method: str = "own_scores",
+                max_shift: float = 50.0) -> pd.DataFrame:
     """Sensitivity intervals: per parameter, how far it can move before a loss rises by ``rise``.
 
     ``method="own_scores"`` (default) is the procedure of Ho et al. ("A Rosetta Stone for AI
-    Benchmarks", appendix; Epoch's public code): each parameter is judged by the *unregularised*
-    squared error of the scores it enters, with every other parameter at the fit,
+    Benchmarks", appendix; Epoch's public code): each parameter is judged by the
+    *unregularised* squared error of the scores it enters, every other parameter at the fit:
+    ``C_m`` by model m's scores; ``D_b`` by benchmark b's scores with its slope re-optimised at
+    each ``D`` (bounded search on ``alpha in [0.01, 20]``, as in the paper's code); ``alpha_b``
+    (ours, by the same rule) by benchmark b's scores with ``D_b`` held at the fit. The interval
+    is ``[value - delta_minus, value + delta_plus]`` with ``L(value +- delta) = (1 + rise)
+    L(value)``, all parameters solved in one compiled function; a side on which the loss stays
+    below the target up to ``max_shift`` (saturated scores) is ``inf``, never a clipped number.
 
-    * capability ``C_m``: ``L_m(C) = sum_b (sigmoid(alpha_b (C - D_b)) - y_mb)^2`` over model m's
-      scores;
-    * difficulty ``D_b``: ``L_b(D) = min_alpha sum_m (sigmoid(alpha (C_m - D)) - y_mb)^2`` over
-      benchmark b's scores, the slope re-optimised at each ``D`` (bounded search on
-      ``alpha in [0.01, 20]``, as in the paper's code);
-    * slope ``alpha_b`` (the paper reports none; ours, by the same rule): benchmark b's loss with
-      ``D_b`` held at the fit.
+    ``method="global_loss"``, a cruder variant (not the paper's): the whole regularised
+    objective must rise by ``rise`` with one parameter moved (about 20x wider on the Epoch
+    data); it adds ``quadratic``, the bracket's start ``sqrt(2 rise F / H_jj)``.
 
-    The interval is ``[value - delta_minus, value + delta_plus]`` with ``L(value +- delta) =
-    (1 + rise) L(value)`` at the fit's value, found by a doubling bracket and 60 bisections; all
-    parameters are solved in one compiled function (``vmap`` over parameters). A side on which the
-    loss stays below the target up to ``max_shift`` (saturated scores, e.g. a model that aces
-    every benchmark it took) is ``inf``, never a clipped number.
-
-    ``method="global_loss"``: a cruder variant, not the paper's: the *regularised* objective of
-    the whole fit ``F(theta)`` must rise by ``rise`` with one free parameter moved and all others
-    (the slope too) held fixed. Because one parameter's scores are a small part of ``F``, its
-    intervals are many times wider (about 20x on the Epoch data). It adds a ``quadratic``
-    column, the seed ``sqrt(2 rise F / H_jj)`` of its bracket (``H`` the autodiff Hessian).
-
-    Returns a frame indexed by ``(kind, name)`` with ``value, delta_minus, delta_plus,
-    halfwidth, lower, upper``, ``halfwidth = (delta_minus + delta_plus) / 2``. The half-width is
-    half the interval on which that loss stays within ``rise`` of its value at the fit: no
-    probability is attached and it grows like ``sqrt(rise)``. Use :func:`laplace` or
-    :func:`bootstrap` for standard errors. Evaluate in float64
-    (``jax.config.update("jax_enable_x64", True)``); the fit itself should be float64 too.
+    Returns ``value, delta_minus, delta_plus, halfwidth, lower, upper`` indexed by ``(kind,
+    name)``: no probability is attached (the width grows like ``sqrt(rise)``); use
+    :func:`laplace` or :func:`bootstrap` for standard errors. Evaluate in float64.
     """
     if not rise > 0:
         raise ValueError(f"rise must be positive (got {rise}); the paper uses 0.05")
     if method not in SENSITIVITY_METHODS:
-        raise ValueError(
-            f"method must be one of {SENSITIVITY_METHODS} (got {method!r}); 'own_scores' is the "
-            "paper's procedure"
-        )
+        raise ValueError(f"method must be one of {SENSITIVITY_METHODS} (got {method!r}); "
+                         "'own_scores' is the paper's procedure")
     if not (np.isfinite(max_shift) and max_shift > 0):
         raise ValueError(f"max_shift must be a positive finite number (got {max_shift!r})")
-    mi, bi, y = _arrays(fit)
-    extra = {}
+    t = fit.table
+    mi, bi, y = jnp.asarray(t.model_index), jnp.asarray(t.benchmark_index), jnp.asarray(t.scores)
+    bound, extra = jnp.asarray(max_shift, y.dtype), {}
     if method == "global_loss":
-        d0, minus, plus = _sensitivity_deltas(
-            jnp.asarray(fit.theta), fit.layout, mi, bi, y, fit.l2, rise
-        )
+        d0, minus, plus = _global_loss_deltas(jnp.asarray(fit.theta), fit.layout, mi, bi, y,
+                                              fit.l2, rise, bound)
         extra["quadratic"] = np.asarray(d0)
     else:
-        params = fit.layout.unpack(jnp.asarray(fit.theta))
-        free_c, free_d, free_a = fit.layout.free_positions()
+        p = fit.params
         minus, plus = _own_score_deltas(
-            params.capability, params.difficulty, params.slope, mi, bi, y,
-            jnp.asarray(free_c), jnp.asarray(free_d), jnp.asarray(free_a),
-            jnp.asarray(rise, y.dtype), jnp.asarray(max_shift, y.dtype),
-        )
+            jnp.asarray(p.capability), jnp.asarray(p.difficulty), jnp.asarray(p.slope), mi, bi,
+            y, *(jnp.asarray(x) for x in fit.layout.free_positions()),
+            jnp.asarray(rise, y.dtype), bound)
     minus, plus = np.asarray(minus), np.asarray(plus)
-    frame = pd.DataFrame(
-        {
-            "value": fit.theta,
-            "delta_minus": minus,
-            "delta_plus": plus,
-            **extra,
-            "halfwidth": 0.5 * (minus + plus),
-            "lower": fit.theta - minus,
-            "upper": fit.theta + plus,
-        },
-        index=_index(fit),
-    )
-    frame.attrs["method"] = method
-    frame.attrs["rise"] = float(rise)
+    frame = pd.DataFrame({"value": fit.theta, "delta_minus": minus, "delta_plus": plus, **extra,
+                          "halfwidth": 0.5 * (minus + plus), "lower": fit.theta - minus,
+                          "upper": fit.theta + plus}, index=_index(fit))
+    frame.attrs.update(method=method, rise=float(rise))
     return frame
 
 
-# ---------------------------------------------------------------------- Laplace
-def objective_hessian(fit: StitchingFit) -> Float[Array, "P P"]:
-    """Exact Hessian of the fit's objective over its free parameters (C, D, alpha), (P, P).
+def objective_hessian(fit: StitchingFit):
+    """Exact Hessian (P, P) of the paper's objective over the free (C, D, alpha):
+    :func:`platinum_jax.inference.layout_hessian` of the engine's fit."""
+    from platinum_jax.inference import layout_hessian
 
-    The engine's :func:`platinum_jax.inference.objective_hessian` of the Rosetta preset, read
-    at the layout's free entries. Where the centre of the L2 penalty is a free global, it is
-    profiled out (Schur complement, by a solve), which is the Hessian of the paper's objective
-    with the penalty centred on its mean.
-    """
-    from platinum_jax.inference import Fit
-    from platinum_jax.inference import objective_hessian as engine_hessian
-
-    problem, theta = engine_problem(fit)
-    hess = engine_hessian(Fit(problem=problem, method="map", theta=theta,
-                              converged=fit.converged))
-    x_pos, g_pos = _free_positions(problem, fit.layout)
-    h_xx = hess[np.ix_(x_pos, x_pos)]
-    if g_pos.size == 0:
-        return h_xx
-    h_xg = hess[np.ix_(x_pos, g_pos)]
-    h_gg = hess[np.ix_(g_pos, g_pos)]
-    return h_xx - h_xg @ jnp.linalg.solve(h_gg, h_xg.T)
-
-
-def _free_positions(problem, layout):
-    """The layout's free entries and the free globals as positions among the engine's free
-    entries (the rows of its Hessian and covariance)."""
-    free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
-                                          (problem.free_S, problem.free_I, problem.free_G)]))
-    x_pos, g_pos = layout_entries(problem, layout)
-    return np.searchsorted(free, x_pos), np.searchsorted(free, g_pos)
+    return layout_hessian(fit.engine, fit.layout)
 
 
 def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "residual"):
-    """Laplace approximation around the fit: ``theta ~ N(theta_hat, s^2 H^{-1})``.
+    """Laplace approximation ``theta ~ N(theta_hat, s^2 H^{-1})`` around the fit.
 
-    ``H`` is the exact Hessian of the objective ``F = 0.5 sum r^2 + penalty``; reading
-    ``F / s^2`` as a negative log posterior (Gaussian score noise of variance ``s^2``, Gaussian
-    prior from the L2 term), the covariance is ``s^2 H^{-1}``. ``noise_scale="residual"``
-    estimates ``s^2 = sum r_i^2 / (N - P)`` from the score residuals; a number sets ``s``
-    directly. The covariance is the engine's
-    (:func:`platinum_jax.inference.laplace_covariance` of the Rosetta model, the one
-    ``platinum-jax fit --model rosetta --method laplace`` draws from), with the penalty's free
-    centre marginalised, which equals profiling it out of ``H``. A Hessian that is not positive
-    definite (the fit is not at a minimum) raises ``ValueError``. Returns ``value, sd, lower,
-    upper`` (normal interval at ``level``).
+    The engine's covariance (:func:`platinum_jax.inference.laplace_covariance`, the one
+    ``platinum-jax fit --model rosetta --method laplace`` draws from), with ``s^2 = sum r_i^2 /
+    (N - P)`` from the residuals (``"residual"``) or ``s`` given as a number; the penalty's free
+    centre is marginalised. A Hessian that is not positive definite raises ``ValueError``.
+    Returns ``value, sd, lower, upper`` (normal interval at ``level``); ``attrs`` holds
+    ``noise_variance``.
     """
     from scipy.stats import norm
 
-    from platinum_jax.inference import Fit, laplace_covariance
+    from platinum_jax.inference import layout_laplace_sd
 
     if isinstance(noise_scale, str) and noise_scale != "residual":
         raise ValueError(f"noise_scale must be 'residual' or a positive number (got "
                          f"{noise_scale!r})")
-    problem, theta = engine_problem(fit)
-    engine_fit = Fit(problem=problem, method="map", theta=theta, converged=fit.converged)
-    cov = laplace_covariance(engine_fit, noise_scale=noise_scale)
-    k, _ = _free_positions(problem, fit.layout)
-    sd = np.sqrt(np.diag(cov.to_numpy())[k])
-    z = norm.ppf(0.5 + level / 2)
-    frame = pd.DataFrame(
-        {"value": fit.theta, "sd": sd, "lower": fit.theta - z * sd, "upper": fit.theta + z * sd},
-        index=_index(fit),
-    )
-    frame.attrs["noise_variance"] = cov.attrs["noise_variance"]
+    sd, noise = layout_laplace_sd(fit.engine, fit.layout, noise_scale)
+    half = norm.ppf(0.5 + level / 2) * sd
+    frame = pd.DataFrame({"value": fit.theta, "sd": sd, "lower": fit.theta - half,
+                          "upper": fit.theta + half}, index=_index(fit))
+    frame.attrs["noise_variance"] = noise
     return frame
 
 
-# ---------------------------------------------------------------------- bootstrap
-class BootstrapResult:
-    """Bootstrap replicates and their summary.
-
-    Attributes: ``fit``; ``thetas`` (R, P), ``costs`` (R,) and ``converged`` (R,) for every
-    replicate, converged or not; ``summary``, a frame indexed like the fit's parameters with
-    ``value`` (the MAP estimate), ``sd``, ``lower``, ``upper`` (percentile interval at ``level``)
-    and ``mean``, computed from the converged replicates only. ``summary.attrs`` records
-    ``replicates`` (R), ``n_converged``, ``n_failed``, ``converged_fraction`` and ``level``.
-    With fewer than two converged replicates ``sd`` is NaN (and with none, every column but
-    ``value``).
-    """
-
-    def __init__(self, fit, thetas, costs, converged, level):
-        self.fit = fit
-        self.thetas = thetas
-        self.costs = costs
-        self.converged = np.asarray(converged, dtype=bool)
-        ok = thetas[self.converged]
-        n_ok, p = ok.shape
-        nan = np.full(p, np.nan)
-        if n_ok:
-            lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2], axis=0)
-            mean = ok.mean(axis=0)
-        else:
-            lo, hi, mean = nan, nan, nan
-        self.summary = pd.DataFrame(
-            {
-                "value": fit.theta,
-                "sd": ok.std(axis=0, ddof=1) if n_ok >= 2 else nan,
-                "lower": lo,
-                "upper": hi,
-                "mean": mean,
-            },
-            index=_index(fit),
-        )
-        self.summary.attrs["replicates"] = thetas.shape[0]
-        self.summary.attrs["n_converged"] = int(n_ok)
-        self.summary.attrs["n_failed"] = int(thetas.shape[0] - n_ok)
-        self.summary.attrs["converged_fraction"] = float(np.mean(self.converged))
-        self.summary.attrs["level"] = float(level)
-
-    @property
-    def replicates(self) -> pd.DataFrame:
-        """All replicates (failed ones included), one row each, columns ``(kind, name)``; index
-        ``replicate``. ``self.converged`` flags the rows the summary uses."""
-        return pd.DataFrame(
-            self.thetas, columns=_index(self.fit), index=pd.RangeIndex(len(self.thetas), name="replicate")
-        )
-
-
 def bootstrap_weights(seed: int, replicates: int, n_scores: int) -> np.ndarray:
-    """The (replicates, N) resampling counts that :func:`bootstrap` uses for ``seed``
-    (:func:`platinum_jax.inference.resample_counts`)."""
+    """The (replicates, N) resampling counts :func:`bootstrap` uses for ``seed``."""
     from platinum_jax.inference import resample_counts
 
     return resample_counts(seed, replicates, n_scores)
 
 
-def bootstrap(
-    fit: StitchingFit,
-    replicates: int = 1000,
-    *,
-    seed: int = 0,
-    level: float = 0.95,
-    chunk: int = 5,
-    block: int = 250,
-    max_steps: int = 200,
-    progress: bool = False,
-) -> BootstrapResult:
-    """Non-parametric bootstrap over scores, every replicate refitted by the engine's LM.
+class BootstrapResult(_Replicates):
+    """Bootstrap replicates of a stitching fit: :class:`platinum_jax.inference.BootstrapResult`
+    labelled by the fit's free parameters, its ``value`` the fit's estimate."""
 
-    The engine's :func:`platinum_jax.inference.bootstrap_replicates` on the Rosetta preset:
-    replicate ``k`` reweights score ``i`` by ``w_i ~ Multinomial(N, 1/N)`` (a resample with
-    replacement; ``w_i = 0`` drops a score) and refits from the MAP estimate by exact-Hessian LM
-    (``curvature="newton"``, which converges in fewer steps from there), in compiled blocks of
-    ``block`` replicates, ``chunk`` vmapped refits at a time: the default 1,000 replicates are
-    four calls of 50 vmapped chunks. Small chunks are fastest on a CPU (the default, 5,
-    measured best on two cores); raise ``chunk`` on a GPU.
+    def __init__(self, fit, thetas, costs, converged, level):
+        super().__init__(fit, thetas, costs, converged, level, fit.theta, _index(fit))
 
-    Replicates that hit ``max_steps`` before converging are kept in the result (``thetas``,
-    ``converged``) but left out of ``summary``; when there are any, a ``RuntimeWarning`` says how
-    many. Returns a :class:`BootstrapResult`; its ``summary`` has ``value, sd, lower, upper,
-    mean`` (percentile interval at ``level``).
-    """
-    from platinum_jax.inference import Fit, bootstrap_replicates
 
-    problem, engine_theta = engine_problem(fit)
-    res = bootstrap_replicates(
-        Fit(problem=problem, method="map", theta=engine_theta, converged=fit.converged),
-        replicates, seed=seed, chunk=chunk, block=block, progress=progress,
-        max_steps=max_steps, gtol=1e-8, xtol=1e-8, ftol=1e-10, curvature="newton")
-    thetas = layout_batch(fit.layout, res.theta.subjects, res.theta.items)
-    result = BootstrapResult(fit, thetas, res.objective, res.converged, level)
-    n_failed = result.summary.attrs["n_failed"]
-    if n_failed:
-        warnings.warn(
-            f"{n_failed} of {replicates} bootstrap replicates did not converge within "
-            f"max_steps={max_steps}; they are left out of sd, lower, upper and mean (which use "
-            f"the {replicates - n_failed} that did) and flagged False in .converged. Try a "
-            "larger max_steps, or a larger l2 if some parameters are barely identified by the "
-            "data (e.g. a benchmark scored by only a few models)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    return result
+def bootstrap(fit: StitchingFit, replicates: int = 1000, *, seed: int = 0, level: float = 0.95,
+              chunk: int = 5, block: int = 250, max_steps: int = 200, progress: bool = False):
+    """Non-parametric bootstrap over scores: :func:`platinum_jax.inference.layout_bootstrap`
+    of the engine's fit (multinomial weights; each replicate refitted from the estimate by
+    exact-Hessian LM, ``chunk`` vmapped refits at a time in compiled blocks of ``block``: small
+    chunks are fastest on a CPU, raise ``chunk`` on a GPU). Replicates that do not converge
+    within ``max_steps`` leave the summary, with a ``RuntimeWarning``."""
+    from platinum_jax.inference import layout_bootstrap
+
+    out = layout_bootstrap(fit.engine, fit.layout, _index(fit), replicates, level=level,
+                           max_steps=max_steps, seed=seed, chunk=chunk, block=block,
+                           progress=progress)
+    return BootstrapResult(fit, out.thetas, out.costs, out.converged, level)
