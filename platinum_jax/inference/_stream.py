@@ -389,7 +389,7 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
 
     Returns:
         A :class:`StreamedFit`; ``diagnostics`` holds the marginal log-likelihood, the EM steps,
-        the last change and the seconds of reading and fitting.
+        the last change, whether the expanded step ran and the seconds of reading and fitting.
     """
     from ._marginal import quadrature
 
@@ -441,7 +441,7 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     converged = bool(change <= tol)
     return StreamedFit(items, subjects, converged, {
         "marginal_log_lik": float(ll), "iterations": it, "max_change": float(change),
-        "nodes": nodes, "n_responses": responses.n_responses,
+        "nodes": nodes, "expanded": expanded, "n_responses": responses.n_responses,
         "devices": 1 if mesh is None else mesh.size,
         "n_subjects": n_s, "n_items": responses.n_items, "block_rows": rows,
         "seconds_read": t_read, "seconds_total": time.perf_counter() - t0})
