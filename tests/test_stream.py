@@ -228,8 +228,8 @@ def test_expanded_step_maximises_its_objective():
 
 def test_expanded_em_reaches_plain_em_fixed_point_in_fewer_steps():
     # many items a subject: plain EM creeps along the common scale of the discriminations.
-    # 81 nodes (0.15 apart) resolve posteriors about 0.15 wide; with 41 the two fixed points
-    # part by the quadrature's error (about 6e-3 here), which the expanded step does not share
+    # 81 nodes (0.15 apart) resolve posteriors about 0.15 wide, where the expanded steps lead
+    # almost to the fixed point and plain EM only confirms it
     s, i, y = _world(250, 120, 8, missing=0.0)
     codes = CodedResponses.from_arrays(s, i, y)
     px = fit_streamed_2pl(codes, tol=1e-9, max_iter=2000, nodes=81)
@@ -239,3 +239,15 @@ def test_expanded_em_reaches_plain_em_fixed_point_in_fewer_steps():
     assert px.diagnostics["marginal_log_lik"] == pytest.approx(
         plain.diagnostics["marginal_log_lik"], abs=1e-6)
     assert px.diagnostics["iterations"] < plain.diagnostics["iterations"] / 2
+    assert px.diagnostics["expanded_steps"] > 0 and plain.diagnostics["expanded_steps"] == 0
+
+
+def test_expanded_em_on_a_coarse_grid_ends_at_plain_em_fixed_point():
+    # 21 nodes, 0.6 apart, against posteriors about 0.15 wide: the expanded step is no ascent
+    # step of this quadrature's likelihood, so plain EM finishes and its fixed point is the fit's
+    s, i, y = _world(250, 120, 8, missing=0.0)
+    codes = CodedResponses.from_arrays(s, i, y)
+    px = fit_streamed_2pl(codes, tol=1e-9, max_iter=3000, nodes=21)
+    plain = fit_streamed_2pl(codes, tol=1e-9, max_iter=3000, nodes=21, expanded=False)
+    assert px.converged and plain.converged
+    np.testing.assert_allclose(px.items.to_numpy(), plain.items.to_numpy(), atol=1e-6)

@@ -22,10 +22,9 @@ The products run in float32 (the 0/1 matrices are exact; ``log(1 - p)`` rounds a
 ``1e-7``, which moves the estimates by about ``1e-6``); everything else in float64
 (``jax_enable_x64``), which the fit needs. Memory: the code matrix plus one block's float32
 ``K``, ``N`` and products (``block_cells`` cells, 8 bytes each) plus ``(J, Q)`` statistics.
-Time per EM step: ``4 N J Q`` flops in the two products (about 2 CPU seconds for 4 x 10^8
-cells and 61 nodes). Blocks of about 4 x 10^6 cells (the default) keep a block's float32
-matrices near the CPU's caches: one E-step on 4 x 10^7 cells took 0.22-0.27 CPU seconds with
-blocks of 2-4 x 10^6 cells against 0.43 s with blocks of 1.7 x 10^7.
+Time per EM step: ``4 N J Q`` flops in the two products (about 2 CPU s for 4 x 10^8 cells, 61
+nodes); blocks of 2^22 cells keep them near the caches (0.43 CPU s with 2^24 on 4 x 10^7 cells,
+0.22-0.27 s with 2^21-2^22).
 """
 
 from __future__ import annotations
@@ -217,26 +216,19 @@ def _m_step(b, la, r0, r1, n, nodes, newton_steps):
 @jax.jit
 def _expand(b, la, mom):
     """The parameter-expanded step (Liu, Rubin and Wu 1998, "Parameter expansion to accelerate
-    EM: the PX-EM algorithm"): let the abilities be ``N(mu, sigma^2)`` in the complete data,
-    the items ``(b*, a*)`` just fitted on the nodes; the observed data see only
-    ``a = a* sigma``, ``b = (b* - mu) / sigma``. Given ``(b*, a*)``, ``(mu, log sigma)``
-    maximise the expected complete-data log-likelihood of the abilities plus the items' priors
-    at the reduced ``(b, log a)``:
-
+    EM: the PX-EM algorithm"): in the complete data the abilities are ``N(mu, sigma^2)`` and the
+    items ``(b*, a*)`` those just fitted on the nodes; the observed data see only
+    ``a = a* sigma``, ``b = (b* - mu) / sigma``. ``(mu, log sigma)`` maximise the abilities'
+    expected complete-data log-likelihood plus the items' priors at the reduced ``(b, log a)``,
     ``-S log sigma - (S2 - 2 mu S1 + S mu^2 + sum_j (b*_j - mu)^2 / 9) / (2 sigma^2)
-    - sum_j (log a*_j + log sigma)^2 / 2``,
-
-    with ``S, S1, S2`` the count and sums of ``E[theta]`` and ``E[theta^2]`` (``mom``). Then
-    ``mu = (S1 + sum b* / 9) / (S + J / 9)`` and ``log sigma`` is the root of the decreasing
-    ``-S + A exp(-2 log sigma) - sum_j (log a*_j + log sigma)`` (Newton steps), ``A`` the
-    bracket above at that ``mu``. Without the priors this is the classical step: ``mu`` and
-    ``sigma^2`` the mean and variance of the abilities' posterior means and spreads. It moves
-    the common scale and location of the items at once, the direction plain EM creeps along
-    when each subject answers many items; the objective still never falls (a generalised EM
-    step in the expanded model). The fixed points are those of plain EM as far as the
-    quadrature resolves each subject's posterior: the expansion treats the abilities as
-    continuous, the marginal likelihood sums them over fixed nodes, and when the nodes lie
-    further apart than a posterior's width the two fixed points part by that quadrature error."""
+    - sum_j (log a*_j + log sigma)^2 / 2`` (``S, S1, S2`` in ``mom``: the count and the sums of
+    ``E[theta]`` and ``E[theta^2]``): ``mu = (S1 + sum b* / 9) / (S + J / 9)``, and
+    ``log sigma`` the root of the decreasing ``-S + A sigma^-2 - sum_j (log a*_j + log sigma)``
+    (Newton steps; ``A`` the bracket above at ``mu``). Without the priors: the mean and
+    variance of the abilities. It moves the common location and scale of all items at once, the
+    direction plain EM creeps along when each subject answers many items. It treats the
+    abilities as continuous, so on a grid coarser than the posteriors it is no ascent step of
+    the quadrature's likelihood (:func:`_squarem` then hands over to plain EM)."""
     count, s1, s2 = mom[0], mom[1], mom[2]
     n_items = b.shape[0]
     mu = (s1 + jnp.sum(b) / 9.0) / (count + n_items / 9.0)
@@ -294,29 +286,42 @@ def _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol, mesh
     and ``x2 = F(x1)`` give ``r = x1 - x0``, ``v = x2 - 2 x1 + x0`` and the point
     ``x' = x0 - 2 alpha r + alpha^2 v``, ``alpha = -|r| / |v|`` in ``[-step_max, -1]``;
     ``F(x')`` is kept when the objective (minus the marginal log-likelihood plus the priors) at
-    ``x'`` is no worse than at ``x0``, else ``x2``. Stops when ``F(x0)`` moves no parameter more
-    than ``tol``. With ``expanded``, each EM step ends with :func:`_expand` (PX-EM).
-    Returns ``(b, log a, EM steps, last change, log-likelihood at the end)``."""
+    ``x'`` is no worse than at ``x0``, else ``x2``. Stops when the plain EM step from ``x0``
+    moves no parameter more than ``tol``.
+
+    With ``expanded``, ``F`` first ends each EM step with :func:`_expand` (PX-EM), until that
+    map moves nothing more than ``tol`` or the objective rises along it; plain EM then
+    finishes, so the fixed point is plain EM's.
+    Returns ``(b, log a, EM steps, last change, log-likelihood at the end, expanded steps)``."""
     def em(b, la):
+        """The plain and the expanded step from ``(b, la)``, the objective and log-likelihood."""
         r1, n, ll, mom = _e_pass(blocks, jnp.exp(la), b, x, log_w, cdt, mesh)
-        nb, nla = _m_step(b, la, r0, r1, n, x, newton_steps)
-        if expanded:
-            nb, nla = _expand(nb, nla, mom)
-        return nb, nla, float(-ll + jnp.sum(b**2 / 18.0 + la**2 / 2.0)), float(ll)
+        plain = _m_step(b, la, r0, r1, n, x, newton_steps)
+        wide = _expand(*plain, mom) if px else plain
+        return plain, wide, float(-ll + jnp.sum(b**2 / 18.0 + la**2 / 2.0)), float(ll)
 
     def dist(u, w):
         return float(jnp.maximum(jnp.max(jnp.abs(u[0] - w[0])), jnp.max(jnp.abs(u[1] - w[1]))))
 
     x0, it, step_max, change, ll = (b, la), 0, 1.0, np.inf, np.nan
+    px, px_steps, f_prev = expanded, 0, np.inf
     while it < max_iter:
-        *x1, f0, ll = em(*x0)
+        p1, g1, f0, ll = em(*x0)
         it += 1
-        change = dist(x1, x0)
+        if px and (f0 > f_prev or dist(g1, x0) <= tol):
+            px, px_steps = False, it - 1
+        f_prev = f0
+        x1 = g1 if px else p1
+        change = dist(p1, x0)
         if change <= tol or it >= max_iter:
-            x0 = tuple(x1)
+            x0 = p1
             break
-        *x2, _, _ = em(*x1)
+        p2, g2, f1, _ = em(*x1)
         it += 1
+        if px and not f1 <= f0:  # the expanded step raised the objective: plain EM from here
+            px, px_steps, x0 = False, it - 2, p1
+            continue
+        x2 = g2 if px else p2
         r = (x1[0] - x0[0], x1[1] - x0[1])
         v = (x2[0] - 2 * x1[0] + x0[0], x2[1] - 2 * x1[1] + x0[1])
         rr = float(jnp.sum(r[0] ** 2) + jnp.sum(r[1] ** 2))
@@ -326,15 +331,16 @@ def _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol, mesh
         if it >= max_iter:
             x0 = tuple(x2)
             break
-        *fx, fp, _ = em(*xp)
+        pp, gp, fp, _ = em(*xp)
         it += 1
+        fx = gp if px else pp
         if np.isfinite(fp) and fp <= f0 and all(bool(jnp.all(jnp.isfinite(u))) for u in fx):
             x0 = tuple(fx)
             step_max = 4.0 * step_max if alpha <= -step_max else step_max
         else:
             x0 = tuple(x2)
             step_max = max(1.0, step_max / 4.0)
-    return x0[0], x0[1], it, change, ll
+    return x0[0], x0[1], it, change, ll, px_steps if not px else it
 
 
 @dataclass
@@ -379,17 +385,15 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     (every device JAX sees, every host's under ``jax.distributed``) or a 1-D
     :class:`jax.sharding.Mesh` splits the blocks of subjects across devices; each device runs
     the E-step on its own blocks and the item statistics are summed across them (the same
-    estimates as on one device, up to the order of the sums). ``expanded`` (default) ends every
-    EM step with a parameter-expanded step (PX-EM, Liu, Rubin and Wu 1998) that re-fits the
-    abilities' location and scale and moves all items with them: the same fixed point, reached
-    in far fewer steps when each subject answers many items (plain EM then creeps along the
-    common scale of the discriminations); ``expanded=False`` is plain EM. The two agree
-    where the nodes resolve each subject's posterior (nodes closer than about its SD); on a
-    coarser grid they part by the quadrature's error.
+    estimates as on one device, up to the order of the sums). ``expanded`` (default) ends the
+    first EM steps with a parameter-expanded step (PX-EM, Liu, Rubin and Wu 1998) that re-fits
+    the abilities' location and scale and moves all items with them, until it stops moving or
+    the objective rises along it; plain EM then finishes, so the estimates are plain EM's
+    (``expanded=False``), reached in far fewer steps when each subject answers many items.
 
     Returns:
-        A :class:`StreamedFit`; ``diagnostics`` holds the marginal log-likelihood, the EM steps,
-        the last change, whether the expanded step ran and the seconds of reading and fitting.
+        A :class:`StreamedFit`; ``diagnostics``: the marginal log-likelihood, the EM steps (the
+        first ``expanded_steps`` expanded), the last change, the seconds of reading and fitting.
     """
     from ._marginal import quadrature
 
@@ -426,8 +430,8 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     b = jnp.asarray(-np.log(share / (1.0 - share)) * np.sqrt(1.0 + np.pi / 8.0), f64)
     la = jnp.zeros(responses.n_items, f64)
     r0 = jnp.asarray(r0, f64)
-    b, la, it, change, ll = _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps,
-                                     max_iter, tol, mesh, expanded)
+    b, la, it, change, ll, px_steps = _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps,
+                                               max_iter, tol, mesh, expanded)
     grid = np.linspace(-6.0, 6.0, eap_nodes)
     log_prior = -0.5 * grid**2
     log_prior -= np.log(np.exp(log_prior).sum())
@@ -441,7 +445,7 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     converged = bool(change <= tol)
     return StreamedFit(items, subjects, converged, {
         "marginal_log_lik": float(ll), "iterations": it, "max_change": float(change),
-        "nodes": nodes, "expanded": expanded, "n_responses": responses.n_responses,
+        "nodes": nodes, "expanded_steps": px_steps, "n_responses": responses.n_responses,
         "devices": 1 if mesh is None else mesh.size,
         "n_subjects": n_s, "n_items": responses.n_items, "block_rows": rows,
         "seconds_read": t_read, "seconds_total": time.perf_counter() - t0})
