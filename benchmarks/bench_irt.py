@@ -41,7 +41,9 @@ each tool's count of non-finite estimates), then one JSON line per (size, model)
 ``{"name", "ours_s", "baseline_s", "ratio", "max_abs_diff"}`` with ``baseline_s`` the faster
 peer, ``ratio = baseline_s / ours_s`` (cold; the lines whose name ends in ``_warm`` and
 ``_cached`` take our warm and cached times; a warm line compares with the peer's warm time
-where it has one, theta-irt's)  and ``max_abs_diff`` the largest difference
+where it has one, theta-irt's; a ``_warm_cpu`` line compares the warm fits' CPU time, user
+plus system over all threads, which a loaded machine stretches far less than wall time) and
+``max_abs_diff`` the largest difference
 between our aligned difficulties and that peer's (over the items both estimated finitely).
 When theta-irt ran but was not the fastest peer, its lines follow the fastest's.
 ``--stability-models 3pl 4pl`` fits ours and theta-irt on ``--stability-sets`` data sets
@@ -122,17 +124,19 @@ def run_ours(model, y, mask, method="marginal"):
     cold = time.perf_counter() - t0
     # Warm: the median of three more fits of the same shape (table included); a single one
     # swings with page faults on the freshly allocated matrices.
-    warm_runs = []
+    warm_runs, warm_cpu = [], []
     for _ in range(WARM_REPEATS):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res = fit(cls(), ResponseTable.from_arrays(s, i, y[s, i]), method=method)
         warm_runs.append(time.perf_counter() - t0)
+        warm_cpu.append(time.process_time() - c0)
     warm = float(np.median(warm_runs))
     items = res.items
     a = (items["discrimination"].to_numpy() if "discrimination" in items
          else np.full(len(items), float(res.globals.loc["discrimination", "value"])))
     out = {"theta": res.subjects["ability"].to_numpy(), "b": items["difficulty"].to_numpy(),
-           "a": a, "seconds": cold, "warm_seconds": warm, "converged": res.converged,
+           "a": a, "seconds": cold, "warm_seconds": warm,
+           "warm_cpu_seconds": float(np.median(warm_cpu)), "converged": res.converged,
            "iterations": res.diagnostics["iterations"]}
     if model in ("3pl", "4pl"):
         out["c"] = items["guessing"].to_numpy()
@@ -258,14 +262,16 @@ def run_theta(model, y, mask):
     t0 = time.perf_counter()
     res, th = once()
     cold = time.perf_counter() - t0
-    warm_runs = []
+    warm_runs, warm_cpu = [], []
     for _ in range(WARM_REPEATS):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         res, th = once()
         warm_runs.append(time.perf_counter() - t0)
+        warm_cpu.append(time.process_time() - c0)
     out = {"theta": np.asarray(th, float), "b": np.asarray(res.b, float),
            "a": np.asarray(res.a, float), "seconds": cold,
-           "warm_seconds": float(np.median(warm_runs)), "converged": bool(res.converged),
+           "warm_seconds": float(np.median(warm_runs)),
+           "warm_cpu_seconds": float(np.median(warm_cpu)), "converged": bool(res.converged),
            "iterations": int(res.n_iter)}
     if model in ("3pl", "4pl"):
         out["c"] = np.asarray(res.c, float)
@@ -517,7 +523,9 @@ def main():
             cells = [f"{m[k]['corr']:.3f}/{m[k]['rmse']:.3f}" if k in m else "-"
                      for k in ("theta", "b", "a")]
             nan = "/".join(str(m[k]["n_nan"]) for k in ("theta", "b", "a") if k in m)
-            warm = f"  warm {float(res['warm_seconds']):.2f}" if "warm_seconds" in res else ""
+            warm = f"  warm {float(res['warm_seconds']):.3f}" if "warm_seconds" in res else ""
+            if "warm_cpu_seconds" in res:
+                warm += f" ({float(res['warm_cpu_seconds']):.3f} CPU)"
             if "cached_seconds" in res:
                 warm += f"  cached {float(res['cached_seconds']):.2f}"
             print(f"{case:<28} {tool:<8} {float(res['seconds']):8.2f} "
@@ -554,6 +562,13 @@ def main():
                         json_lines.append({"name": f"{case}_vs_{fastest}_{mode}", "ours_s": t,
                                            "baseline_s": base, "ratio": base / t,
                                            "max_abs_diff": diff})
+                if "warm_cpu_seconds" in results["ours"][0] and \
+                        "warm_cpu_seconds" in results[fastest][0]:
+                    t = float(results["ours"][0]["warm_cpu_seconds"])
+                    base = float(results[fastest][0]["warm_cpu_seconds"])
+                    json_lines.append({"name": f"{case}_vs_{fastest}_warm_cpu", "ours_s": t,
+                                       "baseline_s": base, "ratio": base / t,
+                                       "max_abs_diff": diff})
         elif "ours" in results and any(t in stopped for t in args.peers):
             ours_s = float(results["ours"][0]["seconds"])
             first = min((t for t in args.peers if t in stopped), key=stopped.get)

@@ -201,3 +201,53 @@ def test_two_devices_match_one():
     assert out["one"]["devices"] == 1 and out["two"]["devices"] == 2
     for key in ("items", "ability", "score"):
         np.testing.assert_allclose(out["two"][key], out["one"][key], atol=1e-8)
+
+
+def test_expanded_step_maximises_its_objective():
+    """``_expand``'s location and scale against SciPy's maximiser of the objective it states."""
+    from scipy.optimize import minimize
+
+    from platinum_jax.inference._stream import _expand
+
+    rng = np.random.default_rng(7)
+    b, la = rng.normal(0.3, 1.0, 25), rng.normal(0.2, 0.3, 25)
+    count, s1, s2 = 40.0, 40 * 0.15, 40 * 1.3  # abilities' mean 0.15, mean square 1.3
+    nb, nla = _expand(jax.numpy.asarray(b), jax.numpy.asarray(la),
+                      jax.numpy.asarray([count, s1, s2]))
+
+    def minus(v):
+        mu, ls = v
+        sq = s2 - 2 * mu * s1 + count * mu**2 + np.sum((b - mu) ** 2) / 9.0
+        return count * ls + sq * np.exp(-2 * ls) / 2 + np.sum((la + ls) ** 2) / 2
+
+    mu, ls = minimize(minus, [0.0, 0.0], method="Nelder-Mead",
+                      options={"xatol": 1e-11, "fatol": 1e-13, "maxiter": 4000}).x
+    np.testing.assert_allclose(np.asarray(nla), la + ls, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(nb), (b - mu) / np.exp(ls), atol=1e-7)
+
+
+def test_expanded_em_reaches_plain_em_fixed_point_in_fewer_steps():
+    # many items a subject: plain EM creeps along the common scale of the discriminations.
+    # 81 nodes (0.15 apart) resolve posteriors about 0.15 wide, where the expanded steps lead
+    # almost to the fixed point and plain EM only confirms it
+    s, i, y = _world(250, 120, 8, missing=0.0)
+    codes = CodedResponses.from_arrays(s, i, y)
+    px = fit_streamed_2pl(codes, tol=1e-9, max_iter=2000, nodes=81)
+    plain = fit_streamed_2pl(codes, tol=1e-9, max_iter=2000, nodes=81, expanded=False)
+    assert px.converged and plain.converged
+    np.testing.assert_allclose(px.items.to_numpy(), plain.items.to_numpy(), atol=1e-6)
+    assert px.diagnostics["marginal_log_lik"] == pytest.approx(
+        plain.diagnostics["marginal_log_lik"], abs=1e-6)
+    assert px.diagnostics["iterations"] < plain.diagnostics["iterations"] / 2
+    assert px.diagnostics["expanded_steps"] > 0 and plain.diagnostics["expanded_steps"] == 0
+
+
+def test_expanded_em_on_a_coarse_grid_ends_at_plain_em_fixed_point():
+    # 21 nodes, 0.6 apart, against posteriors about 0.15 wide: the expanded step is no ascent
+    # step of this quadrature's likelihood, so plain EM finishes and its fixed point is the fit's
+    s, i, y = _world(250, 120, 8, missing=0.0)
+    codes = CodedResponses.from_arrays(s, i, y)
+    px = fit_streamed_2pl(codes, tol=1e-9, max_iter=3000, nodes=21)
+    plain = fit_streamed_2pl(codes, tol=1e-9, max_iter=3000, nodes=21, expanded=False)
+    assert px.converged and plain.converged
+    np.testing.assert_allclose(px.items.to_numpy(), plain.items.to_numpy(), atol=1e-6)

@@ -22,8 +22,9 @@ The products run in float32 (the 0/1 matrices are exact; ``log(1 - p)`` rounds a
 ``1e-7``, which moves the estimates by about ``1e-6``); everything else in float64
 (``jax_enable_x64``), which the fit needs. Memory: the code matrix plus one block's float32
 ``K``, ``N`` and products (``block_cells`` cells, 8 bytes each) plus ``(J, Q)`` statistics.
-Time per EM step: ``4 N J Q`` flops in the two products (a few seconds for 4 x 10^8 cells on
-two CPU cores).
+Time per EM step: ``4 N J Q`` flops in the two products (about 2 CPU s for 4 x 10^8 cells, 61
+nodes); blocks of 2^22 cells keep them near the caches (0.43 CPU s with 2^24 on 4 x 10^7 cells,
+0.22-0.27 s with 2^21-2^22).
 """
 
 from __future__ import annotations
@@ -119,34 +120,42 @@ def _log_q(a, b, nodes):
 
 
 def _block_loglik(block, a, b, nodes, log_q, cdt):
-    """``l_sq`` of one block of subjects, its ``K`` and ``N`` (float ``cdt``)."""
+    """``l_sq`` of one block of subjects, its ``K`` and ``N`` (float ``cdt``) and each
+    subject's number of observed responses (a column of ones beside ``log_q``)."""
     K = (block == 2).astype(cdt)
     N = (block > 0).astype(cdt)
     lin = (K @ jnp.stack([a, a * b], axis=1).astype(cdt)).astype(a.dtype)
-    rest = (N @ log_q.astype(cdt)).astype(a.dtype)
-    return lin[:, :1] * nodes[None, :] - lin[:, 1:] + rest, K, N
+    ones = jnp.ones((log_q.shape[0], 1), log_q.dtype)
+    rest = (N @ jnp.concatenate([log_q, ones], axis=1).astype(cdt)).astype(a.dtype)
+    lsq = lin[:, :1] * nodes[None, :] - lin[:, 1:] + rest[:, :-1]
+    return lsq, K, N, rest[:, -1]
 
 
 def _e_local(blocks, a, b, nodes, log_w, cdt):
-    """One pass over the blocks: ``r1 (J,)``, ``n (J, Q)`` and the marginal log-likelihood."""
+    """One pass over the blocks: ``r1 (J,)``, ``n (J, Q)``, the marginal log-likelihood and
+    the abilities' moments over the subjects with at least one response: ``(count,
+    sum E[theta], sum E[theta^2])``."""
     log_q = _log_q(a, b, nodes)
 
     def one(carry, block):
-        r1, n, ll = carry
-        lsq, K, N = _block_loglik(block, a, b, nodes, log_q, cdt)
+        r1, n, ll, mom = carry
+        lsq, K, N, seen = _block_loglik(block, a, b, nodes, log_q, cdt)
         lsq = lsq + log_w
         norm = jax.scipy.special.logsumexp(lsq, axis=1, keepdims=True)
         post = jnp.exp(lsq - norm)
         e_theta = post @ nodes
         r1 = r1 + (K.T @ e_theta.astype(cdt)).astype(r1.dtype)
         n = n + (N.T @ post.astype(cdt)).astype(n.dtype)
-        return (r1, n, ll + jnp.sum(norm)), None
+        # subjects with no response (padding among them) carry no information on the scale
+        real = (seen > 0).astype(a.dtype)
+        mom = mom + jnp.stack([jnp.sum(real), real @ e_theta, real @ (post @ nodes**2)])
+        return (r1, n, ll + jnp.sum(norm), mom), None
 
     dt = a.dtype
     init = (jnp.zeros(a.shape, dt), jnp.zeros((a.shape[0], nodes.shape[0]), dt),
-            jnp.zeros((), dt))
-    (r1, n, ll), _ = jax.lax.scan(one, init, blocks)
-    return r1, n, ll
+            jnp.zeros((), dt), jnp.zeros(3, dt))
+    (r1, n, ll, mom), _ = jax.lax.scan(one, init, blocks)
+    return r1, n, ll, mom
 
 
 _e_jit = jax.jit(_e_local, static_argnames=("cdt",))
@@ -204,6 +213,41 @@ def _m_step(b, la, r0, r1, n, nodes, newton_steps):
     return b, la
 
 
+@jax.jit
+def _expand(b, la, mom):
+    """The parameter-expanded step (Liu, Rubin and Wu 1998, "Parameter expansion to accelerate
+    EM: the PX-EM algorithm"): in the complete data the abilities are ``N(mu, sigma^2)`` and the
+    items ``(b*, a*)`` those just fitted on the nodes; the observed data see only
+    ``a = a* sigma``, ``b = (b* - mu) / sigma``. ``(mu, log sigma)`` maximise the abilities'
+    expected complete-data log-likelihood plus the items' priors at the reduced ``(b, log a)``,
+    ``-S log sigma - (S2 - 2 mu S1 + S mu^2 + sum_j (b*_j - mu)^2 / 9) / (2 sigma^2)
+    - sum_j (log a*_j + log sigma)^2 / 2`` (``S, S1, S2`` in ``mom``: the count and the sums of
+    ``E[theta]`` and ``E[theta^2]``): ``mu = (S1 + sum b* / 9) / (S + J / 9)``, and
+    ``log sigma`` the root of the decreasing ``-S + A sigma^-2 - sum_j (log a*_j + log sigma)``
+    (Newton steps; ``A`` the bracket above at ``mu``). Without the priors: the mean and
+    variance of the abilities. It moves the common location and scale of all items at once, the
+    direction plain EM creeps along when each subject answers many items. It treats the
+    abilities as continuous, so on a grid coarser than the posteriors it is no ascent step of
+    the quadrature's likelihood (:func:`_squarem` then hands over to plain EM)."""
+    count, s1, s2 = mom[0], mom[1], mom[2]
+    n_items = b.shape[0]
+    mu = (s1 + jnp.sum(b) / 9.0) / (count + n_items / 9.0)
+    big_a = s2 - 2.0 * mu * s1 + count * mu**2 + jnp.sum((b - mu) ** 2) / 9.0
+    sum_la = jnp.sum(la)
+
+    def newton(ls, _):
+        g = -count + big_a * jnp.exp(-2.0 * ls) - sum_la - n_items * ls
+        h = -2.0 * big_a * jnp.exp(-2.0 * ls) - n_items
+        return ls - g / h, None
+
+    # the root function is decreasing and convex: after the first Newton step every iterate
+    # lies at or left of the root and they rise to it
+    ls, _ = jax.lax.scan(newton, jnp.zeros((), b.dtype), None, length=30)
+    ok = jnp.isfinite(ls) & jnp.isfinite(mu) & (count > 0)
+    ls, mu = jnp.where(ok, ls, 0.0), jnp.where(ok, mu, 0.0)
+    return (b - mu) * jnp.exp(-ls), la + ls
+
+
 def _eap_local(blocks, a, b, grid, log_prior, level, cdt):
     """Posterior mean, SD and central ``level`` interval of every subject's ability on the
     grid, block by block. The interval's ends are the posterior's quantiles, the grid's
@@ -212,7 +256,7 @@ def _eap_local(blocks, a, b, grid, log_prior, level, cdt):
     tails = jnp.stack([(1.0 - level) / 2.0, (1.0 + level) / 2.0])
 
     def one(_, block):
-        lsq, _, _ = _block_loglik(block, a, b, grid, log_q, cdt)
+        lsq, _, _, _ = _block_loglik(block, a, b, grid, log_q, cdt)
         lsq = lsq + log_prior
         post = jnp.exp(lsq - jax.scipy.special.logsumexp(lsq, axis=1, keepdims=True))
         mean = post @ grid
@@ -234,33 +278,50 @@ def _eap_pass(blocks, a, b, grid, log_prior, level, cdt, mesh=None):
     return _sharded("eap", mesh, cdt)(blocks, a, b, grid, log_prior, jnp.asarray(level))
 
 
-def _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol, mesh):
+def _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol, mesh,
+             expanded=True):
     """EM steps ``F`` accelerated by squared extrapolation (SQUAREM; Varadhan and Roland 2008,
     "Simple and globally convergent methods for accelerating the convergence of any EM
     algorithm"), as :func:`~platinum_jax.inference.fit_marginal` does: from ``x0``, ``x1 = F(x0)``
     and ``x2 = F(x1)`` give ``r = x1 - x0``, ``v = x2 - 2 x1 + x0`` and the point
     ``x' = x0 - 2 alpha r + alpha^2 v``, ``alpha = -|r| / |v|`` in ``[-step_max, -1]``;
     ``F(x')`` is kept when the objective (minus the marginal log-likelihood plus the priors) at
-    ``x'`` is no worse than at ``x0``, else ``x2``. Stops when ``F(x0)`` moves no parameter more
-    than ``tol``. Returns ``(b, log a, EM steps, last change, log-likelihood at the end)``."""
+    ``x'`` is no worse than at ``x0``, else ``x2``. Stops when the plain EM step from ``x0``
+    moves no parameter more than ``tol``.
+
+    With ``expanded``, ``F`` first ends each EM step with :func:`_expand` (PX-EM), until that
+    map moves nothing more than ``tol`` or the objective rises along it; plain EM then
+    finishes, so the fixed point is plain EM's.
+    Returns ``(b, log a, EM steps, last change, log-likelihood at the end, expanded steps)``."""
     def em(b, la):
-        r1, n, ll = _e_pass(blocks, jnp.exp(la), b, x, log_w, cdt, mesh)
-        nb, nla = _m_step(b, la, r0, r1, n, x, newton_steps)
-        return nb, nla, float(-ll + jnp.sum(b**2 / 18.0 + la**2 / 2.0)), float(ll)
+        """The plain and the expanded step from ``(b, la)``, the objective and log-likelihood."""
+        r1, n, ll, mom = _e_pass(blocks, jnp.exp(la), b, x, log_w, cdt, mesh)
+        plain = _m_step(b, la, r0, r1, n, x, newton_steps)
+        wide = _expand(*plain, mom) if px else plain
+        return plain, wide, float(-ll + jnp.sum(b**2 / 18.0 + la**2 / 2.0)), float(ll)
 
     def dist(u, w):
         return float(jnp.maximum(jnp.max(jnp.abs(u[0] - w[0])), jnp.max(jnp.abs(u[1] - w[1]))))
 
     x0, it, step_max, change, ll = (b, la), 0, 1.0, np.inf, np.nan
+    px, px_steps, f_prev = expanded, 0, np.inf
     while it < max_iter:
-        *x1, f0, ll = em(*x0)
+        p1, g1, f0, ll = em(*x0)
         it += 1
-        change = dist(x1, x0)
+        if px and (f0 > f_prev or dist(g1, x0) <= tol):
+            px, px_steps = False, it - 1
+        f_prev = f0
+        x1 = g1 if px else p1
+        change = dist(p1, x0)
         if change <= tol or it >= max_iter:
-            x0 = tuple(x1)
+            x0 = p1
             break
-        *x2, _, _ = em(*x1)
+        p2, g2, f1, _ = em(*x1)
         it += 1
+        if px and not f1 <= f0:  # the expanded step raised the objective: plain EM from here
+            px, px_steps, x0 = False, it - 2, p1
+            continue
+        x2 = g2 if px else p2
         r = (x1[0] - x0[0], x1[1] - x0[1])
         v = (x2[0] - 2 * x1[0] + x0[0], x2[1] - 2 * x1[1] + x0[1])
         rr = float(jnp.sum(r[0] ** 2) + jnp.sum(r[1] ** 2))
@@ -270,15 +331,16 @@ def _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol, mesh
         if it >= max_iter:
             x0 = tuple(x2)
             break
-        *fx, fp, _ = em(*xp)
+        pp, gp, fp, _ = em(*xp)
         it += 1
+        fx = gp if px else pp
         if np.isfinite(fp) and fp <= f0 and all(bool(jnp.all(jnp.isfinite(u))) for u in fx):
             x0 = tuple(fx)
             step_max = 4.0 * step_max if alpha <= -step_max else step_max
         else:
             x0 = tuple(x2)
             step_max = max(1.0, step_max / 4.0)
-    return x0[0], x0[1], it, change, ll
+    return x0[0], x0[1], it, change, ll, px_steps if not px else it
 
 
 @dataclass
@@ -309,24 +371,29 @@ class StreamedFit:
 
 def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
                      max_iter: int = 500, tol: float = 1e-4, newton_steps: int = 2,
-                     eap_nodes: int = 241, block_cells: int = 1 << 24,
-                     batch_rows: int = 1 << 22, mesh=None) -> StreamedFit:
+                     eap_nodes: int = 241, block_cells: int = 1 << 22,
+                     batch_rows: int = 1 << 22, mesh=None,
+                     expanded: bool = True) -> StreamedFit:
     """Marginal (Bock-Aitkin EM) 2PL fit of binary responses held one byte per cell, with
     EAP abilities; ``responses`` a :class:`CodedResponses` or a Parquet path (read by
     :func:`read_parquet_streamed`). Float64 (``jax_enable_x64``) is required.
 
     The estimates are those of ``fit(TwoPL(), table, method="marginal", nodes=nodes)`` (same
     objective, priors and quadrature); the EM steps are extrapolated by SQUAREM, and the fit
-    stops when a plain step moves no ``b_j`` or ``log a_j`` more than ``tol``. ``block_cells``: cells per block
+    stops when an EM step moves no ``b_j`` or ``log a_j`` more than ``tol``. ``block_cells``: cells per block
     of subjects (memory: about 10 bytes a cell beyond the code matrix). ``mesh``: ``True``
     (every device JAX sees, every host's under ``jax.distributed``) or a 1-D
     :class:`jax.sharding.Mesh` splits the blocks of subjects across devices; each device runs
     the E-step on its own blocks and the item statistics are summed across them (the same
-    estimates as on one device, up to the order of the sums).
+    estimates as on one device, up to the order of the sums). ``expanded`` (default) ends the
+    first EM steps with a parameter-expanded step (PX-EM, Liu, Rubin and Wu 1998) that re-fits
+    the abilities' location and scale and moves all items with them, until it stops moving or
+    the objective rises along it; plain EM then finishes, so the estimates are plain EM's
+    (``expanded=False``), reached in far fewer steps when each subject answers many items.
 
     Returns:
-        A :class:`StreamedFit`; ``diagnostics`` holds the marginal log-likelihood, the EM steps,
-        the last change and the seconds of reading and fitting.
+        A :class:`StreamedFit`; ``diagnostics``: the marginal log-likelihood, the EM steps (the
+        first ``expanded_steps`` expanded), the last change, the seconds of reading and fitting.
     """
     from ._marginal import quadrature
 
@@ -363,8 +430,8 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     b = jnp.asarray(-np.log(share / (1.0 - share)) * np.sqrt(1.0 + np.pi / 8.0), f64)
     la = jnp.zeros(responses.n_items, f64)
     r0 = jnp.asarray(r0, f64)
-    b, la, it, change, ll = _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps,
-                                     max_iter, tol, mesh)
+    b, la, it, change, ll, px_steps = _squarem(blocks, b, la, r0, x, log_w, cdt, newton_steps,
+                                               max_iter, tol, mesh, expanded)
     grid = np.linspace(-6.0, 6.0, eap_nodes)
     log_prior = -0.5 * grid**2
     log_prior -= np.log(np.exp(log_prior).sum())
@@ -378,14 +445,14 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     converged = bool(change <= tol)
     return StreamedFit(items, subjects, converged, {
         "marginal_log_lik": float(ll), "iterations": it, "max_change": float(change),
-        "nodes": nodes, "n_responses": responses.n_responses,
+        "nodes": nodes, "expanded_steps": px_steps, "n_responses": responses.n_responses,
         "devices": 1 if mesh is None else mesh.size,
         "n_subjects": n_s, "n_items": responses.n_items, "block_rows": rows,
         "seconds_read": t_read, "seconds_total": time.perf_counter() - t0})
 
 
 def score_streamed_2pl(responses: CodedResponses | str | Path, items: pd.DataFrame, *,
-                       level: float = 0.95, eap_nodes: int = 241, block_cells: int = 1 << 24,
+                       level: float = 0.95, eap_nodes: int = 241, block_cells: int = 1 << 22,
                        batch_rows: int = 1 << 22, mesh=None) -> pd.DataFrame:
     """EAP abilities of new subjects against frozen 2PL items, block by block.
 
