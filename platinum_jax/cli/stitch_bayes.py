@@ -193,9 +193,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
+    from platinum_jax import enable_float64
 
-    jax.config.update("jax_enable_x64", True)
+    enable_float64()
     if args.method == "nuts":
         from platinum_jax.inference import use_cpu_devices_for_chains
 
@@ -209,9 +209,9 @@ def run_bayes(args: argparse.Namespace, table) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    import jax
+    from platinum_jax import enable_float64
 
-    jax.config.update("jax_enable_x64", True)
+    enable_float64()  # also when `stitch --bayes` calls this
     from platinum_jax.design import load_weights_config
 
     # The weights config is checked (keys, values, benchmark names) before the long fit.
