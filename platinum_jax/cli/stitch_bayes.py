@@ -232,7 +232,7 @@ def run_bayes(args: argparse.Namespace, table) -> int:
 def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
     import warnings
 
-    from platinum_jax.design import posterior_optimal_weights
+    from platinum_jax.design import primitives_from_stitching, weights_table
     from platinum_jax.plots import plot_posterior_capabilities, plot_ppc
     from platinum_jax.stitching._bayes_fit import fit_stitching_bayes
 
@@ -280,14 +280,10 @@ def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
         )
     print(fit.capabilities[["mean", "sd", "hdi_3%", "hdi_97%"]].nlargest(5, "mean").to_string())
     if weights_cfg is not None:
-        weights = posterior_optimal_weights(
-            fit,
-            weights_cfg["M"],
-            weights_cfg["w"],
-            weights_cfg["r"],
-            threshold=weights_cfg["threshold"],
-            benchmarks=weights_cfg["benchmarks"],
-        )
+        prims = primitives_from_stitching(fit, weights_cfg["w"], M=weights_cfg["M"],
+                                          benchmarks=weights_cfg["benchmarks"])
+        weights = weights_table(prims, weights_cfg["r"], threshold=weights_cfg["threshold"],
+                                chains=fit.idata.posterior.sizes["chain"])
         out.write("optimal_weights.csv", weights.to_csv)
         print(
             f"optimal weights (r = {weights.attrs['r']:g}, threshold "

@@ -12,11 +12,11 @@ sampler settings and labelled outputs. Turn on float64 first:
 
     >>> from platinum_jax.stitching import ScoreTable
     >>> from platinum_jax.stitching.bayes import fit_stitching_bayes
-    >>> from platinum_jax.design import posterior_optimal_weights
+    >>> from platinum_jax.design import primitives_from_stitching, weights_table
     >>> table = ScoreTable.from_csv("scores_long.csv")                          # doctest: +SKIP
     >>> fit = fit_stitching_bayes(table, likelihood="gaussian", chains=4)       # doctest: +SKIP
     >>> fit.capabilities.sort_values("mean").tail()                            # doctest: +SKIP
-    >>> posterior_optimal_weights(fit, M=np.eye(38), w=np.ones(38), r=1.0)      # doctest: +SKIP
+    >>> weights_table(primitives_from_stitching(fit, np.ones(38), M=np.eye(38)), r=1.0)  # doctest: +SKIP
 
 Names that moved to their own homes (priors to :mod:`platinum_jax.models.rosetta_bayes`,
 summaries and diagnostics to :mod:`platinum_jax.inference`, the weights to
