@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from platinum_jax.stitching._bayes_options import ACCEPTED_NAMES
+from platinum_jax._names import BAYES_LIKELIHOOD_CHOICES as ACCEPTED_NAMES
 
 from .stitch import add_anchor_arguments, add_min_benchmarks_argument, anchor_from_args, load_table
 
@@ -234,7 +234,7 @@ def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
 
     from platinum_jax.design import primitives_from_stitching, weights_table
     from platinum_jax.plots import plot_posterior_capabilities, plot_ppc
-    from platinum_jax.stitching._bayes_fit import fit_stitching_bayes
+    from platinum_jax.stitching.bayes import fit_stitching_bayes
 
     how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
     print(f"{table!r}: {how} with the {args.likelihood} likelihood, anchor {anchor.describe()}")
