@@ -32,13 +32,13 @@ from platinum_jax.inference import (
 from ._bayes_model import (
     STDERR_FLOOR,
     BayesData,
-    Priors,
     anchored_benchmark,
     deterministic_sites,
     prepare_data,
     stitching_model,
     stitching_problem,
 )
+from ._bayes_model import Priors as _Priors  # public home: models.rosetta_bayes
 from ._model import BenchmarkAnchor, ModelAnchor, ParameterLayout
 from ._table import ScoreTable
 
@@ -80,7 +80,7 @@ class BayesStitchingFit:
     anchor: BenchmarkAnchor | ModelAnchor
     likelihood: str
     method: str
-    priors: Priors
+    priors: _Priors
     layout: ParameterLayout
     idata: object
     summary: pd.DataFrame = field(repr=False)
@@ -155,7 +155,7 @@ _MOVED_WARNINGS = (
 def fit_stitching_bayes(table: ScoreTable, anchor: BenchmarkAnchor | ModelAnchor | None = None,
                         *, likelihood: str = "gaussian", method: str = "nuts", chains: int = 4,
                         samples: int = 1500, warmup: int = 1000, seed: int = 0,
-                        priors: Priors | None = None, chain_method: str = "auto",
+                        priors: _Priors | None = None, chain_method: str = "auto",
                         target_accept: float = 0.99, max_tree_depth: int = 10,
                         dense_mass: bool | str | Sequence[tuple[str, ...]] = "hyper",
                         svi_guide: str = "normal", svi_steps: int = 5000,
@@ -181,7 +181,7 @@ def fit_stitching_bayes(table: ScoreTable, anchor: BenchmarkAnchor | ModelAnchor
     likelihood = check_likelihood(likelihood)
     check_sampler_settings(method=method, chains=chains, samples=samples, warmup=warmup,
                            target_accept=target_accept, max_tree_depth=max_tree_depth)
-    priors = Priors() if priors is None else priors
+    priors = _Priors() if priors is None else priors
     anchor = BenchmarkAnchor() if anchor is None else anchor
     _check_connected(table)
     layout = ParameterLayout.from_table(table, anchor)
