@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["UnknownNameError", "close_matches_message", "DEPRECATED_LIKELIHOOD_NAMES",
+           "BAYES_LIKELIHOODS", "BAYES_LIKELIHOOD_CHOICES", "COUNT_LIKELIHOODS",
+           "check_bayes_likelihood",
            "likelihood_name", "normalise_names"]
 
 
@@ -78,4 +80,22 @@ def likelihood_name(name: str) -> str:
         warnings.warn(f"likelihood name {name!r} is deprecated; use {new!r}", DeprecationWarning,
                       stacklevel=3)
         return new
+    return name
+
+
+#: the likelihoods of the Bayesian Rosetta model (``rosetta_bayes``, ``stitch-bayes``), named as
+#: in the registry; the count ones need the number of items of each score
+BAYES_LIKELIHOODS = ("gaussian", "beta", "binomial", "beta_binomial")
+COUNT_LIKELIHOODS = ("binomial", "beta_binomial")
+#: what ``--likelihood`` of ``stitch-bayes`` accepts: those names and their older spellings
+BAYES_LIKELIHOOD_CHOICES = BAYES_LIKELIHOODS + tuple(
+    k for k, v in DEPRECATED_LIKELIHOOD_NAMES.items() if v in BAYES_LIKELIHOODS)
+
+
+def check_bayes_likelihood(name: str) -> str:
+    """``name`` as one of :data:`BAYES_LIKELIHOODS` (an older spelling renamed, with a
+    ``DeprecationWarning``), or a ``ValueError`` listing them."""
+    name = likelihood_name(name)
+    if name not in BAYES_LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {BAYES_LIKELIHOODS}, got {name!r}")
     return name

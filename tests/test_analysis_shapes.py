@@ -42,7 +42,7 @@ def test_quadratic_truth_wins(quadratic_world):
     assert res.best == "quadratic"
     # the linear shape loses by many standard errors of the difference
     assert cmp.loc["linear", "elpd_diff"] > 4 * cmp.loc["linear", "dse"]
-    assert (res.diagnostics["max_rhat"] < 1.1).all()
+    assert (res.diagnostics["rhat_max"] < 1.1).all()
     assert set(res.pareto_k.columns) == {"linear", "quadratic"} and len(res.pareto_k) == N
 
 

@@ -12,7 +12,13 @@ import pytest
 import scipy.stats as st
 from numpyro.infer.util import log_density
 
-from platinum_jax.design import load_weights_config, posterior_optimal_weights
+from platinum_jax.design import (
+    load_weights_config,
+    posterior_decisions,
+    posterior_optimal_weights,
+    primitives_from_stitching,
+    weights_table,
+)
 from platinum_jax.inference import SamplingWarning, check_diagnostics
 from platinum_jax.models.rosetta_bayes import Priors
 from platinum_jax.stitching import BenchmarkAnchor, ModelAnchor, ScoreTable
@@ -341,7 +347,8 @@ def test_posterior_optimal_weights_match_numpy(nuts_fit, synth):
     M = A @ A.T + 0.5 * np.eye(3)
     w = np.array([1.0, 0.5, 2.0])
     r = 40.0
-    out = posterior_optimal_weights(nuts_fit, M, w, r, threshold=0.8, benchmarks=names)
+    prims = primitives_from_stitching(nuts_fit, w, M=M, benchmarks=names)
+    out = weights_table(prims, r, threshold=0.8, chains=nuts_fit.idata.posterior.sizes["chain"])
     sig2 = nuts_fit.idata.posterior["noise_variance"].sel(benchmark=names).values.reshape(-1, 3)
     v = np.stack([np.linalg.solve(M + r * np.diag(s), M @ w) for s in sig2])
     np.testing.assert_allclose(out["mean"].to_numpy(), v.mean(0), rtol=1e-10)
@@ -353,17 +360,38 @@ def test_posterior_optimal_weights_match_numpy(nuts_fit, synth):
     assert (out["hdi_3%"] <= out["mean"]).all() and (out["mean"] <= out["hdi_97%"]).all()
 
 
+def test_deprecated_posterior_weights_equal_the_one_pipeline(nuts_fit):
+    # The old name is a shim over the one pipeline: the same draws give the same frame, and
+    # posterior_decisions on those primitives gives the same posterior of v*.
+    names = ["b2", "b4"]
+    M = np.array([[2.0, 0.5], [0.5, 1.0]])
+    w, r = np.array([1.0, 3.0]), 25.0
+    with pytest.warns(DeprecationWarning, match="weights_table"):
+        old = posterior_optimal_weights(nuts_fit, M, w, r, threshold=1.0, benchmarks=names)
+    prims = primitives_from_stitching(nuts_fit, w, M=M, benchmarks=names)
+    new = weights_table(prims, r, threshold=1.0, chains=nuts_fit.idata.posterior.sizes["chain"])
+    pd.testing.assert_frame_equal(old, new)
+    decided = posterior_decisions(prims, r).items
+    np.testing.assert_allclose(decided["mean"].to_numpy(), old["mean"].to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(decided["sd"].to_numpy(), old["sd"].to_numpy(), rtol=1e-10)
+    # and both are v* = (M + r Sigma)^-1 M w per draw (NumPy, independently)
+    sig2 = nuts_fit.idata.posterior["noise_variance"].sel(benchmark=names).values.reshape(-1, 2)
+    v = np.stack([np.linalg.solve(M + r * np.diag(s), M @ w) for s in sig2])
+    np.testing.assert_allclose(decided["mean"].to_numpy(), v.mean(0), rtol=1e-10)
+    np.testing.assert_allclose(old["p_platinum"].to_numpy(), (v >= 1.0).mean(0))
+
+
 def test_optimal_weights_reject_bad_inputs(nuts_fit):
     with pytest.raises(KeyError, match="b1"):
-        posterior_optimal_weights(nuts_fit, np.eye(1), [1.0], 1.0, benchmarks=["b_1x"])
+        primitives_from_stitching(nuts_fit, [1.0], M=np.eye(1), benchmarks=["b_1x"])
     with pytest.raises(ValueError, match="3 x 3"):
-        posterior_optimal_weights(
-            nuts_fit, np.eye(2), [1.0, 1, 1], 1.0, benchmarks=["b1", "b2", "b3"]
-        )
+        primitives_from_stitching(nuts_fit, [1.0, 1, 1], M=np.eye(2), benchmarks=["b1", "b2", "b3"])
     with pytest.raises(ValueError, match="symmetric"):
-        posterior_optimal_weights(
-            nuts_fit, np.triu(np.ones((2, 2))), [1.0, 1.0], 1.0, benchmarks=["b1", "b2"]
-        )
+        primitives_from_stitching(nuts_fit, [1.0, 1.0], M=np.triu(np.ones((2, 2))),
+                                  benchmarks=["b1", "b2"])
+    with pytest.raises(ValueError, match="singular"):  # r = 0 needs a full-rank M
+        weights_table(primitives_from_stitching(nuts_fit, [1.0, 1.0], M=np.ones((2, 2)),
+                                                benchmarks=["b1", "b2"]), 0.0)
 
 
 # --------------------------------------------------------------------------- SVI, comparison, real data

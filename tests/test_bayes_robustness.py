@@ -118,12 +118,12 @@ def test_cli_runs_one_chain(tmp_path, capsys):
 )
 def test_weights_config_is_checked_before_sampling(tmp_path, capsys, monkeypatch, text, named):
     from platinum_jax.cli import main
-    from platinum_jax.stitching import _bayes_fit
+    from platinum_jax.stitching import bayes
 
     def must_not_sample(*args, **kwargs):
         raise AssertionError("the weights config must be rejected before the fit")
 
-    monkeypatch.setattr(_bayes_fit, "fit_stitching_bayes", must_not_sample)
+    monkeypatch.setattr(bayes, "fit_stitching_bayes", must_not_sample)
     csv = _small_csv(tmp_path)
     cfg = tmp_path / "weights.yaml"
     cfg.write_text(text)

@@ -125,7 +125,6 @@ def test_cycle_finder_finds_a_planted_cycle():
 KNOWN_CYCLES = (
     {"platinum_jax.stitching._epoch", "platinum_jax.stitching._epoch_files",
      "platinum_jax.stitching._table"},
-    {"platinum_jax.stitching._bayes_fit", "platinum_jax.stitching._bayes_plots"},
     {"platinum_jax.cli.stitch", "platinum_jax.cli.stitch_bayes"},
 )
 
@@ -222,8 +221,6 @@ KNOWN_PRIVATE_IMPORTS = {
     ("platinum_jax.cli.certify", "platinum_jax.rubric._reweight._validate_results"),
     ("platinum_jax.cli.efficient", "platinum_jax.efficient._assisted.PROBABILITY_SAMPLES"),
     ("platinum_jax.cli.platinum", "platinum_jax.design._measured_plots.write_plots"),
-    ("platinum_jax.cli.stitch_bayes", "platinum_jax.stitching._bayes_fit.fit_stitching_bayes"),
-    ("platinum_jax.cli.stitch_bayes", "platinum_jax.stitching._bayes_options.ACCEPTED_NAMES"),
     ("platinum_jax.cli.weights", "platinum_jax.design._stitching.POSTERIOR_FILE"),
     ("platinum_jax.efficient._bank", "platinum_jax.models._check._SCORE_MODELS"),
     ("platinum_jax.importers._principal_agent", "platinum_jax.measured._welfare.welfare_bounds"),

@@ -112,7 +112,8 @@ class ShapeComparison:
     ``data``: the frontier models used (``release_date``, ``year``, ``capability``,
     ``measurement_sd``). ``curves``: posterior median and ``level`` band of each shape's mean on a
     grid of dates, in capability units (columns ``shape``, ``median``, ``lower``, ``upper``).
-    ``loo`` and ``idata``: ArviZ objects per shape. ``diagnostics``: divergences and max R-hat.
+    ``loo`` and ``idata``: ArviZ objects per shape. ``diagnostics``: ``divergences`` and
+    ``rhat_max`` (the package's diagnostics keys).
     """
 
     comparison: pd.DataFrame
@@ -220,7 +221,7 @@ def compare_shapes(
         rhat = az.rhat(idata, var_names=[v for v in idata.posterior.data_vars if v != "mu"])
         diag.append({"shape": name,
                      "divergences": int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum()),
-                     "max_rhat": float(max(float(rhat[v].max()) for v in rhat.data_vars))})
+                     "rhat_max": float(max(float(rhat[v].max()) for v in rhat.data_vars))})
     cmp = az.compare(loos, ic="loo")
     pk = pd.DataFrame({name: np.asarray(lo.pareto_k) for name, lo in loos.items()}, index=data.index)
     cmp["max_pareto_k"] = pk.max().reindex(cmp.index)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from platinum_jax.stitching._bayes_options import ACCEPTED_NAMES
+from platinum_jax._names import BAYES_LIKELIHOOD_CHOICES as ACCEPTED_NAMES
 
 from .stitch import add_anchor_arguments, add_min_benchmarks_argument, anchor_from_args, load_table
 
@@ -193,9 +193,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import jax
+    from platinum_jax import enable_float64
 
-    jax.config.update("jax_enable_x64", True)
+    enable_float64()
     if args.method == "nuts":
         from platinum_jax.inference import use_cpu_devices_for_chains
 
@@ -209,9 +209,9 @@ def run_bayes(args: argparse.Namespace, table) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    import jax
+    from platinum_jax import enable_float64
 
-    jax.config.update("jax_enable_x64", True)
+    enable_float64()  # also when `stitch --bayes` calls this
     from platinum_jax.design import load_weights_config
 
     # The weights config is checked (keys, values, benchmark names) before the long fit.
@@ -232,9 +232,9 @@ def run_bayes(args: argparse.Namespace, table) -> int:
 def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
     import warnings
 
-    from platinum_jax.design import posterior_optimal_weights
+    from platinum_jax.design import primitives_from_stitching, weights_table
     from platinum_jax.plots import plot_posterior_capabilities, plot_ppc
-    from platinum_jax.stitching._bayes_fit import fit_stitching_bayes
+    from platinum_jax.stitching.bayes import fit_stitching_bayes
 
     how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
     print(f"{table!r}: {how} with the {args.likelihood} likelihood, anchor {anchor.describe()}")
@@ -280,14 +280,10 @@ def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
         )
     print(fit.capabilities[["mean", "sd", "hdi_3%", "hdi_97%"]].nlargest(5, "mean").to_string())
     if weights_cfg is not None:
-        weights = posterior_optimal_weights(
-            fit,
-            weights_cfg["M"],
-            weights_cfg["w"],
-            weights_cfg["r"],
-            threshold=weights_cfg["threshold"],
-            benchmarks=weights_cfg["benchmarks"],
-        )
+        prims = primitives_from_stitching(fit, weights_cfg["w"], M=weights_cfg["M"],
+                                          benchmarks=weights_cfg["benchmarks"])
+        weights = weights_table(prims, weights_cfg["r"], threshold=weights_cfg["threshold"],
+                                chains=fit.idata.posterior.sizes["chain"])
         out.write("optimal_weights.csv", weights.to_csv)
         print(
             f"optimal weights (r = {weights.attrs['r']:g}, threshold "

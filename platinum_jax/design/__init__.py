@@ -36,13 +36,14 @@ from ._measured_draws import (
     task_average_weights,
     welfare_variants,
 )
-from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions
+from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions, weight_draws
 from ._runs import noise_from_runs
 from ._stitching import (
     load_weights_config,
     optimal_weight_draws,
     posterior_optimal_weights,
     primitives_from_stitching,
+    weights_table,
 )
 
 __all__ = [
@@ -71,6 +72,8 @@ __all__ = [
     "optimal_weight_draws",
     "posterior_optimal_weights",
     "read_fit",
+    "weight_draws",
+    "weights_table",
     "welfare_from_abilities",
     "welfare_from_items",
     "welfare_from_regression",

@@ -12,7 +12,7 @@ import pandas as pd
 from ._decisions import decisions_per_draw
 from ._intervals import bca_interval
 
-__all__ = ["PrimitiveDraws", "WeightsPosterior", "posterior_decisions"]
+__all__ = ["PrimitiveDraws", "WeightsPosterior", "posterior_decisions", "weight_draws"]
 
 DEFAULT_R_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
@@ -104,6 +104,30 @@ class WeightsPosterior:
     draws: np.ndarray
     summary: dict
     gain_draws: pd.DataFrame | None = None
+
+
+def weight_draws(prims: PrimitiveDraws, r: float) -> np.ndarray:
+    """``v* = (M + rΣ)⁻¹Mw`` per draw of ``prims`` at one risk aversion ``r >= 0``, shape
+    (D, m): the one computation of optimal weights from draws in the package
+    (:func:`~platinum_jax.design._decisions.decisions_per_draw`, which
+    :func:`posterior_decisions` runs over its grid of ``r``). ``r = 0`` needs ``M`` of full
+    rank. A ``ValueError`` when some draw gives no finite weights. Runs in float64."""
+    r = float(r)
+    if not np.isfinite(r) or r < 0:
+        raise ValueError(f"r (risk aversion) must be a finite number >= 0, got {r!r}")
+    if r == 0 and prims.A.shape[2] < prims.A.shape[1]:
+        raise ValueError("M + r Sigma is singular at r = 0 with M of rank "
+                         f"{prims.A.shape[2]} < {prims.A.shape[1]}; use r > 0 or a full-rank M")
+    f64 = [jnp.asarray(x, jnp.float64) for x in (prims.A, prims.C, prims.d, prims.F, prims.w)]
+    m = prims.A.shape[1]
+    one = jnp.asarray(1.0, jnp.float64)  # thresholds of the flags, unused here
+    out = decisions_per_draw(*f64, jnp.full((m,), 1.0 / m, jnp.float64),
+                             jnp.asarray([r], jnp.float64), 0.5 * one, 0.5 * one, one)
+    v = np.asarray(out.weights)[:, 0, :]
+    if not np.all(np.isfinite(v)):
+        raise ValueError("M + r Sigma is singular for some draws (M singular and r Sigma too "
+                         "small?); use r > 0 or a full-rank M")
+    return v
 
 
 def _quantiles(x, interval):

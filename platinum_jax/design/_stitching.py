@@ -13,23 +13,23 @@ of different scores as independent, so ``Σ`` is diagonal by that assumption; th
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import ArrayLike, Float
 
 from platinum_jax._names import UnknownNameError, close_matches_message
 
 from ._from_fit import _cost_matrix
-from ._posterior import PrimitiveDraws
+from ._posterior import PrimitiveDraws, weight_draws
 
 __all__ = ["primitives_from_stitching", "POSTERIOR_FILE", "optimal_weight_draws",
-           "posterior_optimal_weights", "load_weights_config"]
+           "posterior_optimal_weights", "weights_table", "load_weights_config"]
 
 POSTERIOR_FILE = "posterior.nc"
 _SITES = ("capability", "difficulty", "slope", "noise_variance")
@@ -57,7 +57,8 @@ def _posterior_group(source):
 
 
 def primitives_from_stitching(source, w=None, *, cost=None,
-                              operating_point: str = "average") -> PrimitiveDraws:
+                              operating_point: str = "average", M=None,
+                              benchmarks: Sequence[str] | None = None) -> PrimitiveDraws:
     """Draws of ``A``, ``C``, ``Σ`` (and ``w``) from a Bayesian stitching posterior.
 
     Args:
@@ -66,9 +67,16 @@ def primitives_from_stitching(source, w=None, *, cost=None,
         w: welfare weights over the benchmarks, (m,) or (draws, m); default uniform.
         cost: the effort cost of one unit of capability (one number; default 1).
         operating_point: ``"average"`` (over the fitted models) or a model's name.
+        M: the user's own output cost matrix ``M`` (m, m), symmetric positive semi-definite,
+            in place of the model's loadings and ``cost``: the loadings become a factor
+            ``B`` of ``M = BBᵀ`` (one column per positive eigenvalue, ``C = I``), the same in
+            every draw; only the noise ``Σ_bb`` then comes from the posterior.
+        benchmarks: the benchmarks weighed, in the order of ``w`` and ``M`` (default: all).
 
     Every posterior draw (all chains) gives one set of primitives.  Runs in float64.
     """
+    if M is not None:
+        return _primitives_from_cost(source, M, w, benchmarks, cost, operating_point)
     post, where = _posterior_group(source)
     missing = [s for s in _SITES if s not in post]
     if missing:
@@ -88,6 +96,9 @@ def primitives_from_stitching(source, w=None, *, cost=None,
     p = 1.0 / (1.0 + np.exp(-slope[:, None, :] * (cap[:, :, None] - diff[:, None, :])))
     A = (p * (1.0 - p)).mean(axis=1) * slope
     d = stacked["noise_variance"]
+    if benchmarks is not None:
+        cols = [items.index(b) for b in _benchmark_names(benchmarks, list(items))]
+        A, d, items = A[:, cols], d[:, cols], tuple(items[i] for i in cols)
     D, m = d.shape
     C = _cost_matrix(cost, ("capability",))
     if w is None:
@@ -112,32 +123,65 @@ def primitives_from_stitching(source, w=None, *, cost=None,
                           ("capability",), notes)
 
 
-# Optimal weights with posterior uncertainty, directly from the stitching posterior: each
-# benchmark is a task of the principal-agent model with the user's output cost M and welfare
-# weights w, and Sigma = diag(Sigma_bb), Sigma_bb the posterior noise variance of benchmark b
-# (the mean over its scores of Var[score | theta]); every draw is pushed through
-# v* = (M + r Sigma)^-1 M w in one vmap.
-
-
-@jax.jit
-def _weights_per_draw(
-    M: Float[Array, "m m"], noise: Float[Array, "S m"], w: Float[Array, " m"], r: Float[Array, ""]
-) -> Float[Array, "S m"]:
-    from platinum_jax import optimal_weights
-
-    # Inputs were validated once on the posterior mean; no per-draw checks inside the vmap.
-    return jax.vmap(lambda s: optimal_weights(M, jnp.diag(s), w, r, check="none"))(noise)
+def _benchmark_names(benchmarks, known: list[str]) -> list[str]:
+    names = list(known) if benchmarks is None else [str(b) for b in benchmarks]
+    for name in names:
+        if name not in known:
+            raise UnknownNameError(close_matches_message("benchmark", name, known))
+    if len(set(names)) != len(names):
+        raise ValueError(f"benchmarks lists a name twice: {names}")
+    return names
 
 
 def _noise_draws(idata_or_fit):
-    idata = getattr(idata_or_fit, "idata", idata_or_fit)
-    post = getattr(idata, "posterior", None)
+    if isinstance(idata_or_fit, (str, Path)):
+        post = _posterior_group(idata_or_fit)[0]
+    else:
+        post = getattr(getattr(idata_or_fit, "idata", idata_or_fit), "posterior", None)
     if post is None or "noise_variance" not in post:
         raise ValueError(
             "expected a BayesStitchingFit or an InferenceData whose posterior has "
             "'noise_variance' (benchmark,), as made by fit_stitching_bayes"
         )
     return post["noise_variance"]
+
+
+def _primitives_from_cost(source, M, w, benchmarks, cost, operating_point) -> PrimitiveDraws:
+    """Primitives with the user's ``M`` (factored as ``BBᵀ``) and the posterior noise."""
+    from platinum_jax import validate_primitives
+
+    if cost is not None or operating_point != "average":
+        raise ValueError("give either M (your output cost matrix) or cost/operating_point "
+                         "(loadings from the model), not both")
+    if w is None:
+        raise ValueError("w (the welfare weights, one per benchmark) is needed with M")
+    noise = _noise_draws(source)
+    names = _benchmark_names(benchmarks, [str(b) for b in noise["benchmark"].values])
+    m = len(names)
+    M = np.asarray(M, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    if M.shape != (m, m):
+        raise ValueError(f"M has shape {M.shape} but there are {m} benchmarks: it must be "
+                         f"{m} x {m}")
+    if w.shape != (m,):
+        raise ValueError(f"w has shape {w.shape} but there are {m} benchmarks: it must have "
+                         f"{m} entries")
+    d = np.asarray(noise.sel(benchmark=names).values, np.float64).reshape(-1, m)
+    validate_primitives(M=M, Sigma=np.diag(d.mean(0)), w=w)
+    lam, U = np.linalg.eigh(0.5 * (M + M.T))
+    keep = lam > 1e-12 * max(float(np.abs(lam).max()), 1e-300)
+    if not keep.any():
+        raise ValueError("M is zero: no benchmark output has value; give a non-zero M")
+    B = U[:, keep] * np.sqrt(lam[keep])
+    K, D = int(keep.sum()), d.shape[0]
+    notes = {"loadings": f"a factor B of the given M = BB^T (rank {K}), C = I",
+             "cost": "the given output cost matrix M",
+             "noise": "diag(posterior noise_variance per benchmark of the Bayesian stitching "
+                      "model)", "residual_rank": 0, "draws": D,
+             "fit_method": "stitch-bayes posterior", "welfare_weights": "given"}
+    return PrimitiveDraws(np.broadcast_to(B, (D, m, K)).copy(), np.eye(K), d,
+                          np.zeros((D, m, 0)), np.broadcast_to(w, (D, m)).copy(),
+                          tuple(names), tuple(f"factor_{k + 1}" for k in range(K)), notes)
 
 
 def optimal_weight_draws(
@@ -152,107 +196,78 @@ def optimal_weight_draws(
 
     ``benchmarks`` names the rows of M and w (default: every benchmark of the fit, in order);
     Sigma is restricted to them.  M must be symmetric positive semi-definite with M + r Sigma
-    positive definite, w finite, r >= 0 (checked once, on the posterior-mean Sigma).
+    positive definite, w finite, r >= 0.  The draws are :func:`weight_draws` of
+    ``primitives_from_stitching(idata_or_fit, w, M=M, benchmarks=benchmarks)``.
     """
     import xarray as xr
 
-    from platinum_jax import validate_primitives
-
+    prims = primitives_from_stitching(idata_or_fit, w, M=M, benchmarks=benchmarks)
+    v = weight_draws(prims, r)
     noise = _noise_draws(idata_or_fit)
-    known = [str(b) for b in noise["benchmark"].values]
-    names = list(known) if benchmarks is None else [str(b) for b in benchmarks]
-    for name in names:
-        if name not in known:
-            raise UnknownNameError(close_matches_message("benchmark", name, known))
-    if len(set(names)) != len(names):
-        raise ValueError(f"benchmarks lists a name twice: {names}")
-    m = len(names)
-    M = np.asarray(M, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
-    if M.shape != (m, m):
-        raise ValueError(
-            f"M has shape {M.shape} but there are {m} benchmarks: it must be {m} x {m}"
-        )
-    if w.shape != (m,):
-        raise ValueError(
-            f"w has shape {w.shape} but there are {m} benchmarks: it must have {m} entries"
-        )
-    if not np.isfinite(r) or r < 0:
-        raise ValueError(f"r (risk aversion) must be a finite number >= 0, got {r!r}")
-    sub = noise.sel(benchmark=names)
-    draws = sub.values.reshape(-1, m)
-    validate_primitives(M=M, Sigma=np.diag(draws.mean(0)), w=w, r=r)
-    v = np.asarray(
-        _weights_per_draw(jnp.asarray(M), jnp.asarray(draws), jnp.asarray(w), jnp.asarray(float(r)))
-    )
-    if not np.all(np.isfinite(v)):
-        raise ValueError(
-            "M + r Sigma is singular for some posterior draws (M singular and r Sigma too small?); "
-            "use r > 0 or a full-rank M"
-        )
+    names = list(prims.items)
     return xr.DataArray(
-        v.reshape(sub.shape),
+        v.reshape(noise.sizes["chain"], noise.sizes["draw"], len(names)),
         dims=("chain", "draw", "benchmark"),
-        coords={"chain": sub["chain"].values, "draw": sub["draw"].values, "benchmark": names},
+        coords={"chain": noise["chain"].values, "draw": noise["draw"].values, "benchmark": names},
         name="optimal_weight",
         attrs={"r": float(r), "formula": "v* = (M + r Sigma)^-1 M w, Sigma = diag(noise_variance)"},
     )
 
 
-def posterior_optimal_weights(
-    idata_or_fit,
-    M: Float[ArrayLike, "m m"],
-    w: Float[ArrayLike, " m"],
-    r: float,
-    *,
-    threshold: float | None = None,
-    benchmarks: Sequence[str] | None = None,
-    hdi_prob: float = 0.94,
-) -> pd.DataFrame:
-    """Posterior of each benchmark's optimal weight and of its clearing a platinum threshold.
+def weights_table(prims: PrimitiveDraws, r: float, *, threshold: float | None = None,
+                  hdi_prob: float = 0.94, chains: int = 1) -> pd.DataFrame:
+    """The posterior of each item's optimal weight v* at ``r`` and of its clearing
+    ``threshold``, from draws of the primitives (:func:`weight_draws`).
 
-    Returns a frame indexed by ``benchmark`` with columns ``w`` (welfare weight), ``mean``,
-    ``sd``, ``hdi_3%``, ``hdi_97%`` (HDI of ``hdi_prob``; the names follow ArviZ's 94% default),
-    ``plugin`` (v* at the posterior-mean Sigma), ``noise_sd`` (posterior mean of sqrt(Sigma_bb)) and
-    ``p_platinum`` = P(v*_b >= threshold | scores).  ``threshold`` defaults to an equal share,
-    sum(w) / m.  ``frame.attrs`` records ``r`` and ``threshold``.
+    Returns a frame indexed by ``benchmark`` with columns ``w`` (welfare weight, mean over
+    draws), ``mean``, ``sd``, ``hdi_3%``, ``hdi_97%`` (HDI of ``hdi_prob``, over ``chains``
+    chains of equal length; the names follow ArviZ's 94% default), ``plugin`` (v* at the
+    posterior-mean Σ), ``noise_sd`` (posterior mean of sqrt(Σ_bb)) and ``p_platinum`` =
+    P(v*_b >= threshold) (default an equal share, sum(w) / m).  ``frame.attrs`` records ``r``,
+    ``threshold`` and ``hdi_prob``.  :func:`posterior_decisions` gives Definition 1's flags and
+    the welfare gains from the same draws.
     """
     import arviz as az
 
-    v = optimal_weight_draws(idata_or_fit, M, w, r, benchmarks=benchmarks)
-    names = [str(b) for b in v["benchmark"].values]
-    w = np.asarray(w, dtype=np.float64)
-    if threshold is None:
-        threshold = float(w.sum() / len(w))
+    w = prims.w.mean(axis=0)
+    threshold = float(w.sum() / len(w)) if threshold is None else threshold
     if not np.isfinite(threshold):
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
-    noise = _noise_draws(idata_or_fit).sel(benchmark=names)
-    mean_sigma = noise.mean(("chain", "draw")).values
-    plugin = np.asarray(
-        _weights_per_draw(
-            jnp.asarray(np.asarray(M, dtype=np.float64)),
-            jnp.asarray(mean_sigma[None]),
-            jnp.asarray(w),
-            jnp.asarray(float(r)),
-        )
-    )[0]
-    flat = v.values.reshape(-1, len(names))
-    hdi = az.hdi(v.values.reshape(v.shape[0], v.shape[1], -1), hdi_prob=hdi_prob)
+    flat = weight_draws(prims, r)
+    mean_prims = dataclasses.replace(prims, A=prims.A[:1], d=prims.d.mean(0, keepdims=True),
+                                     F=prims.F[:1], w=prims.w[:1], estimate=None,
+                                     jackknife=None)
+    hdi = az.hdi(flat.reshape(int(chains), -1, flat.shape[1]), hdi_prob=hdi_prob)
     frame = pd.DataFrame(
         {
             "w": w,
             "mean": flat.mean(0),
-            "sd": flat.std(0, ddof=1) if flat.shape[0] > 1 else np.zeros(len(names)),
+            "sd": flat.std(0, ddof=1) if flat.shape[0] > 1 else np.zeros(flat.shape[1]),
             "hdi_3%": hdi[:, 0],
             "hdi_97%": hdi[:, 1],
-            "plugin": plugin,
-            "noise_sd": np.sqrt(noise).mean(("chain", "draw")).values,
+            "plugin": weight_draws(mean_prims, r)[0],
+            "noise_sd": np.sqrt(prims.d).mean(0),
             "p_platinum": (flat >= threshold).mean(0),
         },
-        index=pd.Index(names, name="benchmark"),
+        index=pd.Index(list(prims.items), name="benchmark"),
     )
     frame.attrs.update({"r": float(r), "threshold": float(threshold), "hdi_prob": hdi_prob})
     return frame
+
+
+def posterior_optimal_weights(idata_or_fit, M, w, r: float, *, threshold: float | None = None,
+                              benchmarks: Sequence[str] | None = None,
+                              hdi_prob: float = 0.94) -> pd.DataFrame:
+    """Deprecated: ``weights_table(primitives_from_stitching(fit, w, M=M,
+    benchmarks=benchmarks), r, threshold=threshold, chains=n_chains)``, the same frame from
+    the one weights pipeline (warns with a ``DeprecationWarning``)."""
+    warnings.warn("posterior_optimal_weights is deprecated; use platinum_jax.design."
+                  "weights_table(primitives_from_stitching(fit, w, M=M, benchmarks=...), r, "
+                  "threshold=..., chains=...) or posterior_decisions on the same primitives",
+                  DeprecationWarning, stacklevel=2)
+    prims = primitives_from_stitching(idata_or_fit, w, M=M, benchmarks=benchmarks)
+    chains = _noise_draws(idata_or_fit).sizes["chain"]
+    return weights_table(prims, r, threshold=threshold, hdi_prob=hdi_prob, chains=chains)
 
 
 _CONFIG_KEYS = ("r", "w", "M", "threshold", "benchmarks")

@@ -66,6 +66,13 @@ if TYPE_CHECKING:
         run_svi,
         svi,
     )
+    from ._bayes_fit import (
+        Posterior,
+        check_sampler_settings,
+        compare_posteriors,
+        push_forward,
+        sample_posterior,
+    )
     from ._first_order import row_mesh, shard_rows, solve_first_order
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
     from ._rosetta_layout import (
@@ -97,6 +104,11 @@ _LAZY = {
     "run_nuts": "_bayes",
     "run_svi": "_bayes",
     "svi": "_bayes",
+    "Posterior": "_bayes_fit",
+    "check_sampler_settings": "_bayes_fit",
+    "compare_posteriors": "_bayes_fit",
+    "push_forward": "_bayes_fit",
+    "sample_posterior": "_bayes_fit",
     "row_mesh": "_first_order",
     "shard_rows": "_first_order",
     "solve_first_order": "_first_order",
@@ -135,12 +147,17 @@ __all__ = [
     "MAPResult",
     "METHODS",
     "NOISE_SCALES",
+    "Posterior",
     "Problem",
     "StreamedFit",
     "Theta",
     "assemble_parameters",
     "bootstrap",
     "bootstrap_replicates",
+    "check_sampler_settings",
+    "compare_posteriors",
+    "push_forward",
+    "sample_posterior",
     "canonical_diagnostics",
     "check_diagnostics",
     "choose_chain_method",
