@@ -87,12 +87,15 @@ def _tiny_table():
     return ScoreTable.from_frame(frame)
 
 
-def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_min=20):
+def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_min=20,
+                     standardised=False):
     """The model's log joint written out by hand with scipy.stats.
 
     Benchmark anchor (default): x has D = 0, alpha = 1 and its sampled intercept and log slope
     set the scale.  ``model_anchor=(values of A and C)``: mu_C, tau_C are sampled instead.
     """
+    if model_anchor is None and not standardised:
+        return _scipy_log_joint_benchmark_anchor(table, point, likelihood, pr, centred_min)
     z_c, beta, z_s = point["capability_z"], point["intercept"], point["slope_z"]
     mi, bi = np.asarray(table.model_index), np.asarray(table.benchmark_index)
     n = len(z_c)
@@ -154,6 +157,23 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
     return lp
 
 
+def _scipy_log_joint_benchmark_anchor(table, point, likelihood, pr, centred_min):
+    """Under a benchmark anchor NUTS samples ``[v_A, c', w]`` (c = exp(eta_A) z in NumPyro's
+    isometric zero-sum basis, w = v - v_A): the standardised density at the matching
+    (v_A, z, v), times the Jacobian exp(-(n - 1) eta_A) of that linear change of variables."""
+    from numpyro.distributions.transforms import ZeroSumTransform
+
+    vec = np.asarray(point["scale_capability_slope"])
+    n = table.n_models
+    v_a, c, w = vec[0], np.asarray(ZeroSumTransform(1)(vec[1:n])), vec[n:]
+    eta_a = pr.log_slope_loc + pr.log_slope_scale * v_a
+    assert abs(c.sum()) < 1e-12 and np.isclose(np.sum(c**2), np.sum(vec[1:n] ** 2))
+    old = {k: v for k, v in point.items() if k != "scale_capability_slope"}
+    old |= {"anchor_slope_z": v_a, "capability_z": c * np.exp(-eta_a), "slope_z": w + v_a}
+    lp = _scipy_log_joint(table, old, likelihood, pr, None, centred_min, standardised=True)
+    return lp - (n - 1) * eta_a
+
+
 @pytest.mark.parametrize(
     ("likelihood", "model_anchor", "centred_min"),
     [
@@ -172,12 +192,11 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min, monkey
     table = _tiny_table()
     if model_anchor is None:
         layout_anchor = BenchmarkAnchor("x")
+        # [v_A, c' (3 isometric zero-sum coordinates of 4 capabilities), w (y's slope)]
         point = {
             "anchor_intercept": 0.9,
-            "anchor_slope_z": 0.2,
-            "capability_z": np.array([0.7, -0.2, -0.6, 0.1]),
+            "scale_capability_slope": np.array([0.2, 0.9, -0.4, 0.3, -0.5]),
             "intercept": np.array([0.4]),
-            "slope_z": np.array([-0.3]),
         }
     else:
         layout_anchor = ModelAnchor(("A", "C"), model_anchor)

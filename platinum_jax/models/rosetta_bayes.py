@@ -51,6 +51,7 @@ __all__ = [
     "Priors",
     "RosettaBayes",
     "RosettaReparameterisation",
+    "SCALE_SITE",
     "STDERR_FLOOR",
     "floor_se",
 ]
@@ -61,6 +62,10 @@ _MU_EPS = 1e-9
 # Benchmarks with at least this many scores get a centred log noise scale, the others a
 # non-centred one (see Priors).
 CENTRED_NOISE_MIN_SCORES = 20
+
+#: The site holding the anchored scale, the capabilities and the relative log slopes under a
+#: benchmark anchor (see :mod:`platinum_jax.models._rosetta_geometry`).
+SCALE_SITE = "scale_capability_slope"
 
 #: Known standard errors below this are raised to it: half of 0.01, the precision to which Epoch
 #: reports them. A reported 0.00 (a score of 0 out of n) would claim an exactly known score,
@@ -262,13 +267,17 @@ class ItemBetaBinomial(BetaBinomial):
 class RosettaReparameterisation(Reparameterisation):
     """Standardised coordinates of the Rosetta model (see :class:`Priors` for the maths).
 
-    Sites: ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per
-    free difficulty), ``slope_z`` (one per free slope), and the scale: ``capability_mu``,
-    ``capability_tau`` under a model anchor, or ``anchor_intercept`` and ``anchor_slope_z``
-    (the anchored benchmark's intercept and standardised log slope) under a benchmark anchor,
-    from which ``capability_mu`` and ``capability_tau`` follow. :meth:`parameters` returns
-    ``capability``, ``difficulty``, ``slope`` (fixed entries at their anchor values) and the
-    scale ``capability_mu``, ``capability_tau``.
+    Sites under a model anchor: ``capability_mu``, ``capability_tau`` (the scale),
+    ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per free
+    difficulty) and ``slope_z`` (one per free slope). Under a benchmark anchor (the default):
+    ``anchor_intercept`` and ``intercept`` (beta_b of the anchored and of the free benchmarks)
+    and one joint site :data:`SCALE_SITE`, ``[v_A, c', w]``: the anchored benchmark's
+    standardised log slope, the capabilities on the anchor's scale and the log slopes relative
+    to the anchor's. Those are the coordinates the likelihood reads, so the direction "every
+    z_m times k, every slope over k", which only the prior holds, is no longer one NUTS must
+    cross (see :mod:`platinum_jax.models._rosetta_geometry`); the prior is the same.
+    :meth:`parameters` returns ``capability``, ``difficulty``, ``slope`` (fixed entries at
+    their anchor values) and the scale ``capability_mu``, ``capability_tau``.
     """
 
     priors: Priors
@@ -291,14 +300,18 @@ class RosettaReparameterisation(Reparameterisation):
         if self.anchor_benchmark is None:  # two anchored models: shift and stretch sampled
             out["capability_mu"] = d.Normal(p.capability_loc, p.capability_loc_scale)
             out["capability_tau"] = d.HalfNormal(p.capability_scale)
-        # Zero-sum z: mu_C is then the mean free capability, not a shift all z_m can mimic.
-        out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(len(self.free_capability),))
-        if self.anchor_benchmark is not None:
+            # Zero-sum z: mu_C is then the mean free capability, not a shift all z_m can mimic.
+            out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(len(self.free_capability),))
+        else:
+            from ._rosetta_geometry import AnchoredScalePrior
+
             out["anchor_intercept"] = d.Normal(p.intercept_loc, p.intercept_scale)
-            out["anchor_slope_z"] = d.Normal(0.0, 1.0)
+            out[SCALE_SITE] = AnchoredScalePrior(len(self.free_capability), len(self.free_slope),
+                                                 p.log_slope_loc, p.log_slope_scale)
         out["intercept"] = d.Normal(p.intercept_loc, p.intercept_scale).expand(
             [len(self.free_difficulty)]).to_event(1)
-        out["slope_z"] = d.Normal(0.0, 1.0).expand([len(self.free_slope)]).to_event(1)
+        if self.anchor_benchmark is None:
+            out["slope_z"] = d.Normal(0.0, 1.0).expand([len(self.free_slope)]).to_event(1)
         return out
 
     def _per_benchmark_mean(self, values):
@@ -308,36 +321,61 @@ class RosettaReparameterisation(Reparameterisation):
         return total / np.maximum(count, 1)
 
     def parameters(self, values):
+        if self.anchor_benchmark is not None:
+            return self._benchmark_anchored(values)
         p = self.priors
-        mi, bi = jnp.asarray(self.model_index), jnp.asarray(self.benchmark_index)
+        mi = jnp.asarray(self.model_index)
         free_c = np.asarray(self.free_capability, dtype=int)
         free_d = np.asarray(self.free_difficulty, dtype=int)
         free_s = np.asarray(self.free_slope, dtype=int)
         z_c = values["capability_z"]
         dtype = jnp.result_type(z_c)
-        if self.anchor_benchmark is None:
-            mu_c, tau_c = values["capability_mu"], values["capability_tau"]
-        else:
-            # The anchored benchmark is sampled like any other (intercept beta_A, log slope
-            # eta_A); its fixed D_A, alpha_A then give the scale: alpha_A = exp(eta_A) / tau_C
-            # and D_A = mu_C + tau_C (zbar_A - beta_A / exp(eta_A)).
-            k = self.anchor_benchmark
-            alpha_a = self.fixed_slope[k]
-            d_a = self.fixed_difficulty[k]
-            tau_c = jnp.exp(p.log_slope_loc + p.log_slope_scale * values["anchor_slope_z"]) \
-                / alpha_a
-            # Every capability is free under a benchmark anchor, so z_c covers all models.
-            on_anchor = bi == k
-            z_bar_a = jnp.sum(jnp.where(on_anchor, z_c[mi], 0.0)) / jnp.sum(on_anchor)
-            mu_c = d_a - tau_c * z_bar_a + values["anchor_intercept"] / alpha_a
+        mu_c, tau_c = values["capability_mu"], values["capability_tau"]
         capability = jnp.asarray(self.fixed_capability, dtype).at[free_c].set(mu_c + tau_c * z_c)
         # Standardised form: alpha_b (C_m - D_b) = exp(eta_b) (z_m - zbar_b) + beta_b.
         slope = jnp.asarray(self.fixed_slope, dtype).at[free_s].set(
             jnp.exp(p.log_slope_loc + p.log_slope_scale * values["slope_z"]) / tau_c)
         z_bar = self._per_benchmark_mean(((capability - mu_c) / tau_c)[mi])
-        std_slope = (slope * tau_c)[free_d]  # exp(eta_b), or the anchor's alpha tau_C
+        std_slope = (slope * tau_c)[free_d]  # exp(eta_b)
         difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
             mu_c + tau_c * (z_bar[free_d] - values["intercept"] / std_slope))
+        return {"capability": capability, "difficulty": difficulty, "slope": slope,
+                "capability_mu": mu_c, "capability_tau": tau_c}
+
+    def _benchmark_anchored(self, values):
+        """The anchored benchmark A (fixed D_A, alpha_A) sets the scale: with v_A, c, w of
+        :data:`SCALE_SITE` (see :mod:`._rosetta_geometry`), eta_A = loc + scale v_A,
+
+            tau_C = exp(eta_A) / alpha_A,   alpha_b = alpha_A exp(scale w_b),
+            mu_C = D_A + (beta_A - cbar_A) / alpha_A,   C_m = mu_C + c_m / alpha_A,
+            D_b = mu_C + cbar_b / alpha_A - beta_b / alpha_b,
+
+        with cbar_b the mean c_m over the models scored on b: the same
+        alpha_b (C_m - D_b) = exp(eta_b) (z_m - zbar_b) + beta_b as the standardised form."""
+        from ._rosetta_geometry import zero_sum
+
+        p = self.priors
+        mi = jnp.asarray(self.model_index)
+        free_c = np.asarray(self.free_capability, dtype=int)
+        free_d = np.asarray(self.free_difficulty, dtype=int)
+        free_s = np.asarray(self.free_slope, dtype=int)
+        k = self.anchor_benchmark
+        alpha_a, d_a = self.fixed_slope[k], self.fixed_difficulty[k]
+        vec = values[SCALE_SITE]
+        dtype = jnp.result_type(vec)
+        n_c = len(free_c)
+        v_a, c_free, w = vec[0], zero_sum(vec[1:n_c]), vec[n_c:]
+        tau_c = jnp.exp(p.log_slope_loc + p.log_slope_scale * v_a) / alpha_a
+        # Every capability is free under a benchmark anchor, so c covers all models.
+        c = jnp.zeros(self.n_models, dtype).at[free_c].set(c_free)
+        c_bar = self._per_benchmark_mean(c[mi])
+        mu_c = d_a + (values["anchor_intercept"] - c_bar[k]) / alpha_a
+        capability = jnp.asarray(self.fixed_capability, dtype).at[free_c].set(
+            mu_c + c_free / alpha_a)
+        slope = jnp.asarray(self.fixed_slope, dtype).at[free_s].set(
+            alpha_a * jnp.exp(p.log_slope_scale * w))
+        difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
+            mu_c + c_bar[free_d] / alpha_a - values["intercept"] / slope[free_d])
         return {"capability": capability, "difficulty": difficulty, "slope": slope,
                 "capability_mu": mu_c, "capability_tau": tau_c}
 
