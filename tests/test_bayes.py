@@ -158,20 +158,22 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
 
 
 def _scipy_log_joint_benchmark_anchor(table, point, likelihood, pr, centred_min):
-    """Under a benchmark anchor NUTS samples ``[v_A, c', w]`` (c = exp(eta_A) z in NumPyro's
-    isometric zero-sum basis, w = v - v_A): the standardised density at the matching
-    (v_A, z, v), times the Jacobian exp(-(n - 1) eta_A) of that linear change of variables."""
+    """Under a benchmark anchor NUTS samples ``[lambda_A, z', lambda]`` (z in NumPyro's
+    isometric zero-sum basis, lambda_b = eta_b + log rms(z)): the standardised density at the
+    matching (v_A, z, v), over the constant Jacobian log_slope_scale^B of that change of
+    variables (B = 2 benchmarks)."""
     from numpyro.distributions.transforms import ZeroSumTransform
 
     vec = np.asarray(point["scale_capability_slope"])
     n = table.n_models
-    v_a, c, w = vec[0], np.asarray(ZeroSumTransform(1)(vec[1:n])), vec[n:]
-    eta_a = pr.log_slope_loc + pr.log_slope_scale * v_a
-    assert abs(c.sum()) < 1e-12 and np.isclose(np.sum(c**2), np.sum(vec[1:n] ** 2))
-    old = {k: v for k, v in point.items() if k != "scale_capability_slope"}
-    old |= {"anchor_slope_z": v_a, "capability_z": c * np.exp(-eta_a), "slope_z": w + v_a}
+    z = np.asarray(ZeroSumTransform(1)(vec[1:n]))
+    assert abs(z.sum()) < 1e-12 and np.isclose(np.sum(z**2), np.sum(vec[1:n] ** 2))
+    log_rms = np.log(np.sqrt(np.mean(z**2)))
+    v = (vec[[0, n]] - log_rms - pr.log_slope_loc) / pr.log_slope_scale  # (anchor x, y)
+    old = {k: x for k, x in point.items() if k != "scale_capability_slope"}
+    old |= {"anchor_slope_z": v[0], "capability_z": z, "slope_z": v[1:]}
     lp = _scipy_log_joint(table, old, likelihood, pr, None, centred_min, standardised=True)
-    return lp - (n - 1) * eta_a
+    return lp - 2 * np.log(pr.log_slope_scale)
 
 
 @pytest.mark.parametrize(
@@ -192,7 +194,7 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min, monkey
     table = _tiny_table()
     if model_anchor is None:
         layout_anchor = BenchmarkAnchor("x")
-        # [v_A, c' (3 isometric zero-sum coordinates of 4 capabilities), w (y's slope)]
+        # [lambda_x, z' (3 isometric zero-sum coordinates of 4 capabilities), lambda_y]
         point = {
             "anchor_intercept": 0.9,
             "scale_capability_slope": np.array([0.2, 0.9, -0.4, 0.3, -0.5]),
@@ -207,7 +209,7 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min, monkey
             "intercept": np.array([0.4, -1.2]),
             "slope_z": np.array([-0.3, 0.5]),
         }
-    pr = Priors(log_noise_loc=-2.5, intercept_scale=1.5)
+    pr = Priors(log_noise_loc=-2.5, intercept_scale=1.5, log_slope_scale=0.8)
     point |= {
         "noise_log_mu": -2.8,
         "noise_log_tau": 0.4,

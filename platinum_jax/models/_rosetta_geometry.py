@@ -5,23 +5,26 @@ slopes in the coordinates the data pin down (see
 Why a joint site: in the standardised coordinates (z ~ ZeroSumNormal(1), log slopes
 eta_b = log_slope_loc + log_slope_scale v_b) the likelihood sees only exp(eta_b) z_m, so
 multiplying every z_m by k and dividing every slope by k leaves it unchanged; only the prior
-holds that direction, and NUTS with a diagonal mass matrix crosses it slowly (every benchmark's
-slope moves along it at once). Here the sampled coordinates are the ones the likelihood reads,
+holds that direction (the rms of z is 1 to within about 1 / sqrt(2 n)), and NUTS with a
+diagonal mass matrix crosses it slowly, since every benchmark's slope moves along it at once.
+Here the likelihood reads quantities that direction leaves alone:
 
-    v_A             the anchored benchmark's standardised log slope, eta_A = loc + scale v_A,
-    c = exp(eta_A) z  capabilities on the anchor's scale (times alpha_A), zero-sum,
-    w_b = v_b - v_A   each free benchmark's log slope relative to the anchor's, over scale,
+    z               the standardised capabilities as before (zero-sum), l = log rms(z),
+    lambda_b        = eta_b + l, the log slope of benchmark b on the unit-rms scale u = z / rms(z),
+                      for every benchmark, the anchored one (lambda_A) included,
 
-a linear change of variables from (v_A, z, v) with Jacobian exp(-(n - 1) eta_A): the prior on
-the capabilities, difficulties and slopes is exactly that of :class:`Priors`, and
+and exp(eta_b) z_m = exp(lambda_b) u_m. Along the direction above only rms(z), a radial
+coordinate of z, moves. Where the anchored benchmark's own scores pin the scale only loosely
+(it shares few models with the rest), the loose direction is lambda_A alone. Both are
+directions NUTS's diagonal mass matrix fits. (v_A, z, v) -> (lambda_A, z, lambda) is a change
+of variables with constant Jacobian log_slope_scale^B (B benchmarks), so the prior on the
+capabilities, difficulties and slopes is exactly that of :class:`Priors`:
 
-    v_A ~ N(0, 1),   c | v_A ~ ZeroSumNormal(exp(eta_A)),   w_b | v_A ~ N(-v_A, 1).
+    z ~ ZeroSumNormal(1),   lambda_b | z ~ N(log_slope_loc + l(z), log_slope_scale).
 
-The scale exp(eta_A) now enters the prior only; the data fix c and w, and v_A follows from the
-spread of c (to about 1 / sqrt(2 n)) without dragging any other coordinate along. Each prior
-reads v_A, so the three are one NumPyro distribution over one vector
-``[v_A, c' (n - 1), w (n_slopes)]``, with c' the coordinates of c in NumPyro's isometric
-zero-sum basis (``ZeroSumTransform``), whose density is then that of n - 1 independent normals.
+Each lambda_b reads z, so they are one NumPyro distribution over one vector
+``[lambda_A, z' (n - 1), lambda (n_slopes)]``, z' the coordinates of z in NumPyro's isometric
+zero-sum basis (``ZeroSumTransform``), whose density is then that of n - 1 standard normals.
 """
 
 from __future__ import annotations
@@ -41,9 +44,9 @@ def zero_sum(coords):
 
 
 class AnchoredScalePrior(dist.Distribution):
-    """Joint prior of ``[v_A, c' (n_models - 1), w (n_slopes)]`` (see the module docstring):
-    v_A ~ N(0, 1), c' ~ N(0, exp(log_slope_loc + log_slope_scale v_A)) each, w_b ~ N(-v_A, 1).
-    """
+    """Joint prior of ``[lambda_A, z' (n_models - 1), lambda (n_slopes)]`` (see the module
+    docstring): z' ~ N(0, I), every lambda ~ N(log_slope_loc + log rms(z), log_slope_scale)
+    with rms(z) = |z'| / sqrt(n_models)."""
 
     support = constraints.real_vector
 
@@ -57,22 +60,24 @@ class AnchoredScalePrior(dist.Distribution):
                          validate_args=validate_args)
 
     def split(self, value):
-        """``(v_A, c', w)`` of a value (leading axes kept)."""
+        """``(lambda_A, z', lambda, log rms(z))`` of a value (leading axes kept)."""
         m = self.n_models
-        return value[..., 0], value[..., 1:m], value[..., m:]
+        z = value[..., 1:m]
+        log_rms = 0.5 * jnp.log(jnp.sum(z**2, -1) / m)
+        return value[..., 0], z, value[..., m:], log_rms
 
     def log_prob(self, value):
-        v, c, w = self.split(value)
-        eta = self.log_slope_loc + self.log_slope_scale * v
-        lp = dist.Normal(0.0, 1.0).log_prob(v)
-        lp = lp + jnp.sum(dist.Normal(0.0, jnp.exp(eta)[..., None]).log_prob(c), -1)
-        return lp + jnp.sum(dist.Normal(-v[..., None], 1.0).log_prob(w), -1)
+        lam_a, z, lam, log_rms = self.split(value)
+        loc = (self.log_slope_loc + log_rms)[..., None]
+        slopes = jnp.concatenate([lam_a[..., None], lam], -1)
+        lp = jnp.sum(dist.Normal(0.0, 1.0).log_prob(z), -1)
+        return lp + jnp.sum(dist.Normal(loc, self.log_slope_scale).log_prob(slopes), -1)
 
     def sample(self, key, sample_shape=()):
-        k_v, k_c, k_w = jax.random.split(key, 3)
+        k_z, k_s = jax.random.split(key)
         shape = tuple(sample_shape)
-        v = jax.random.normal(k_v, shape)
-        scale = jnp.exp(self.log_slope_loc + self.log_slope_scale * v)[..., None]
-        c = scale * jax.random.normal(k_c, (*shape, self.n_models - 1))
-        w = jax.random.normal(k_w, (*shape, self.n_slopes)) - v[..., None]
-        return jnp.concatenate([v[..., None], c, w], -1)
+        z = jax.random.normal(k_z, (*shape, self.n_models - 1))
+        log_rms = 0.5 * jnp.log(jnp.sum(z**2, -1, keepdims=True) / self.n_models)
+        slopes = (self.log_slope_loc + log_rms + self.log_slope_scale
+                  * jax.random.normal(k_s, (*shape, 1 + self.n_slopes)))
+        return jnp.concatenate([slopes[..., :1], z, slopes[..., 1:]], -1)

@@ -271,11 +271,12 @@ class RosettaReparameterisation(Reparameterisation):
     ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per free
     difficulty) and ``slope_z`` (one per free slope). Under a benchmark anchor (the default):
     ``anchor_intercept`` and ``intercept`` (beta_b of the anchored and of the free benchmarks)
-    and one joint site :data:`SCALE_SITE`, ``[v_A, c', w]``: the anchored benchmark's
-    standardised log slope, the capabilities on the anchor's scale and the log slopes relative
-    to the anchor's. Those are the coordinates the likelihood reads, so the direction "every
-    z_m times k, every slope over k", which only the prior holds, is no longer one NUTS must
-    cross (see :mod:`platinum_jax.models._rosetta_geometry`); the prior is the same.
+    and one joint site :data:`SCALE_SITE`, ``[lambda_A, z', lambda]``: the standardised
+    capabilities z and every benchmark's log slope on the unit-rms scale z / rms(z), the
+    anchored one first. The likelihood reads only z / rms(z) and the lambdas, so the direction
+    "every z_m times k, every slope over k", which only the prior holds, moves rms(z) alone
+    instead of every slope at once (see :mod:`platinum_jax.models._rosetta_geometry`); the
+    prior is the same.
     :meth:`parameters` returns ``capability``, ``difficulty``, ``slope`` (fixed entries at
     their anchor values) and the scale ``capability_mu``, ``capability_tau``.
     """
@@ -343,18 +344,18 @@ class RosettaReparameterisation(Reparameterisation):
                 "capability_mu": mu_c, "capability_tau": tau_c}
 
     def _benchmark_anchored(self, values):
-        """The anchored benchmark A (fixed D_A, alpha_A) sets the scale: with v_A, c, w of
-        :data:`SCALE_SITE` (see :mod:`._rosetta_geometry`), eta_A = loc + scale v_A,
+        """The anchored benchmark A (fixed D_A, alpha_A) sets the scale. With lambda_A, z,
+        lambda of :data:`SCALE_SITE` (see :mod:`._rosetta_geometry`), u = z / rms(z) and
+        c = exp(lambda_A) u (the capabilities on the anchor's scale, times alpha_A):
 
-            tau_C = exp(eta_A) / alpha_A,   alpha_b = alpha_A exp(scale w_b),
-            mu_C = D_A + (beta_A - cbar_A) / alpha_A,   C_m = mu_C + c_m / alpha_A,
+            alpha_b = alpha_A exp(lambda_b - lambda_A),   tau_C = exp(lambda_A) / (rms(z) alpha_A),
+            mu_C = D_A + (beta_A - cbar_A) / alpha_A,      C_m = mu_C + c_m / alpha_A,
             D_b = mu_C + cbar_b / alpha_A - beta_b / alpha_b,
 
         with cbar_b the mean c_m over the models scored on b: the same
         alpha_b (C_m - D_b) = exp(eta_b) (z_m - zbar_b) + beta_b as the standardised form."""
         from ._rosetta_geometry import zero_sum
 
-        p = self.priors
         mi = jnp.asarray(self.model_index)
         free_c = np.asarray(self.free_capability, dtype=int)
         free_d = np.asarray(self.free_difficulty, dtype=int)
@@ -364,8 +365,10 @@ class RosettaReparameterisation(Reparameterisation):
         vec = values[SCALE_SITE]
         dtype = jnp.result_type(vec)
         n_c = len(free_c)
-        v_a, c_free, w = vec[0], zero_sum(vec[1:n_c]), vec[n_c:]
-        tau_c = jnp.exp(p.log_slope_loc + p.log_slope_scale * v_a) / alpha_a
+        lam_a, z, lam = vec[0], zero_sum(vec[1:n_c]), vec[n_c:]
+        rms = jnp.sqrt(jnp.sum(vec[1:n_c] ** 2) / n_c)
+        c_free = jnp.exp(lam_a) * z / rms
+        tau_c = jnp.exp(lam_a) / (rms * alpha_a)
         # Every capability is free under a benchmark anchor, so c covers all models.
         c = jnp.zeros(self.n_models, dtype).at[free_c].set(c_free)
         c_bar = self._per_benchmark_mean(c[mi])
@@ -373,7 +376,7 @@ class RosettaReparameterisation(Reparameterisation):
         capability = jnp.asarray(self.fixed_capability, dtype).at[free_c].set(
             mu_c + c_free / alpha_a)
         slope = jnp.asarray(self.fixed_slope, dtype).at[free_s].set(
-            alpha_a * jnp.exp(p.log_slope_scale * w))
+            alpha_a * jnp.exp(lam - lam_a))
         difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
             mu_c + c_bar[free_d] / alpha_a - values["intercept"] / slope[free_d])
         return {"capability": capability, "difficulty": difficulty, "slope": slope,
