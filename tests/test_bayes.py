@@ -158,21 +158,31 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
 
 
 def _scipy_log_joint_benchmark_anchor(table, point, likelihood, pr, centred_min):
-    """Under a benchmark anchor NUTS samples ``[lambda_A, z', lambda]`` (z in NumPyro's
-    isometric zero-sum basis, lambda_b = eta_b + log rms(z)): the standardised density at the
-    matching (v_A, z, v), over the constant Jacobian log_slope_scale^B of that change of
-    variables (B = 2 benchmarks)."""
+    """Under a benchmark anchor NUTS samples ``[lambda_A, l, y, lambda]``: z = sqrt(n) exp(l)
+    y / |y| (y in NumPyro's isometric zero-sum basis) and lambda_b = eta_b + l. Density: the
+    standardised one at the matching (v_A, z, v), with z's ZeroSumNormal density traded for
+    that of its polar parts (l: sqrt(n) exp(l) ~ chi(n - 1); y: radius ~ N(sqrt(n - 1), 0.25)
+    truncated at 0, direction uniform), over the Jacobian log_slope_scale^2 of v -> lambda."""
     from numpyro.distributions.transforms import ZeroSumTransform
+    from scipy.special import gammaln
 
     vec = np.asarray(point["scale_capability_slope"])
-    n = table.n_models
-    z = np.asarray(ZeroSumTransform(1)(vec[1:n]))
-    assert abs(z.sum()) < 1e-12 and np.isclose(np.sum(z**2), np.sum(vec[1:n] ** 2))
-    log_rms = np.log(np.sqrt(np.mean(z**2)))
-    v = (vec[[0, n]] - log_rms - pr.log_slope_loc) / pr.log_slope_scale  # (anchor x, y)
-    old = {k: x for k, x in point.items() if k != "scale_capability_slope"}
+    n, k = table.n_models, table.n_models - 1
+    log_rms, y = vec[1], vec[2 : n + 1]
+    y_sum0 = np.asarray(ZeroSumTransform(1)(y))
+    assert abs(y_sum0.sum()) < 1e-12 and np.isclose(np.sum(y_sum0**2), np.sum(y**2))
+    z = np.sqrt(n) * np.exp(log_rms) * y_sum0 / np.linalg.norm(y)
+    v = (vec[[0, n + 1]] - log_rms - pr.log_slope_loc) / pr.log_slope_scale  # (anchor x, y)
+    old = {key: x for key, x in point.items() if key != "scale_capability_slope"}
     old |= {"anchor_slope_z": v[0], "capability_z": z, "slope_z": v[1:]}
     lp = _scipy_log_joint(table, old, likelihood, pr, None, centred_min, standardised=True)
+    lp -= st.norm.logpdf(z).sum() - st.norm.logpdf(0.0)  # z's zero-sum normal density
+    rho = np.sqrt(n) * np.exp(log_rms)
+    lp += st.chi.logpdf(rho, k) + np.log(rho)
+    r = np.linalg.norm(y)
+    sphere = np.log(2) + 0.5 * k * np.log(np.pi) - gammaln(0.5 * k)  # area of S^(k-1)
+    lp += st.truncnorm.logpdf(r, -np.sqrt(k) / 0.25, np.inf, np.sqrt(k), 0.25)
+    lp -= sphere + (k - 1) * np.log(r)
     return lp - 2 * np.log(pr.log_slope_scale)
 
 
@@ -194,10 +204,10 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min, monkey
     table = _tiny_table()
     if model_anchor is None:
         layout_anchor = BenchmarkAnchor("x")
-        # [lambda_x, z' (3 isometric zero-sum coordinates of 4 capabilities), lambda_y]
+        # [lambda_x, log rms z, y (3 isometric zero-sum coordinates), lambda_y]
         point = {
             "anchor_intercept": 0.9,
-            "scale_capability_slope": np.array([0.2, 0.9, -0.4, 0.3, -0.5]),
+            "scale_capability_slope": np.array([0.2, -0.1, 1.2, -0.4, 0.9, -0.5]),
             "intercept": np.array([0.4]),
         }
     else:

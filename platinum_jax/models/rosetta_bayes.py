@@ -271,9 +271,9 @@ class RosettaReparameterisation(Reparameterisation):
     ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per free
     difficulty) and ``slope_z`` (one per free slope). Under a benchmark anchor (the default):
     ``anchor_intercept`` and ``intercept`` (beta_b of the anchored and of the free benchmarks)
-    and one joint site :data:`SCALE_SITE`, ``[lambda_A, z', lambda]``: the standardised
-    capabilities z and every benchmark's log slope on the unit-rms scale z / rms(z), the
-    anchored one first. The likelihood reads only z / rms(z) and the lambdas, so the direction
+    and one joint site :data:`SCALE_SITE`, ``[lambda_A, l, y, lambda]``: the standardised
+    capabilities z = sqrt(n) exp(l) y / |y| in polar form and every benchmark's log slope on
+    the unit-rms scale z / rms(z), the anchored one first. The likelihood reads only z / rms(z) and the lambdas, so the direction
     "every z_m times k, every slope over k", which only the prior holds, moves rms(z) alone
     instead of every slope at once (see :mod:`platinum_jax.models._rosetta_geometry`); the
     prior is the same.
@@ -344,17 +344,17 @@ class RosettaReparameterisation(Reparameterisation):
                 "capability_mu": mu_c, "capability_tau": tau_c}
 
     def _benchmark_anchored(self, values):
-        """The anchored benchmark A (fixed D_A, alpha_A) sets the scale. With lambda_A, z,
+        """The anchored benchmark A (fixed D_A, alpha_A) sets the scale. With lambda_A, l, y,
         lambda of :data:`SCALE_SITE` (see :mod:`._rosetta_geometry`), u = z / rms(z) and
         c = exp(lambda_A) u (the capabilities on the anchor's scale, times alpha_A):
 
-            alpha_b = alpha_A exp(lambda_b - lambda_A),   tau_C = exp(lambda_A) / (rms(z) alpha_A),
+            alpha_b = alpha_A exp(lambda_b - lambda_A),   tau_C = exp(lambda_A - l) / alpha_A,
             mu_C = D_A + (beta_A - cbar_A) / alpha_A,      C_m = mu_C + c_m / alpha_A,
             D_b = mu_C + cbar_b / alpha_A - beta_b / alpha_b,
 
         with cbar_b the mean c_m over the models scored on b: the same
         alpha_b (C_m - D_b) = exp(eta_b) (z_m - zbar_b) + beta_b as the standardised form."""
-        from ._rosetta_geometry import zero_sum
+        from ._rosetta_geometry import AnchoredScalePrior
 
         mi = jnp.asarray(self.model_index)
         free_c = np.asarray(self.free_capability, dtype=int)
@@ -364,11 +364,11 @@ class RosettaReparameterisation(Reparameterisation):
         alpha_a, d_a = self.fixed_slope[k], self.fixed_difficulty[k]
         vec = values[SCALE_SITE]
         dtype = jnp.result_type(vec)
-        n_c = len(free_c)
-        lam_a, z, lam = vec[0], zero_sum(vec[1:n_c]), vec[n_c:]
-        rms = jnp.sqrt(jnp.sum(vec[1:n_c] ** 2) / n_c)
-        c_free = jnp.exp(lam_a) * z / rms
-        tau_c = jnp.exp(lam_a) / (rms * alpha_a)
+        prior = AnchoredScalePrior(len(free_c), len(free_s), 0.0, 1.0)
+        lam_a, log_rms, _, lam = prior.split(vec)
+        _, u = prior.standardised(vec)
+        c_free = jnp.exp(lam_a) * u
+        tau_c = jnp.exp(lam_a - log_rms) / alpha_a
         # Every capability is free under a benchmark anchor, so c covers all models.
         c = jnp.zeros(self.n_models, dtype).at[free_c].set(c_free)
         c_bar = self._per_benchmark_mean(c[mi])
