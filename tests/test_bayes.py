@@ -158,32 +158,22 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
 
 
 def _scipy_log_joint_benchmark_anchor(table, point, likelihood, pr, centred_min):
-    """Under a benchmark anchor NUTS samples ``[lambda_A, l, y, lambda]``: z = sqrt(n) exp(l)
-    y / |y| (y in NumPyro's isometric zero-sum basis) and lambda_b = eta_b + l. Density: the
-    standardised one at the matching (v_A, z, v), with z's ZeroSumNormal density traded for
-    that of its polar parts (l: sqrt(n) exp(l) ~ chi(n - 1); y: radius ~ N(sqrt(n - 1), 0.25)
-    truncated at 0, direction uniform), over the Jacobian log_slope_scale^2 of v -> lambda."""
+    """Under a benchmark anchor NUTS samples ``[v_R, c', w]``: R = x (the benchmark with the
+    most scores), c = exp(eta_R) z in NumPyro's isometric zero-sum basis, w_y = v_y - v_R.
+    Density: the standardised one at the matching (v, z) times the Jacobian
+    exp(-(n - 1) eta_R) of that linear change of variables."""
     from numpyro.distributions.transforms import ZeroSumTransform
-    from scipy.special import gammaln
 
-    vec = np.asarray(point["scale_capability_slope"])
-    n, k = table.n_models, table.n_models - 1
-    log_rms, y = vec[1], vec[2 : n + 1]
-    y_sum0 = np.asarray(ZeroSumTransform(1)(y))
-    assert abs(y_sum0.sum()) < 1e-12 and np.isclose(np.sum(y_sum0**2), np.sum(y**2))
-    z = np.sqrt(n) * np.exp(log_rms) * y_sum0 / np.linalg.norm(y)
-    v = (vec[[0, n + 1]] - log_rms - pr.log_slope_loc) / pr.log_slope_scale  # (anchor x, y)
-    old = {key: x for key, x in point.items() if key != "scale_capability_slope"}
-    old |= {"anchor_slope_z": v[0], "capability_z": z, "slope_z": v[1:]}
+    vec = np.asarray(point["scale_capability_slope_z"])
+    n = table.n_models
+    assert np.bincount(np.asarray(table.benchmark_index)).argmax() == 0  # R = x
+    v_r, c, w = vec[0], np.asarray(ZeroSumTransform(1)(vec[1:n])), vec[n:]
+    assert abs(c.sum()) < 1e-12 and np.isclose(np.sum(c**2), np.sum(vec[1:n] ** 2))
+    eta_r = pr.log_slope_loc + pr.log_slope_scale * v_r
+    old = {k: x for k, x in point.items() if k != "scale_capability_slope_z"}
+    old |= {"anchor_slope_z": v_r, "capability_z": c * np.exp(-eta_r), "slope_z": w + v_r}
     lp = _scipy_log_joint(table, old, likelihood, pr, None, centred_min, standardised=True)
-    lp -= st.norm.logpdf(z).sum() - st.norm.logpdf(0.0)  # z's zero-sum normal density
-    rho = np.sqrt(n) * np.exp(log_rms)
-    lp += st.chi.logpdf(rho, k) + np.log(rho)
-    r = np.linalg.norm(y)
-    sphere = np.log(2) + 0.5 * k * np.log(np.pi) - gammaln(0.5 * k)  # area of S^(k-1)
-    lp += st.truncnorm.logpdf(r, -np.sqrt(k) / 0.25, np.inf, np.sqrt(k), 0.25)
-    lp -= sphere + (k - 1) * np.log(r)
-    return lp - 2 * np.log(pr.log_slope_scale)
+    return lp - (n - 1) * eta_r
 
 
 @pytest.mark.parametrize(
@@ -201,10 +191,10 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min):
     table = _tiny_table()
     if model_anchor is None:
         layout_anchor = BenchmarkAnchor("x")
-        # [lambda_x, log rms z, y (3 isometric zero-sum coordinates), lambda_y]
+        # [v_x, c' (3 isometric zero-sum coordinates of 4 capabilities), w_y]
         point = {
             "anchor_intercept": 0.9,
-            "scale_capability_slope": np.array([0.2, -0.1, 1.2, -0.4, 0.9, -0.5]),
+            "scale_capability_slope_z": np.array([0.2, 1.2, -0.4, 0.9, -0.5]),
             "intercept": np.array([0.4]),
         }
     else:

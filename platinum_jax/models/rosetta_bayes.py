@@ -84,8 +84,9 @@ _MU_EPS = 1e-9
 CENTRED_NOISE_MIN_SCORES = 20
 
 #: The site holding the anchored scale, the capabilities and the relative log slopes under a
-#: benchmark anchor (see :mod:`platinum_jax.models._rosetta_geometry`).
-SCALE_SITE = "scale_capability_slope"
+#: benchmark anchor (see :mod:`platinum_jax.models._rosetta_geometry`); like ``capability_z`` a
+#: standardised coordinate (``_z``), which summaries leave to its named twins.
+SCALE_SITE = "scale_capability_slope_z"
 
 
 
@@ -287,12 +288,12 @@ class RosettaReparameterisation(Reparameterisation):
     ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per free
     difficulty) and ``slope_z`` (one per free slope). Under a benchmark anchor (the default):
     ``anchor_intercept`` and ``intercept`` (beta_b of the anchored and of the free benchmarks)
-    and one joint site :data:`SCALE_SITE`, ``[lambda_A, l, y, lambda]``: the standardised
-    capabilities z = sqrt(n) exp(l) y / |y| in polar form and every benchmark's log slope on
-    the unit-rms scale z / rms(z), the anchored one first. The likelihood reads only z / rms(z) and the lambdas, so the direction
-    "every z_m times k, every slope over k", which only the prior holds, moves rms(z) alone
-    instead of every slope at once (see :mod:`platinum_jax.models._rosetta_geometry`); the
-    prior is the same.
+    and one joint site :data:`SCALE_SITE`, ``[v_R, c', w]``: the standardised log slope of
+    a reference benchmark R (the one with the most scores), the capabilities on R's scale and
+    every other benchmark's log slope relative to R's. The data fix c and w, so the direction
+    "every z_m times k, every slope over k", which only the prior holds, is v_R alone instead
+    of every slope at once (see :mod:`platinum_jax.models._rosetta_geometry`); the prior is
+    the same.
     :meth:`parameters` returns ``capability``, ``difficulty``, ``slope`` (fixed entries at
     their anchor values) and the scale ``capability_mu``, ``capability_tau``.
     """
@@ -320,11 +321,12 @@ class RosettaReparameterisation(Reparameterisation):
             # Zero-sum z: mu_C is then the mean free capability, not a shift all z_m can mimic.
             out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(len(self.free_capability),))
         else:
-            from ._rosetta_geometry import AnchoredScalePrior
+            from ._rosetta_geometry import ReferenceScalePrior
 
             out["anchor_intercept"] = d.Normal(p.intercept_loc, p.intercept_scale)
-            out[SCALE_SITE] = AnchoredScalePrior(len(self.free_capability), len(self.free_slope),
-                                                 p.log_slope_loc, p.log_slope_scale)
+            out[SCALE_SITE] = ReferenceScalePrior(len(self.free_capability),
+                                                  self.n_benchmarks - 1, p.log_slope_loc,
+                                                  p.log_slope_scale)
         out["intercept"] = d.Normal(p.intercept_loc, p.intercept_scale).expand(
             [len(self.free_difficulty)]).to_event(1)
         if self.anchor_benchmark is None:
@@ -359,42 +361,43 @@ class RosettaReparameterisation(Reparameterisation):
         return {"capability": capability, "difficulty": difficulty, "slope": slope,
                 "capability_mu": mu_c, "capability_tau": tau_c}
 
+    def reference_benchmark(self) -> int:
+        """R of :data:`SCALE_SITE`: the benchmark with the most scores (the first on ties)."""
+        return int(np.argmax(np.bincount(np.asarray(self.benchmark_index),
+                                         minlength=self.n_benchmarks)))
+
     def _benchmark_anchored(self, values):
-        """The anchored benchmark A (fixed D_A, alpha_A) sets the scale. With lambda_A, l, y,
-        lambda of :data:`SCALE_SITE` (see :mod:`._rosetta_geometry`), u = z / rms(z) and
-        c = exp(lambda_A) u (the capabilities on the anchor's scale, times alpha_A):
+        """The anchored benchmark A (fixed D_A, alpha_A) sets the scale. With v_R, c, w of
+        :data:`SCALE_SITE` (see :mod:`._rosetta_geometry`), eta_R = loc + scale v_R and
+        eta_b = eta_R + scale w_b (w_R = 0): z = c exp(-eta_R), tau_C = exp(eta_A) / alpha_A,
+        mu_C = D_A - tau_C zbar_A + beta_A / alpha_A, C_m = mu_C + tau_C z_m,
+        alpha_b = exp(eta_b) / tau_C, D_b = mu_C + tau_C (zbar_b - beta_b / exp(eta_b))."""
+        from ._rosetta_geometry import zero_sum
 
-            alpha_b = alpha_A exp(lambda_b - lambda_A),   tau_C = exp(lambda_A - l) / alpha_A,
-            mu_C = D_A + (beta_A - cbar_A) / alpha_A,      C_m = mu_C + c_m / alpha_A,
-            D_b = mu_C + cbar_b / alpha_A - beta_b / alpha_b,
-
-        with cbar_b the mean c_m over the models scored on b: the same
-        alpha_b (C_m - D_b) = exp(eta_b) (z_m - zbar_b) + beta_b as the standardised form."""
-        from ._rosetta_geometry import AnchoredScalePrior
-
+        p = self.priors
         mi = jnp.asarray(self.model_index)
         free_c = np.asarray(self.free_capability, dtype=int)
         free_d = np.asarray(self.free_difficulty, dtype=int)
         free_s = np.asarray(self.free_slope, dtype=int)
-        k = self.anchor_benchmark
+        k, ref = self.anchor_benchmark, self.reference_benchmark()
+        others = np.array([b for b in range(self.n_benchmarks) if b != ref], dtype=int)
         alpha_a, d_a = self.fixed_slope[k], self.fixed_difficulty[k]
         vec = values[SCALE_SITE]
         dtype = jnp.result_type(vec)
-        prior = AnchoredScalePrior(len(free_c), len(free_s), 0.0, 1.0)
-        lam_a, log_rms, _, lam = prior.split(vec)
-        _, u = prior.standardised(vec)
-        c_free = jnp.exp(lam_a) * u
-        tau_c = jnp.exp(lam_a - log_rms) / alpha_a
-        # Every capability is free under a benchmark anchor, so c covers all models.
-        c = jnp.zeros(self.n_models, dtype).at[free_c].set(c_free)
-        c_bar = self._per_benchmark_mean(c[mi])
-        mu_c = d_a + (values["anchor_intercept"] - c_bar[k]) / alpha_a
+        n_c = len(free_c)
+        v_r, c_free, w = vec[0], zero_sum(vec[1:n_c]), vec[n_c:]
+        eta_r = p.log_slope_loc + p.log_slope_scale * v_r
+        eta = jnp.full(self.n_benchmarks, eta_r, dtype).at[others].add(p.log_slope_scale * w)
+        tau_c = jnp.exp(eta[k]) / alpha_a
+        # Every capability is free under a benchmark anchor, so z covers all models.
+        z = jnp.zeros(self.n_models, dtype).at[free_c].set(c_free * jnp.exp(-eta_r))
+        z_bar = self._per_benchmark_mean(z[mi])
+        mu_c = d_a - tau_c * z_bar[k] + values["anchor_intercept"] / alpha_a
         capability = jnp.asarray(self.fixed_capability, dtype).at[free_c].set(
-            mu_c + c_free / alpha_a)
-        slope = jnp.asarray(self.fixed_slope, dtype).at[free_s].set(
-            alpha_a * jnp.exp(lam - lam_a))
+            mu_c + tau_c * z[free_c])
+        slope = jnp.asarray(self.fixed_slope, dtype).at[free_s].set(jnp.exp(eta[free_s]) / tau_c)
         difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
-            mu_c + c_bar[free_d] / alpha_a - values["intercept"] / slope[free_d])
+            mu_c + tau_c * (z_bar[free_d] - values["intercept"] / jnp.exp(eta[free_d])))
         return {"capability": capability, "difficulty": difficulty, "slope": slope,
                 "capability_mu": mu_c, "capability_tau": tau_c}
 
