@@ -71,7 +71,6 @@ __all__ = [
     "Priors",
     "RosettaBayes",
     "RosettaReparameterisation",
-    "SCALE_SITE",
     "STDERR_FLOOR",
     "floor_se",
 ]
@@ -82,12 +81,6 @@ _MU_EPS = 1e-9
 # Benchmarks with at least this many scores get a centred log noise scale, the others a
 # non-centred one (see Priors).
 CENTRED_NOISE_MIN_SCORES = 20
-
-#: The site holding the anchored scale, the capabilities and the relative log slopes under a
-#: benchmark anchor (see :mod:`platinum_jax.models._rosetta_geometry`); like ``capability_z`` a
-#: standardised coordinate (``_z``), which summaries leave to its named twins.
-SCALE_SITE = "scale_capability_slope_z"
-
 
 
 def _dist():
@@ -284,18 +277,13 @@ class ItemBetaBinomial(BetaBinomial):
 class RosettaReparameterisation(Reparameterisation):
     """Standardised coordinates of the Rosetta model (see :class:`Priors` for the maths).
 
-    Sites under a model anchor: ``capability_mu``, ``capability_tau`` (the scale),
-    ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per free
-    difficulty) and ``slope_z`` (one per free slope). Under a benchmark anchor (the default):
-    ``anchor_intercept`` and ``intercept`` (beta_b of the anchored and of the free benchmarks)
-    and one joint site :data:`SCALE_SITE`, ``[v_R, c', w]``: the standardised log slope of
-    a reference benchmark R (the one with the most scores), the capabilities on R's scale and
-    every other benchmark's log slope relative to R's. The data fix c and w, so the direction
-    "every z_m times k, every slope over k", which only the prior holds, is v_R alone instead
-    of every slope at once (see :mod:`platinum_jax.models._rosetta_geometry`); the prior is
-    the same.
-    :meth:`parameters` returns ``capability``, ``difficulty``, ``slope`` (fixed entries at
-    their anchor values) and the scale ``capability_mu``, ``capability_tau``.
+    Sites: ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per
+    free difficulty), ``slope_z`` (one per free slope), and the scale: ``capability_mu``,
+    ``capability_tau`` under a model anchor, or ``anchor_intercept`` and ``anchor_slope_z``
+    (the anchored benchmark's intercept and standardised log slope) under a benchmark anchor,
+    from which ``capability_mu`` and ``capability_tau`` follow. :meth:`parameters` returns
+    ``capability``, ``difficulty``, ``slope`` (fixed entries at their anchor values) and the
+    scale ``capability_mu``, ``capability_tau``.
     """
 
     priors: Priors
@@ -318,19 +306,14 @@ class RosettaReparameterisation(Reparameterisation):
         if self.anchor_benchmark is None:  # two anchored models: shift and stretch sampled
             out["capability_mu"] = d.Normal(p.capability_loc, p.capability_loc_scale)
             out["capability_tau"] = d.HalfNormal(p.capability_scale)
-            # Zero-sum z: mu_C is then the mean free capability, not a shift all z_m can mimic.
-            out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(len(self.free_capability),))
-        else:
-            from ._rosetta_geometry import ReferenceScalePrior
-
+        # Zero-sum z: mu_C is then the mean free capability, not a shift all z_m can mimic.
+        out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(len(self.free_capability),))
+        if self.anchor_benchmark is not None:
             out["anchor_intercept"] = d.Normal(p.intercept_loc, p.intercept_scale)
-            out[SCALE_SITE] = ReferenceScalePrior(len(self.free_capability),
-                                                  self.n_benchmarks - 1, p.log_slope_loc,
-                                                  p.log_slope_scale)
+            out["anchor_slope_z"] = d.Normal(0.0, 1.0)
         out["intercept"] = d.Normal(p.intercept_loc, p.intercept_scale).expand(
             [len(self.free_difficulty)]).to_event(1)
-        if self.anchor_benchmark is None:
-            out["slope_z"] = d.Normal(0.0, 1.0).expand([len(self.free_slope)]).to_event(1)
+        out["slope_z"] = d.Normal(0.0, 1.0).expand([len(self.free_slope)]).to_event(1)
         return out
 
     def _per_benchmark_mean(self, values):
@@ -340,64 +323,36 @@ class RosettaReparameterisation(Reparameterisation):
         return total / np.maximum(count, 1)
 
     def parameters(self, values):
-        if self.anchor_benchmark is not None:
-            return self._benchmark_anchored(values)
         p = self.priors
-        mi = jnp.asarray(self.model_index)
+        mi, bi = jnp.asarray(self.model_index), jnp.asarray(self.benchmark_index)
         free_c = np.asarray(self.free_capability, dtype=int)
         free_d = np.asarray(self.free_difficulty, dtype=int)
         free_s = np.asarray(self.free_slope, dtype=int)
         z_c = values["capability_z"]
         dtype = jnp.result_type(z_c)
-        mu_c, tau_c = values["capability_mu"], values["capability_tau"]
+        if self.anchor_benchmark is None:
+            mu_c, tau_c = values["capability_mu"], values["capability_tau"]
+        else:
+            # The anchored benchmark is sampled like any other (intercept beta_A, log slope
+            # eta_A); its fixed D_A, alpha_A then give the scale: alpha_A = exp(eta_A) / tau_C
+            # and D_A = mu_C + tau_C (zbar_A - beta_A / exp(eta_A)).
+            k = self.anchor_benchmark
+            alpha_a = self.fixed_slope[k]
+            d_a = self.fixed_difficulty[k]
+            tau_c = jnp.exp(p.log_slope_loc + p.log_slope_scale * values["anchor_slope_z"]) \
+                / alpha_a
+            # Every capability is free under a benchmark anchor, so z_c covers all models.
+            on_anchor = bi == k
+            z_bar_a = jnp.sum(jnp.where(on_anchor, z_c[mi], 0.0)) / jnp.sum(on_anchor)
+            mu_c = d_a - tau_c * z_bar_a + values["anchor_intercept"] / alpha_a
         capability = jnp.asarray(self.fixed_capability, dtype).at[free_c].set(mu_c + tau_c * z_c)
         # Standardised form: alpha_b (C_m - D_b) = exp(eta_b) (z_m - zbar_b) + beta_b.
         slope = jnp.asarray(self.fixed_slope, dtype).at[free_s].set(
             jnp.exp(p.log_slope_loc + p.log_slope_scale * values["slope_z"]) / tau_c)
         z_bar = self._per_benchmark_mean(((capability - mu_c) / tau_c)[mi])
-        std_slope = (slope * tau_c)[free_d]  # exp(eta_b)
+        std_slope = (slope * tau_c)[free_d]  # exp(eta_b), or the anchor's alpha tau_C
         difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
             mu_c + tau_c * (z_bar[free_d] - values["intercept"] / std_slope))
-        return {"capability": capability, "difficulty": difficulty, "slope": slope,
-                "capability_mu": mu_c, "capability_tau": tau_c}
-
-    def reference_benchmark(self) -> int:
-        """R of :data:`SCALE_SITE`: the benchmark with the most scores (the first on ties)."""
-        return int(np.argmax(np.bincount(np.asarray(self.benchmark_index),
-                                         minlength=self.n_benchmarks)))
-
-    def _benchmark_anchored(self, values):
-        """The anchored benchmark A (fixed D_A, alpha_A) sets the scale. With v_R, c, w of
-        :data:`SCALE_SITE` (see :mod:`._rosetta_geometry`), eta_R = loc + scale v_R and
-        eta_b = eta_R + scale w_b (w_R = 0): z = c exp(-eta_R), tau_C = exp(eta_A) / alpha_A,
-        mu_C = D_A - tau_C zbar_A + beta_A / alpha_A, C_m = mu_C + tau_C z_m,
-        alpha_b = exp(eta_b) / tau_C, D_b = mu_C + tau_C (zbar_b - beta_b / exp(eta_b))."""
-        from ._rosetta_geometry import zero_sum
-
-        p = self.priors
-        mi = jnp.asarray(self.model_index)
-        free_c = np.asarray(self.free_capability, dtype=int)
-        free_d = np.asarray(self.free_difficulty, dtype=int)
-        free_s = np.asarray(self.free_slope, dtype=int)
-        k, ref = self.anchor_benchmark, self.reference_benchmark()
-        others = np.array([b for b in range(self.n_benchmarks) if b != ref], dtype=int)
-        alpha_a, d_a = self.fixed_slope[k], self.fixed_difficulty[k]
-        vec = values[SCALE_SITE]
-        dtype = jnp.result_type(vec)
-        n_c = len(free_c)
-        v_r, c_free, w = vec[0], zero_sum(vec[1:n_c]), vec[n_c:]
-        eta_r = p.log_slope_loc + p.log_slope_scale * v_r
-        eta = jnp.full(self.n_benchmarks, eta_r, dtype).at[others].add(p.log_slope_scale * w)
-        tau_c = jnp.exp(eta[k]) / alpha_a
-        # Every capability is free under a benchmark anchor, so z covers all models.
-        z = jnp.zeros(self.n_models, dtype).at[free_c].set(c_free * jnp.exp(-eta_r))
-        z_bar = self._per_benchmark_mean(z[mi])
-        mu_c = d_a - tau_c * z_bar[k] + values["anchor_intercept"] / alpha_a
-        capability = jnp.asarray(self.fixed_capability, dtype).at[free_c].set(
-            mu_c + tau_c * z[free_c])
-        slope = jnp.asarray(self.fixed_slope, dtype).at[free_s].set(jnp.exp(eta[free_s]) / tau_c)
-        difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
-            mu_c + tau_c * (z_bar[free_d] - values["intercept"] / jnp.exp(eta[free_d])))
         return {"capability": capability, "difficulty": difficulty, "slope": slope,
                 "capability_mu": mu_c, "capability_tau": tau_c}
 
