@@ -25,7 +25,8 @@ left out at random; then the paper's filter, models on at least four benchmarks,
 largest connected part), each fitted with every seed of ``--seeds``. Every run must pass the
 bars; one JSON line per run, and the exit status is 1 when any fails.
 
-    python benchmarks/bench_bayes_defaults.py --sweep --subsets 2 --seeds 0 1   # minutes
+    python benchmarks/bench_bayes_defaults.py --sweep --seeds 0 1 2   # 4 tables x 3 seeds
+    python benchmarks/bench_bayes_defaults.py --sweep --first-subset 1 --seeds 1   # subsets only
 """
 
 from __future__ import annotations
@@ -92,8 +93,7 @@ def sweep(args) -> int:
     from platinum_jax._runtime import enable_float64
 
     enable_float64()
-    from platinum_jax.stitching._epoch import EpochDataWarning
-
+    from platinum_jax.importers import EpochDataWarning
     from platinum_jax.stitching import ScoreTable
     from platinum_jax.stitching.bayes import fit_stitching_bayes
 
@@ -101,7 +101,7 @@ def sweep(args) -> int:
         warnings.simplefilter("ignore", EpochDataWarning)
         full = ScoreTable.from_epoch(EPOCH_RAW)
     failed = 0
-    for k in range(args.subsets):
+    for k in range(args.first_subset, args.subsets):
         table = random_subset(full, k, args.drop)
         for seed in args.seeds:
             start = time.perf_counter()
@@ -130,8 +130,10 @@ def main(argv=None) -> int:
                         help="4 chains x 300 draws after 300 warmup, with the bars scaled")
     parser.add_argument("--sweep", action="store_true",
                         help="the whole raw directory and random subsets, several seeds")
-    parser.add_argument("--subsets", type=int, default=3,
-                        help="--sweep: subsets, the first the whole table (default 3)")
+    parser.add_argument("--subsets", type=int, default=4,
+                        help="--sweep: subsets, the first the whole table (default 4)")
+    parser.add_argument("--first-subset", type=int, default=0,
+                        help="--sweep: start at this subset (0 = the whole table)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
                         help="--sweep: random seeds (default 0 1 2)")
     parser.add_argument("--drop", type=float, default=0.2,

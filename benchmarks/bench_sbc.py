@@ -129,10 +129,15 @@ def main() -> None:
     from platinum_jax._runtime import enable_float64
 
     enable_float64()
-    from platinum_jax.inference import rank_uniformity, run_sbc, sbc_design
+    from platinum_jax.inference import (
+        SBC_GROUPS,
+        rank_uniformity,
+        run_sbc,
+        sbc_design,
+        sbc_noise_scale,
+    )
     from platinum_jax.models import BenchmarkAnchor
     from platinum_jax.models.rosetta_bayes import RosettaBayes
-    from platinum_jax.stitching._bayes_model import SBC_GROUPS, sbc_noise_scale
 
     design = sbc_design(40, 8, 250, seed=args.seed) if args.quick else sbc_design(seed=args.seed)
     model = RosettaBayes.with_likelihood("gaussian", anchor=BenchmarkAnchor(design.items[0]))

@@ -98,9 +98,9 @@ def test_design_is_shaped_like_the_epoch_table():
 
 
 def test_small_sbc_run_of_the_bayesian_rosetta_model_is_calibrated():
+    from platinum_jax.inference import SBC_GROUPS, sbc_noise_scale
     from platinum_jax.models import BenchmarkAnchor
     from platinum_jax.models.rosetta_bayes import RosettaBayes
-    from platinum_jax.stitching._bayes_model import SBC_GROUPS, sbc_noise_scale
 
     design = sbc_design(16, 4, 64, seed=0)  # every pair scored
     model = RosettaBayes.with_likelihood("gaussian", anchor=BenchmarkAnchor("b00000"))

@@ -43,6 +43,7 @@ from ._problem import Data, Problem, Theta
 from ._read_fit import read_fit
 from ._resample import bootstrap, bootstrap_replicates, resample_counts
 from ._results import Fit
+from ._rosetta_bayes import SBC_GROUPS, sbc_noise_scale, stitching_model, stitching_problem
 from ._simulate import simulate
 from ._summary import (
     HDI_PROB,
@@ -149,6 +150,10 @@ __all__ = [
     "NOISE_SCALES",
     "Posterior",
     "Problem",
+    "SBC_GROUPS",
+    "sbc_noise_scale",
+    "stitching_model",
+    "stitching_problem",
     "StreamedFit",
     "Theta",
     "assemble_parameters",

@@ -41,9 +41,29 @@ from ._protocol import (
     Param,
     Reparameterisation,
 )
+from ._rosetta_bayes_data import (
+    COUNT_LIKELIHOODS,
+    LIKELIHOODS,
+    STDERR_FLOOR,
+    BayesData,
+    anchored_benchmark,
+    check_likelihood,
+    deterministic_sites,
+    floor_se,
+    prepare_data,
+    response_rows,
+)
 from .likelihoods import BetaBinomial
 
 __all__ = [
+    "BayesData",
+    "COUNT_LIKELIHOODS",
+    "LIKELIHOODS",
+    "anchored_benchmark",
+    "check_likelihood",
+    "deterministic_sites",
+    "prepare_data",
+    "response_rows",
     "CENTRED_NOISE_MIN_SCORES",
     "ItemBetaBinomial",
     "NoisyBeta",
@@ -61,11 +81,6 @@ _MU_EPS = 1e-9
 # Benchmarks with at least this many scores get a centred log noise scale, the others a
 # non-centred one (see Priors).
 CENTRED_NOISE_MIN_SCORES = 20
-
-#: Known standard errors below this are raised to it: half of 0.01, the precision to which Epoch
-#: reports them. A reported 0.00 (a score of 0 out of n) would claim an exactly known score,
-#: whose likelihood grows without bound as the predicted score and the noise go to 0.
-STDERR_FLOOR = 0.005
 
 
 def _dist():
@@ -87,7 +102,7 @@ class Priors:
         alpha_b = exp(eta_b) / tau_C,                 eta_b = log_slope_loc + log_slope_scale v_b
         D_b     = mu_C + tau_C (zbar_b - beta_b / exp(eta_b)),   beta_b ~ N(intercept_loc, intercept_scale)
         mu_C ~ N(capability_loc, capability_loc_scale),  tau_C ~ HalfNormal(capability_scale)
-                      (with a model anchor; with a benchmark anchor see stitching_model)
+                      (with a model anchor; with a benchmark anchor see RosettaReparameterisation)
 
     with v_b ~ N(0, 1) and zbar_b the mean z_m of the models scored on benchmark b, so that
 
@@ -436,16 +451,3 @@ class RosettaBayes(MeasurementModel):
             free_difficulty=free_d, free_slope=free_s, fixed_capability=fix_c,
             fixed_difficulty=fix_d, fixed_slope=fix_s, anchor_benchmark=anchor_k,
             model_index=np.asarray(table.subject_index), benchmark_index=np.asarray(table.item_index))
-
-
-def floor_se(table, floor: float = STDERR_FLOOR):
-    """``(table, n)``: the response table with its known standard errors (``se``) below
-    ``floor`` raised to it (see :data:`STDERR_FLOOR`), and how many were raised; a table
-    without ``se`` comes back as it is."""
-    if not (np.isfinite(floor) and floor >= 0):
-        raise ValueError(f"the standard-error floor must be a finite number >= 0, got {floor!r}")
-    if table.se is None:
-        return table, 0
-    se = np.asarray(table.se, dtype=np.float64)
-    low = se < floor
-    return dataclasses.replace(table, se=np.where(low, floor, se)), int(low.sum())
