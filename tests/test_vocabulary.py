@@ -10,6 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from platinum_jax._names import BAYES_LIKELIHOOD_CHOICES as ACCEPTED_NAMES
+from platinum_jax._names import BAYES_LIKELIHOODS as LIKELIHOODS
+from platinum_jax._names import check_bayes_likelihood as check_likelihood
 from platinum_jax.inference import (
     DIAGNOSTIC_KEYS,
     Diagnostics,
@@ -18,7 +21,6 @@ from platinum_jax.inference import (
     sampler_diagnostics,
 )
 from platinum_jax.models import BetaBinomial, make_model
-from platinum_jax.stitching._bayes_options import ACCEPTED_NAMES, LIKELIHOODS, check_likelihood
 
 OLD_TO_NEW = {  # written out here, not read from the package
     "n_divergent": "divergences", "max_r_hat": "rhat_max", "min_ess_bulk": "ess_bulk_min",

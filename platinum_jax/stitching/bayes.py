@@ -26,20 +26,20 @@ from platinum_jax.inference import (
     check_sampler_settings,
     compare_posteriors,
     sample_posterior,
+    stitching_model,
+    stitching_problem,
     threshold_names,
 )
-
-from ._bayes_model import (
+from platinum_jax.models import BenchmarkAnchor, ModelAnchor, ParameterLayout
+from platinum_jax.models.rosetta_bayes import (
     STDERR_FLOOR,
     BayesData,
     anchored_benchmark,
     deterministic_sites,
     prepare_data,
-    stitching_model,
-    stitching_problem,
 )
-from ._bayes_model import Priors as _Priors  # public home: models.rosetta_bayes
-from ._model import BenchmarkAnchor, ModelAnchor, ParameterLayout
+from platinum_jax.models.rosetta_bayes import Priors as _Priors  # its public home
+
 from ._table import ScoreTable
 
 # Old name -> (new module, new name).
