@@ -8,7 +8,7 @@ steps, target acceptance 0.99) the run must show no divergences, R-hat <= 1.01, 
 ESS >= 400 for every free quantity, hyper-parameters included, and no ``SamplingWarning``.
 The exit status is 1 when any of these fails; the last line is JSON with the figures.
 
-``tests/test_bayes_robustness.py`` runs the same subset with a short chain and thresholds
+``tests/stitching/test_bayes_robustness.py`` runs the same subset with a short chain and thresholds
 scaled to its length; this script is the full-length claim the docstring of
 ``fit_stitching_bayes`` makes.
 

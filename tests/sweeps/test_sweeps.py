@@ -31,7 +31,7 @@ from platinum_jax.sweeps import (
     sweep,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _random_problem(m: int, n: int, seed: int) -> Primitives:

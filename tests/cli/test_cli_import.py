@@ -11,8 +11,8 @@ import pytest
 
 from platinum_jax.cli import main
 
-LOGS = Path(__file__).parent / "data" / "logs"
-LCB = Path(__file__).resolve().parents[2] / "shared" / "data" / "item-level" / "livecodebench"
+LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
+LCB = Path(__file__).resolve().parents[3] / "shared" / "data" / "item-level" / "livecodebench"
 
 
 def test_lm_eval_import_then_fit(tmp_path, capsys):
@@ -154,7 +154,7 @@ def test_every_eval_ever_import(tmp_path, capsys):
     assert "--level applies to eee" in capsys.readouterr().err
 
 
-EPOCH_RAW = Path(__file__).resolve().parents[2] / "shared" / "data" / "epoch-benchmark-stitching" / "raw"
+EPOCH_RAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "epoch-benchmark-stitching" / "raw"
 
 
 def test_epoch_import_reports_every_score_it_leaves_out(tmp_path, capsys):

@@ -422,7 +422,7 @@ def test_an_unconverged_fit_used_downstream_gets_a_note(fitted, tmp_path, capsys
 
 
 def test_partial_files_of_a_killed_import_are_cleaned_by_the_next(tmp_path):
-    logs = Path(__file__).parent / "data" / "logs" / "lm_eval"
+    logs = Path(__file__).parents[1] / "fixtures" / "logs" / "lm_eval"
     out = tmp_path / "r.csv"
     stale = [tmp_path / ".r.csv.platinum-jax-staging-424242.csv",
              tmp_path / ".r.missing.csv.platinum-jax-staging-424242.csv"]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import platinum_jax as pj
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SETTINGS = settings(max_examples=12, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 

@@ -93,7 +93,7 @@ def test_laplace_matches_finite_difference_hessian(small):
 
 def test_sensitivity_hits_five_percent(small):
     # the global-loss variant: the whole regularised objective rises 5% (not the paper's rule,
-    # which tests/test_sensitivity_paper.py checks against SciPy)
+    # which tests/agency/test_sensitivity_paper.py checks against SciPy)
     table, _, fit = small
     sens = sensitivity(fit, method="global_loss")
     target = 1.05 * numpy_cost(fit.theta, table, 0.1)

@@ -193,7 +193,7 @@ def test_single_file_outputs_lock_and_swap_together(tmp_path):
 def test_two_imports_to_the_same_out_do_not_both_succeed(tmp_path):
     """Started together, without --overwrite: one writes the table, the other fails by name."""
     out = tmp_path / "r.csv"
-    logs = Path(__file__).parent / "data" / "logs" / "lm_eval"
+    logs = Path(__file__).parents[1] / "fixtures" / "logs" / "lm_eval"
     argv = [sys.executable, "-m", "platinum_jax.cli", "import", "lm-eval", str(logs), "--metric",
             "acc_norm", "--metric", "exact_match", "--out", str(out)]
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -21,7 +21,7 @@ from platinum_jax.importers import (
 )
 from platinum_jax.measured import welfare_from_rankings, welfare_table
 
-RELEASE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / \
+RELEASE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / \
     "principal-agent-benchmarks"
 KEY = ["task", "doc_id"]
 

@@ -1,6 +1,6 @@
 """``platinum-jax certify`` end to end against the scripted local server (no network).
 
-Uses the scripted rubric of ``tests/test_judge.py``: Q = (5, 1, 0.5) and P = (15, 5, 1.5, 5, 2).
+Uses the scripted rubric of ``tests/judge/test_judge.py``: Q = (5, 1, 0.5) and P = (15, 5, 1.5, 5, 2).
 """
 
 from __future__ import annotations

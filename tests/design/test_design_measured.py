@@ -28,7 +28,7 @@ from platinum_jax.design import (
 )
 from platinum_jax.importers import read_principal_agent_release
 
-RELEASE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / \
+RELEASE = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / \
     "principal-agent-benchmarks"
 pytestmark = pytest.mark.skipif(not RELEASE.is_dir(), reason="the release data is not present")
 KEY = ["task", "doc_id"]

@@ -26,7 +26,7 @@ from platinum_jax.measured import (
 )
 from platinum_jax.measured._findings_tables import format_dollars
 
-RELEASE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / \
+RELEASE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / \
     "principal-agent-benchmarks"
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 H5 = 1 + 1 / 2 + 1 / 3 + 1 / 4 + 1 / 5

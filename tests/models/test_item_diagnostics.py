@@ -20,7 +20,7 @@ from platinum_jax.models.diagnostics import (
     plot_item_curves,
 )
 
-LCB = Path(__file__).resolve().parents[2] / "shared" / "data" / "item-level" / "livecodebench"
+LCB = Path(__file__).resolve().parents[3] / "shared" / "data" / "item-level" / "livecodebench"
 
 
 def _sigmoid(x):

@@ -24,7 +24,7 @@ from platinum_jax.measured import (
     welfare_from_rankings,
 )
 
-RELEASE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / \
+RELEASE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / \
     "principal-agent-benchmarks"
 
 

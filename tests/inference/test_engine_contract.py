@@ -49,7 +49,7 @@ WORLDS = {
     "2pl": (TwoPL(), "ability", 120, 20, 0.8),
     "3pl": (ThreePL(), "ability", 120, 20, 0.7),
     # One guessing floor per benchmark (three of four items; twelve items, as the Bayesian
-    # check draws): tests/test_group_guessing.py checks the floors' recovery.
+    # check draws): tests/models/test_group_guessing.py checks the floors' recovery.
     "3pl_group": (MODELS["3pl_group"](groups=3, item_groups=(0,) * 4 + (1,) * 4 + (2,) * 4),
                   "ability", 120, 12, 0.55),
     "4pl": (FourPL(), "ability", 120, 20, 0.7),
@@ -59,7 +59,7 @@ WORLDS = {
     # Simulated tables have no group column: the model carries the items' benchmarks (three
     # benchmarks of four items; the Bayesian check below also draws 12 items). Twelve items
     # drawn from the hyper-priors measure abilities loosely: the bar is the wiring's, and
-    # tests/test_item_models.py checks the recovery of this model on a designed world.
+    # tests/models/test_item_models.py checks the recovery of this model on a designed world.
     "hierarchical": (HierarchicalTwoPL(groups=3, item_groups=(0,) * 4 + (1,) * 4 + (2,) * 4),
                      "ability", 120, 12, 0.45),
 }

@@ -1,4 +1,4 @@
-"""Log readers on logs written by the real tools (tests/data/make_fixtures.py wrote them).
+"""Log readers on logs written by the real tools (tests/fixtures/make_fixtures.py wrote them).
 
 Expected values come from the log files themselves, read here with the json module and scored
 again from the raw model outputs they record (argmax of log-likelihoods, string equality),
@@ -27,7 +27,7 @@ from platinum_jax.importers import (
     read_lm_eval,
 )
 
-LOGS = Path(__file__).parent / "data" / "logs"
+LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 LM_EVAL = LOGS / "lm_eval"
 INSPECT = LOGS / "inspect"
 

@@ -1,7 +1,7 @@
 """The judge under faults: failed calls fail the run, Ctrl-C stops at once, keys never leak,
 unusable replies and damaged caches are named, and item text cannot steer the judge.
 
-Uses the scripted rubric of ``tests/test_judge.py`` (appendix rule certifies q1, q2 and q5).
+Uses the scripted rubric of ``tests/judge/test_judge.py`` (appendix rule certifies q1, q2 and q5).
 """
 
 from __future__ import annotations
