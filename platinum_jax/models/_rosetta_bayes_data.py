@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 from jaxtyping import Array, Float, Int
 
-from platinum_jax._names import likelihood_name
+from platinum_jax._names import BAYES_LIKELIHOODS as LIKELIHOODS
+from platinum_jax._names import COUNT_LIKELIHOODS
+from platinum_jax._names import check_bayes_likelihood as check_likelihood
 
 __all__ = [
     "COUNT_LIKELIHOODS",
@@ -28,23 +30,10 @@ __all__ = [
     "response_rows",
 ]
 
-#: Likelihoods of the Bayesian Rosetta model, by their registry names.
-LIKELIHOODS = ("gaussian", "beta", "binomial", "beta_binomial")
-COUNT_LIKELIHOODS = ("binomial", "beta_binomial")  # need an n_items column
-
 #: Known standard errors below this are raised to it: half of 0.01, the precision to which Epoch
 #: reports them. A reported 0.00 (a score of 0 out of n) would claim an exactly known score,
 #: whose likelihood grows without bound as the predicted score and the noise go to 0.
 STDERR_FLOOR = 0.005
-
-
-def check_likelihood(name: str) -> str:
-    """``name`` as one of :data:`LIKELIHOODS` (a deprecated spelling renamed, with a
-    ``DeprecationWarning``), or a ``ValueError`` listing them."""
-    name = likelihood_name(name)
-    if name not in LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {name!r}")
-    return name
 
 
 class BayesData(NamedTuple):
