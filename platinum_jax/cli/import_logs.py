@@ -71,6 +71,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    default="error",
                    help="repeated (subject, item) pairs, e.g. the same model run twice: fail "
                    "(default) or reduce them (mean pools the trials)")
+    p.add_argument("--stream", action="store_true",
+                   help="tidy, one Parquet file of binary responses: read it in record "
+                   "batches into one byte per (subject, item) cell and write the rows back "
+                   "block by block (memory: the cells, never a frame of the rows); the "
+                   "output is a .parquet file with subject, item and response, ready for "
+                   "`fit --stream`")
     e = p.add_argument_group("epoch")
     e.add_argument("--min-benchmarks", type=int, default=None,
                    help="keep models scored on at least this many benchmarks (default 4; 1 "
@@ -202,6 +208,42 @@ def summary_lines(logs, table, out: Path, rule: str) -> list[str]:
     return lines
 
 
+def _run_stream(args, out: Path, meta_path: Path, miss_path: Path) -> int:
+    """``import tidy --stream``: one Parquet file through :func:`read_parquet_streamed` and
+    :meth:`CodedResponses.to_parquet`."""
+    import pandas as pd
+
+    from platinum_jax._outputs import output_files
+    from platinum_jax.data import read_parquet_streamed
+
+    if args.format != "tidy":
+        raise ValueError(f"--stream reads tidy Parquet files, not {args.format} logs")
+    if len(args.paths) != 1 or Path(args.paths[0]).suffix.lower() not in (".parquet", ".pq"):
+        raise ValueError(f"--stream reads one .parquet file (got {args.paths}); combine the "
+                         "files first or import without --stream")
+    if out.suffix.lower() not in (".parquet", ".pq"):
+        raise ValueError(f"--stream writes a .parquet file (got --out {out})")
+    if args.duplicates != "error":
+        raise ValueError("--stream keeps one response per (subject, item) pair; reduce "
+                         f"repeated pairs without --stream (got --duplicates {args.duplicates})")
+    path = args.paths[0]
+    with output_files(out, overwrite=args.overwrite, companions=(meta_path, miss_path)) as write:
+        coded = read_parquet_streamed(path)
+        write(out, coded.to_parquet)
+        meta = pd.DataFrame([{"file": str(path), "n_responses": coded.n_responses,
+                              "n_subjects": coded.n_subjects, "n_items": coded.n_items}])
+        write(meta_path, meta.to_csv, index=False)
+        missing = pd.DataFrame(columns=["subject", "item", "group", "file", "task", "metric",
+                                        "reason"])
+        write(miss_path, missing.to_csv, index=False)
+    cells = coded.n_subjects * coded.n_items
+    print(f"format: tidy (streamed); {coded}")
+    print(f"missing share: {1 - coded.n_responses / cells:.1%} of the {coded.n_subjects} x "
+          f"{coded.n_items} subject x item matrix")
+    print(f"wrote {out}, {meta_path.name}, {miss_path.name}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from platinum_jax._outputs import output_files
 
@@ -209,6 +251,8 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".parquet", ".pq", ".csv"):
         raise ValueError(f"--out {out}: name a .parquet or .csv file")
     meta_path, miss_path = _side_paths(out)
+    if args.stream:
+        return _run_stream(args, out, meta_path, miss_path)
     # Locked for the whole run; the three files are swapped in together at the end.
     with output_files(out, overwrite=args.overwrite, companions=(meta_path, miss_path)) as write:
         logs = _read(args)

@@ -61,6 +61,30 @@ class CodedResponses:
         return (f"CodedResponses({self.n_responses:,} responses, {self.n_subjects:,} subjects "
                 f"x {self.n_items:,} items, {self.codes.nbytes / 2**20:,.0f} MiB)")
 
+    def to_parquet(self, path: str | Path, *, group_responses: int = 1 << 22) -> int:
+        """Write the responses as long rows (subject, item, response: ``int8`` 0 or 1),
+        subjects in order, one row group per block of about ``group_responses`` responses:
+        memory is one block's rows, never a frame of them all. Integer labels stay integers,
+        others are written as strings. Returns the rows written."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        subjects, items = _arrow_labels(self.subjects), _arrow_labels(self.items)
+        schema = pa.schema([("subject", subjects.type), ("item", items.type),
+                            ("response", pa.int8())])
+        per_subject = max(1, self.n_responses // max(self.n_subjects, 1))
+        step = max(1, group_responses // per_subject)
+        written = 0
+        with pq.ParquetWriter(path, schema, compression="snappy") as writer:
+            for start in range(0, self.n_subjects, step):
+                block = self.codes[start:min(start + step, self.n_subjects)]
+                s, i = np.nonzero(block)
+                writer.write_table(pa.Table.from_arrays(
+                    [subjects.take(pa.array(s + start)), items.take(pa.array(i)),
+                     pa.array(block[s, i] - 1, pa.int8())], schema=schema))
+                written += s.size
+        return written
+
     @classmethod
     def from_arrays(cls, subject_index, item_index, response, *, subjects=None, items=None):
         """From row arrays: integer positions and 0/1 responses (labels default to
@@ -79,6 +103,15 @@ class CodedResponses:
         _check_binary(y, "response")
         codes = _fill(s, i, y.astype(np.int8), n_s, n_i, "the arrays")
         return cls(codes, subjects, items, int(s.size))
+
+
+def _arrow_labels(index: pd.Index):
+    """Labels as an Arrow array: integers stay integers, anything else becomes strings."""
+    import pyarrow as pa
+
+    if pd.api.types.is_integer_dtype(index.dtype):
+        return pa.array(np.asarray(index, np.int64))
+    return pa.array([str(v) for v in index], pa.string())
 
 
 def _check_binary(y: np.ndarray, where: str, offset: int = 0) -> None:

@@ -207,7 +207,7 @@ def test_expanded_step_maximises_its_objective():
     """``_expand``'s location and scale against SciPy's maximiser of the objective it states."""
     from scipy.optimize import minimize
 
-    from platinum_jax.inference._stream import _expand
+    from platinum_jax.inference._stream_em import _expand
 
     rng = np.random.default_rng(7)
     b, la = rng.normal(0.3, 1.0, 25), rng.normal(0.2, 0.3, 25)
@@ -226,28 +226,100 @@ def test_expanded_step_maximises_its_objective():
     np.testing.assert_allclose(np.asarray(nb), (b - mu) / np.exp(ls), atol=1e-7)
 
 
-def test_expanded_em_reaches_plain_em_fixed_point_in_fewer_steps():
+def test_scale_step_is_newton_on_the_quadrature_likelihood():
+    """The scale step (with no EM move to discount) against Newton's step on the objective
+    along ``b -> (b - mu) e^-ls``, ``log a -> log a + ls``, its derivatives by finite
+    differences of the pass's log-likelihood (float64 products)."""
+    import jax.numpy as jnp
+
+    from platinum_jax.inference._marginal import quadrature
+    from platinum_jax.inference._stream_em import _scale_step
+    from platinum_jax.inference._stream_passes import _blocks, _e_pass
+
+    s, i, y = _world(150, 40, 9)
+    codes = CodedResponses.from_arrays(s, i, y)
+    blocks, _ = _blocks(codes.codes, 1 << 22)
+    x, w = quadrature(31)
+    x, log_w = jnp.asarray(x), jnp.asarray(np.log(w))
+    rng = np.random.default_rng(10)
+    b0, la0 = rng.normal(0.2, 1.0, 40), rng.normal(-0.1, 0.2, 40)
+
+    def objective(mu, ls):
+        b, la = (b0 - mu) * np.exp(-ls), la0 + ls
+        ll = float(_e_pass(blocks, jnp.exp(jnp.asarray(la)), jnp.asarray(b), x, log_w,
+                           jnp.float64)[2])
+        return -ll + np.sum(b**2) / 18 + np.sum(la**2) / 2
+
+    h = 1e-4
+    f = {(u, v): objective(u * h, v * h) for u in (-1, 0, 1) for v in (-1, 0, 1)}
+    grad = np.array([f[1, 0] - f[-1, 0], f[0, 1] - f[0, -1]]) / (2 * h)
+    hess = np.array([[f[1, 0] - 2 * f[0, 0] + f[-1, 0],
+                      (f[1, 1] - f[1, -1] - f[-1, 1] + f[-1, -1]) / 4],
+                     [(f[1, 1] - f[1, -1] - f[-1, 1] + f[-1, -1]) / 4,
+                      f[0, 1] - 2 * f[0, 0] + f[0, -1]]]) / h**2
+    want = -np.linalg.solve(hess, grad)
+    b, la = jnp.asarray(b0), jnp.asarray(la0)
+    r1, n, _, _, cov = _e_pass(blocks, jnp.exp(la), b, x, log_w, jnp.float64, scale=True)
+    r0 = jnp.asarray(np.bincount(i, weights=y, minlength=40), jnp.float64)
+    step, ok = _scale_step(b, la, b, la, r0, r1, n, cov, x)
+    assert bool(ok)
+    np.testing.assert_allclose(np.asarray(step), want, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("nodes", [81, 21])
+def test_scale_em_reaches_plain_em_fixed_point_in_fewer_passes(nodes):
     # many items a subject: plain EM creeps along the common scale of the discriminations.
-    # 81 nodes (0.15 apart) resolve posteriors about 0.15 wide, where the expanded steps lead
-    # almost to the fixed point and plain EM only confirms it
+    # On 21 nodes (0.6 apart, against posteriors about 0.15 wide) the expanded step is no
+    # ascent step of the quadrature's likelihood; the scale step is, on any grid
     s, i, y = _world(250, 120, 8, missing=0.0)
     codes = CodedResponses.from_arrays(s, i, y)
-    px = fit_streamed_2pl(codes, tol=1e-9, max_iter=2000, nodes=81)
-    plain = fit_streamed_2pl(codes, tol=1e-9, max_iter=2000, nodes=81, expanded=False)
-    assert px.converged and plain.converged
-    np.testing.assert_allclose(px.items.to_numpy(), plain.items.to_numpy(), atol=1e-6)
-    assert px.diagnostics["marginal_log_lik"] == pytest.approx(
+    plain = fit_streamed_2pl(codes, tol=1e-10, max_iter=3000, nodes=nodes, em="squarem")
+    assert plain.converged
+    for tol in (1e-4, 1e-8):
+        scale = fit_streamed_2pl(codes, tol=tol, max_iter=500, nodes=nodes)
+        assert scale.converged and scale.diagnostics["em"] == "scale"
+        np.testing.assert_allclose(scale.items.to_numpy(), plain.items.to_numpy(),
+                                   atol=tol)
+        assert scale.diagnostics["iterations"] < plain.diagnostics["iterations"] / 2
+    assert scale.diagnostics["marginal_log_lik"] == pytest.approx(
         plain.diagnostics["marginal_log_lik"], abs=1e-6)
-    assert px.diagnostics["iterations"] < plain.diagnostics["iterations"] / 2
-    assert px.diagnostics["expanded_steps"] > 0 and plain.diagnostics["expanded_steps"] == 0
+    with pytest.raises(ValueError, match="em must be one of"):
+        fit_streamed_2pl(codes, em="px")
 
 
-def test_expanded_em_on_a_coarse_grid_ends_at_plain_em_fixed_point():
-    # 21 nodes, 0.6 apart, against posteriors about 0.15 wide: the expanded step is no ascent
-    # step of this quadrature's likelihood, so plain EM finishes and its fixed point is the fit's
-    s, i, y = _world(250, 120, 8, missing=0.0)
-    codes = CodedResponses.from_arrays(s, i, y)
-    px = fit_streamed_2pl(codes, tol=1e-9, max_iter=3000, nodes=21)
-    plain = fit_streamed_2pl(codes, tol=1e-9, max_iter=3000, nodes=21, expanded=False)
-    assert px.converged and plain.converged
-    np.testing.assert_allclose(px.items.to_numpy(), plain.items.to_numpy(), atol=1e-6)
+def test_streamed_import_gives_the_pandas_import_table_and_fit(tmp_path, capsys):
+    from platinum_jax.cli import main
+
+    s, i, y = _world(70, 9, 11)
+    src = tmp_path / "r.parquet"
+    _parquet(src, s, i, y, row_group=37)
+    # the streamed import and the pandas one, then the streamed fit of each
+    assert main(["import", "tidy", str(src), "--out", str(tmp_path / "p.parquet")]) == 0
+    assert main(["import", "tidy", str(src), "--stream", "--out",
+                 str(tmp_path / "s.parquet")]) == 0
+    pandas_table = ResponseTable.read(tmp_path / "p.parquet")
+    streamed_table = ResponseTable.read(tmp_path / "s.parquet")
+    assert list(streamed_table.subjects) == list(pandas_table.subjects)
+    assert list(streamed_table.items) == list(pandas_table.items)
+    got = streamed_table.to_frame().set_index(["subject", "item"])["response"]
+    want = pandas_table.to_frame().set_index(["subject", "item"])["response"]
+    pd.testing.assert_series_equal(got.sort_index(), want.sort_index(), check_dtype=False)
+    # and both against the rows written at the start
+    truth = pd.Series(y.astype(float), index=pd.MultiIndex.from_arrays(
+        [[f"model-{k}" for k in s], [f"q{k:03d}" for k in i]], names=["subject", "item"]))
+    pd.testing.assert_series_equal(got.sort_index(), truth.sort_index(), check_dtype=False,
+                                   check_names=False)
+    for name in ("p", "s"):
+        assert main(["fit", str(tmp_path / f"{name}.parquet"), "--model", "2pl", "--method",
+                     "marginal", "--stream", "--out", str(tmp_path / f"fit_{name}")]) == 0
+    fits = [pd.read_csv(tmp_path / f"fit_{name}" / "items.csv", index_col="item")
+            for name in ("p", "s")]
+    pd.testing.assert_frame_equal(fits[1], fits[0], rtol=1e-12)
+    # what --stream refuses, with the fix named; nothing written
+    capsys.readouterr()
+    assert main(["import", "tidy", str(src), "--stream", "--duplicates", "mean", "--out",
+                 str(tmp_path / "x.parquet")]) == 2
+    assert "reduce repeated pairs without --stream" in capsys.readouterr().err
+    assert main(["import", "tidy", str(src), "--stream", "--out", str(tmp_path / "x.csv")]) == 2
+    assert "--stream writes a .parquet file" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists() and not (tmp_path / "x.csv").exists()
