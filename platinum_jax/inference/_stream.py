@@ -5,26 +5,19 @@ Layout: :class:`~platinum_jax.data.CodedResponses` (one byte per cell: 0 not obs
 2 right), read from Parquet in record batches by :func:`~platinum_jax.data.read_parquet_streamed`.
 
 EM (Bock and Aitkin 1981), binary responses, ``p_jq = sigmoid(a_j (theta_q - b_j))`` on ``Q``
-nodes ``theta_q`` (:func:`~platinum_jax.inference._marginal.quadrature`). For a block of
-subjects, ``K`` (right) and ``N`` (observed) are its 0/1 matrices (float32, exact), and
-
-* E-step: ``l_sq = theta_q (K a)_s - (K (a b))_s + (N log(1 - p))_sq``: the success part is
-  linear in ``theta_q``, so two columns, not ``Q``; the rest is one matrix product per block.
-* M-step statistics: ``r0_j = sum_s K_sj`` (fixed), ``r1_j = (K^T E[theta | s])_j`` and the
-  expected attempts ``n_jq = (N^T pi)_jq``; each item then takes Fisher-scoring steps in
-  ``(b_j, log a_j)`` with its 2 x 2 information, keeping the first of the step sizes 1, 1/2,
-  ... at which its objective does not rise. The objective is the package's 2PL: minus the
-  marginal log-likelihood plus the priors ``b ~ N(0, 3^2)`` and ``log a ~ N(0, 1)``, so the
-  estimates equal those of ``fit(TwoPL(), table, method="marginal")`` (a test holds the two
-  together).
+nodes ``theta_q`` (:func:`~platinum_jax.inference._marginal.quadrature`); the passes over the
+data are in :mod:`._stream_passes`, the M-step and the ways to plain EM's fixed point (the scale
+step, SQUAREM) in :mod:`._stream_em`. The objective is the package's 2PL: minus the marginal
+log-likelihood plus the priors ``b ~ N(0, 3^2)`` and ``log a ~ N(0, 1)``, so the estimates
+equal those of ``fit(TwoPL(), table, method="marginal")`` (a test holds the two together).
 
 The products run in float32 (the 0/1 matrices are exact; ``log(1 - p)`` rounds at about
 ``1e-7``, which moves the estimates by about ``1e-6``); everything else in float64
 (``jax_enable_x64``), which the fit needs. Memory: the code matrix plus one block's float32
 ``K``, ``N`` and products (``block_cells`` cells, 8 bytes each) plus ``(J, Q)`` statistics.
-Time per EM step: ``4 N J Q`` flops in the two products (about 2 CPU s for 4 x 10^8 cells, 61
-nodes); blocks of 2^22 cells keep them near the caches (0.43 CPU s with 2^24 on 4 x 10^7 cells,
-0.22-0.27 s with 2^21-2^22).
+Time per pass: ``6 N J Q`` flops in the three products (``N`` against ``log(1 - p)`` and
+``a p``, its transpose against the posteriors); blocks of 2^22 cells keep them near the caches
+(0.43 CPU s with 2^24 on 4 x 10^7 cells, 0.22-0.27 s with 2^21-2^22, for two products).
 """
 
 from __future__ import annotations
