@@ -174,9 +174,10 @@ def _scale_step(b, la, em_b, em_la, r0, r1, n, cov, nodes):
     theta_q))`` (Fisher's identity) and its Hessian ``-sum_jq a_j^2 n_jq p_jq (1 - p_jq)
     [[1, theta_q], [theta_q, theta_q^2]]`` plus ``cov`` (Louis's identity), taken to
     ``log s`` by the chain rule; the priors' terms are in closed form. The Newton step of the
-    objective is then less the orbit's share of the EM step (its least-squares coordinates on
-    the orbit's tangents ``(-1, 0)`` and ``(-b, 1)`` per item). Zero when the Hessian of the
-    objective is not positive definite."""
+    objective (with the absolute values of the Hessian's eigenvalues where one is negative,
+    which runs downhill along it) is then less the orbit's share of the EM step (its
+    least-squares coordinates on the orbit's tangents ``(-1, 0)`` and ``(-b, 1)`` per item).
+    Returns the step, whether it is finite, and whether the objective is convex there."""
     a = jnp.exp(la)
     p = jax.nn.sigmoid(a[:, None] * (nodes[None, :] - b[:, None]))
     npq = n * p
@@ -193,13 +194,17 @@ def _scale_step(b, la, em_b, em_la, r0, r1, n, cov, nodes):
     prior = jnp.stack([jnp.stack([n_items / 9.0, 2.0 * sb / 9.0]),
                        jnp.stack([2.0 * sb / 9.0, 2.0 * sbb / 9.0 + n_items])])
     hess = prior - jnp.stack([jnp.stack([h_mm, h_ms]), jnp.stack([h_ms, h_ss])])
-    det = hess[0, 0] * hess[1, 1] - hess[0, 1] ** 2
-    newton = -jnp.linalg.solve(hess, grad)
-    ok = (hess[0, 0] > 0) & (det > 0) & jnp.all(jnp.isfinite(newton))
+    # Newton's step where the objective is convex along the orbit; elsewhere the same with
+    # the curvatures' absolute values (the step then runs downhill along a negative one)
+    curv, vec = jnp.linalg.eigh(hess)
+    convex = curv[0] > 0
+    size = jnp.maximum(jnp.abs(curv), 1e-6 * jnp.max(jnp.abs(curv)))
+    newton = -vec @ ((vec.T @ grad) / size)
+    ok = jnp.all(jnp.isfinite(newton))
     gram = jnp.stack([jnp.stack([n_items, sb]), jnp.stack([sb, sbb + n_items])])
     db, dla = em_b - b, em_la - la
     done = jnp.linalg.solve(gram, jnp.stack([-jnp.sum(db), -(b @ db) + jnp.sum(dla)]))
-    return jnp.where(ok, newton - done, 0.0), ok
+    return jnp.where(ok, newton - done, 0.0), ok, convex
 
 
 def _move(b, la, step):
@@ -242,14 +247,14 @@ def _scale_em(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol, mes
             continue
         ll, f_ref = ll_here, f
         em = _m_step(point[0], point[1], r0, r1, n, x, newton_steps)
-        step, ok = _scale_step(point[0], point[1], em[0], em[1], r0, r1, n, cov, x)
+        step, ok, convex = _scale_step(point[0], point[1], em[0], em[1], r0, r1, n, cov, x)
         if last == "scale_steps" and fallback is not None:
             radius = min(1.0, 2.0 * radius)  # the last one was kept
-        if bool(ok):
+        if px and not bool(convex):
+            new, kind = _expand(*em, mom), "expanded_steps"
+        elif bool(ok):
             step = step * min(1.0, radius / max(float(jnp.max(jnp.abs(step))), 1e-300))
             new, kind = _move(em[0], em[1], step), "scale_steps"
-        elif px:
-            new, kind = _expand(*em, mom), "expanded_steps"
         else:
             new, kind = em, None
         change = dist(new, point)

@@ -261,8 +261,8 @@ def test_scale_step_is_newton_on_the_quadrature_likelihood():
     b, la = jnp.asarray(b0), jnp.asarray(la0)
     r1, n, _, _, cov = _e_pass(blocks, jnp.exp(la), b, x, log_w, jnp.float64, scale=True)
     r0 = jnp.asarray(np.bincount(i, weights=y, minlength=40), jnp.float64)
-    step, ok = _scale_step(b, la, b, la, r0, r1, n, cov, x)
-    assert bool(ok)
+    step, ok, convex = _scale_step(b, la, b, la, r0, r1, n, cov, x)
+    assert bool(ok) and bool(convex)
     np.testing.assert_allclose(np.asarray(step), want, rtol=1e-4, atol=1e-7)
 
 
