@@ -93,7 +93,7 @@ def _expand(b, la, mom):
     variance of the abilities. It moves the common location and scale of all items at once, the
     direction plain EM creeps along when each subject answers many items. It treats the
     abilities as continuous, so on a grid coarser than the posteriors it is no ascent step of
-    the quadrature's likelihood (:func:`_squarem` then hands over to plain EM)."""
+    the quadrature's likelihood (:func:`_scale_em` uses it only in its first steps)."""
     count, s1, s2 = mom[0], mom[1], mom[2]
     n_items = b.shape[0]
     mu = (s1 + jnp.sum(b) / 9.0) / (count + n_items / 9.0)
@@ -214,13 +214,14 @@ def _move(b, la, step):
 
 def _scale_em(blocks, b, la, r0, x, log_w, cdt, newton_steps, max_iter, tol, mesh,
               expanded=True):
-    """EM steps each followed by the scale step (:func:`_scale_step`) where the marginal
-    likelihood is concave along the orbit, one pass over the data each. Elsewhere the EM step
-    is followed by the parameter-expanded step (:func:`_expand`, with ``expanded``) until the
-    objective first rises, and then stands alone. A point whose objective is worse than that of
-    the point before it (by more than the products' rounding) is replaced by that point's plain
-    EM step, which never is. Stops when a step that is not an expanded one moves no parameter
-    more than ``tol``.
+    """EM steps each followed by the scale step (:func:`_scale_step`), one pass over the data
+    each, its length limited to a trust region in ``(mu, log s)`` (doubled after a kept step,
+    quartered after a replaced one). Where the objective is not convex along the orbit, the
+    first steps take the parameter-expanded step (:func:`_expand`, with ``expanded``) instead,
+    until the objective first rises. A point whose objective is worse than that of the point
+    before it (by more than the products' rounding) is replaced by that point's plain EM step,
+    which never is. Stops when a step that is not an expanded one moves no parameter more than
+    ``tol``.
     Returns ``(b, log a, passes, last change, log-likelihood at the end, (scale steps,
     expanded steps, steps replaced))``."""
     def dist(u, w):
