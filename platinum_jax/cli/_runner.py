@@ -149,7 +149,7 @@ PRESET_HELP = (
 
 
 def preset_named(name: str):
-    """The :class:`~platinum_jax.cli._runner.Preset` ``fit --preset name`` runs."""
+    """The :class:`Preset` that ``fit --preset name`` runs."""
     import importlib
 
     if name not in PRESETS:

@@ -137,7 +137,8 @@ def register_for(subparsers: argparse._SubParsersAction, argv) -> None:
     preset = preset_named(name)
     preset = dataclasses.replace(preset, description=(
         f"`platinum-jax fit --preset {name}` is `platinum-jax {name}`: the same options, "
-        f"the same files.\n\n{preset.description}"))
+        f"the same files; it fits the registered model {preset.model} (method {preset.method} "
+        f"by default).\n\n{preset.description}"))
     command_parser(subparsers, preset, name="fit", add_first=lambda p: p.add_argument(
         "--preset", choices=tuple(PRESETS), required=True, help=PRESET_HELP))
 
