@@ -135,10 +135,13 @@ def register_for(subparsers: argparse._SubParsersAction, argv) -> None:
         register(subparsers)
         return
     preset = preset_named(name)
-    preset = dataclasses.replace(preset, description=(
-        f"`platinum-jax fit --preset {name}` is `platinum-jax {name}`: the same options, "
-        f"the same files; it fits the registered model {preset.model} (method {preset.method} "
-        f"by default).\n\n{preset.description}"))
+    import textwrap
+
+    head = textwrap.fill(
+        f"`platinum-jax fit --preset {name}` is `platinum-jax {name}`: the same options, the "
+        f"same files; it fits the registered model {preset.model} (method {preset.method} by "
+        "default).", 93)
+    preset = dataclasses.replace(preset, description=f"{head}\n\n{preset.description}")
     command_parser(subparsers, preset, name="fit", add_first=lambda p: p.add_argument(
         "--preset", choices=tuple(PRESETS), required=True, help=PRESET_HELP))
 
