@@ -72,11 +72,15 @@ directory, or to "off"), so a second run of the same analysis starts faster.
 """
 
 
-def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] | None = None,
+                 argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The ``platinum-jax`` parser.
 
     ``commands`` names the sub-commands to register in full (importing their modules); the
     others get a one-line entry for ``--help`` only.  ``None`` registers every command.
+    ``argv``, the command line to be parsed, reaches a module that defines
+    ``register_for(subparsers, argv)`` instead of ``register`` (``fit --preset stitch`` gets
+    the preset's own options).
     """
     parser = argparse.ArgumentParser(
         prog="platinum-jax",
@@ -92,7 +96,11 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
     registered: set[str] = set()
     for name, module, help_line in _COMMANDS:
         if module in full and module not in registered:
-            importlib.import_module(module).register(sub)
+            mod = importlib.import_module(module)
+            if argv is not None and hasattr(mod, "register_for"):
+                mod.register_for(sub, argv)
+            else:
+                mod.register(sub)
             registered.add(module)
         elif module not in full:
             sub.add_parser(name, help=help_line)
@@ -121,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     real_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command_in(argv)
-    parser = build_parser([] if command is None else [command])
+    parser = build_parser([] if command is None else [command], argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

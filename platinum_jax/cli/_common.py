@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_anchor_arguments", "anchor_from_args", "note_unconverged"]
+__all__ = ["add_anchor_arguments", "anchor_from_args", "list_written", "note_unconverged"]
 
 
 def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,3 +64,17 @@ def comma_numbers(text: str, option: str) -> list[float]:
     if not values:
         raise ValueError(f"{option} is empty; give comma-separated numbers")
     return values
+
+
+def list_written(written, converged: bool, command: str = "fit") -> int:
+    """Print the files written; exit status 1 (with a line on stderr) when the fit did not
+    converge."""
+    import sys
+
+    for path in written:
+        print(f"wrote {path}")
+    if not converged:
+        print(f"platinum-jax {command}: the fit did not converge (see fit.json); its numbers are "
+              "written but should not be trusted", file=sys.stderr)
+        return 1
+    return 0

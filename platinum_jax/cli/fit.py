@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
-from platinum_jax.cli._common import add_anchor_arguments, anchor_from_args
-
-# Model, method and likelihood choices come from the registries (models.MODELS,
-# inference.METHODS, models.likelihoods.LIKELIHOODS), read when this command's parser is built,
-# so a registered model is offered here without touching this file.
+from ._common import add_anchor_arguments, list_written
+from ._fit_model import (  # noqa: F401 (build_model, sampled_model_note: importable from here)
+    FROM_FRACTIONS_MODEL,
+    bayesian_rosetta,
+    build_model,
+    derive_responses,
+    sampled_model_note,
+)
+from ._fit_stream import check_stream, finish_stream, fit_stream, load_stream, write_stream
+from ._runner import PRESET_HELP, PRESETS, Preset, command_parser, preset_in, preset_named
 
 # What the command line adds to a model's own one-line description (its docstring's first
 # paragraph); models not named here are described by their docstring alone.
@@ -29,11 +35,6 @@ MODEL_NOTES = {
     "hierarchical": "the group column gives each item's benchmark; learned spreads "
     "(non-centred)",
 }
-
-# Models that bring their own likelihood, and those that accept only some registered ones
-# (every other model takes any --likelihood).
-MODEL_LIKELIHOODS = {"graded": (), "beta": (),
-                     "hierarchical": ("bernoulli", "binomial")}
 
 DESCRIPTION = """\
 Fit a measurement model to responses of subjects (AI models) on items (questions, or whole
@@ -71,7 +72,21 @@ and item_curves.png (item characteristic curves and test information); with --sa
 draws.npz (what `platinum-jax weights` reads). fit.json also records the size and checksum of
 every other file. The outputs are staged beside --out and replace an earlier fit only once all
 of them are written: a failure or Ctrl-C leaves --out as it was.
+
+Presets (--preset): a paper's whole run, its options, fit and files, through this same runner.
+  stitch        the Rosetta paper's least-squares fit (Ho et al. 2025, "A Rosetta Stone for AI
+                Benchmarks") with its sensitivity, Laplace or bootstrap intervals, rescaling,
+                Epoch Capabilities Index and figures: `fit DATA --preset stitch ...` is
+                `platinum-jax stitch DATA ...`, option for option and file for file
+  stitch-bayes  its Bayesian fit: `fit DATA --preset stitch-bayes ...` is
+                `platinum-jax stitch-bayes DATA ...`
+`platinum-jax fit --preset stitch --help` lists a preset's options (--model, --method and the
+other options above are not among them). An --out written by one spelling can be replaced with
+--overwrite by the other.
 """
+
+_COMMAND_HELP = ("fit any measurement model (Rosetta, 1PL-4PL, multidimensional) by MAP, "
+                 "Laplace, bootstrap, SVI or NUTS")
 
 EPILOG = """\
 examples:
@@ -83,6 +98,8 @@ examples:
       posterior of a 2PL on pass@1 fractions with a trials column
   platinum-jax fit responses.csv --model hierarchical --diagnostics --out irt
       items within their benchmarks, with the item diagnostics and curves
+  platinum-jax fit scores_long.csv --preset stitch --uncertainty laplace --out stitch
+      the Rosetta paper's preset, the same files as `platinum-jax stitch`
 """
 
 
@@ -110,25 +127,38 @@ def model_help() -> str:
     return "\n".join(lines)
 
 
+def register_for(subparsers: argparse._SubParsersAction, argv) -> None:
+    """``fit``'s parser for the command line ``argv``: the preset's own parser (named ``fit``)
+    when ``argv`` holds ``--preset NAME``, else :func:`register`'s."""
+    name = preset_in(argv)
+    if name is None:
+        register(subparsers)
+        return
+    preset = preset_named(name)
+    import textwrap
+
+    head = textwrap.fill(
+        f"`platinum-jax fit --preset {name}` is `platinum-jax {name}`: the same options, the "
+        f"same files; it fits the registered model {preset.model} (method {preset.method} by "
+        "default).", 93)
+    preset = dataclasses.replace(preset, description=f"{head}\n\n{preset.description}")
+    command_parser(subparsers, preset, name="fit", add_first=lambda p: p.add_argument(
+        "--preset", choices=tuple(PRESETS), required=True, help=PRESET_HELP))
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
+    head, tail = DESCRIPTION.split("Methods (--method):")  # the models from their registry
+    command_parser(subparsers, dataclasses.replace(
+        PRESET, description=f"{head}{model_help()}\n\nMethods (--method):{tail}"))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``fit`` after DATA, ``--out`` and ``--overwrite``."""
     from platinum_jax.inference import METHODS
     from platinum_jax.models import MODELS
     from platinum_jax.models.likelihoods import LIKELIHOODS
 
-    head, tail = DESCRIPTION.split("Methods (--method):")
-    p = subparsers.add_parser(
-        "fit",
-        help="fit any measurement model (Rosetta, 1PL-4PL, multidimensional) by MAP, Laplace, "
-        "bootstrap, SVI or NUTS",
-        description=f"{head}{model_help()}\n\nMethods (--method):{tail}",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("data", metavar="DATA", help="long CSV or Parquet of responses")
-    p.add_argument("--out", required=True, help="output directory (created if missing)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the files an earlier `fit` wrote in --out (other files are "
-                   "never deleted)")
+    p.add_argument("--preset", choices=tuple(PRESETS), default=None, help=PRESET_HELP)
     p.add_argument("--model", choices=tuple(MODELS), default="2pl", help="model (default 2pl)")
     p.add_argument("--method", choices=METHODS, default="map", help="method (default map)")
     p.add_argument("--likelihood", choices=tuple(LIKELIHOODS), default=None,
@@ -174,117 +204,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "fit block by block (memory: the cells, not a frame of the rows)")
     p.add_argument("--diagnostics", action="store_true",
                    help="also write items_diagnostics.csv and item_curves.png")
-    p.set_defaults(func=run)
 
 
-_FROM_FRACTIONS_MODEL = {"none-some-all": "graded", "squeeze": "beta"}
-
-# Written to fit.json and printed, so that no one mistakes which Rosetta model was sampled.
-SAMPLED_ROSETTA = (
-    "the Bayesian Rosetta model (rosetta_bayes): a noise per benchmark, known standard errors, "
-    "standardised coordinates; the model `platinum-jax stitch-bayes` samples")
-
-
-def bayesian_rosetta(model: str, method: str) -> bool:
-    """Whether ``--model model --method method`` samples the Bayesian Rosetta model."""
-    return model == "rosetta_bayes" or (model == "rosetta" and method in ("svi", "nuts"))
-
-
-def sampled_model_note(model: str, method: str) -> str | None:
-    """What ``fit.json`` says about the model a Bayesian method samples, where it could be
-    mistaken for another."""
-    return SAMPLED_ROSETTA if bayesian_rosetta(model, method) else None
-
-
-def derive_responses(table, how: str):
-    """The table with responses derived from fractions in [0, 1] (see ``--from-fractions``),
-    and a sentence saying what was done."""
-    import dataclasses
-
-    import numpy as np
-
-    y = np.asarray(table.response, np.float64)
-    if y.min() < 0 or y.max() > 1:
-        raise ValueError(f"{table.source}: --from-fractions {how} needs responses in [0, 1], "
-                         f"but they range over [{y.min():g}, {y.max():g}]; divide "
-                         "percentages by 100 first")
-    if how == "none-some-all":
-        new = np.where(y == 0, 0.0, np.where(y == 1, 2.0, 1.0))
-        counts = np.bincount(new.astype(int), minlength=3)
-        note = (f"responses derived from fractions: 0 = none ({counts[0]}), 1 = some "
-                f"({counts[1]}), 2 = all ({counts[2]})")
-    else:
-        n = len(y)
-        new = (y * (n - 1) + 0.5) / n
-        note = (f"responses squeezed into (0, 1): (y (n - 1) + 0.5) / n with n = {n}; "
-                f"{int(np.sum((y == 0) | (y == 1)))} exact 0s and 1s moved to "
-                f"{new.min():.3g} and {new.max():.6g}")
-    return dataclasses.replace(table, response=new), note
-
-
-def build_model(args, table):
-    """The model ``--model`` names, built for ``table`` by its ``from_table`` with the options
-    of the command line that it has fields for (``--link``, ``--l2`` and the anchor, ``--dims``,
-    ``--categories``) and the likelihood ``--likelihood`` names. ``--model rosetta`` with svi or
-    nuts, and ``--model rosetta_bayes``, build the Bayesian Rosetta model of ``stitch-bayes``."""
-    import dataclasses
-
-    if bayesian_rosetta(args.model, args.method):
-        from platinum_jax.models.rosetta_bayes import RosettaBayes
-
-        if args.link != "sigmoid":
-            raise ValueError(f"the Bayesian Rosetta model has the sigmoid link; --link "
-                             f"{args.link} is for the point methods of --model rosetta")
-        return RosettaBayes.with_likelihood(
-            "gaussian" if args.likelihood is None else args.likelihood,
-            anchor=anchor_from_args(args))
-
-    from platinum_jax._names import likelihood_name
-    from platinum_jax.models import MODELS
-    from platinum_jax.models.likelihoods import LIKELIHOODS
-
-    cls = MODELS[args.model]
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    lik = args.likelihood
-    allowed = MODEL_LIKELIHOODS.get(args.model)
-    if lik is not None and allowed is not None and likelihood_name(lik) not in allowed:
-        own = ("brings its own likelihood" if not allowed else
-               f"takes --likelihood {' or '.join(allowed)}")
-        raise ValueError(f"--model {args.model} {own}; --likelihood {lik} does not apply to it")
-    options = {}
-    candidates = {"link": lambda: args.link, "l2": lambda: args.l2,
-                  "anchor": lambda: anchor_from_args(args), "dims": lambda: args.dims,
-                  "categories": lambda: _categories(args, table)}
-    for name, value in candidates.items():
-        if name in fields:
-            options[name] = value()
-    default = fields["likelihood"].default if "likelihood" in fields else None
-    if lik is not None:
-        options["likelihood"] = LIKELIHOODS[likelihood_name(lik)]()
-    elif (table.trials is not None and getattr(default, "name", None) == "bernoulli"
-          and allowed != ()):
-        options["likelihood"] = LIKELIHOODS["binomial"]()  # k of `trials` successes
-    return cls.from_table(table, **options)
-
-
-def _categories(args, table) -> int:
-    import numpy as np
-
-    y = table.response
-    if not np.all(y == np.round(y)) or y.min() < 0:
-        raise ValueError(
-            f"{table.source}: --model graded needs ordered categories 0, 1, ..., K-1 (whole "
-            f"numbers) as responses, but they range over [{y.min():g}, {y.max():g}] with "
-            "fractions; add --from-fractions none-some-all for 0 = none, 1 = some, 2 = all, or "
-            "derive a category column yourself (e.g. the number of passing samples), or fit "
-            "fractions with another model and --likelihood binomial"
-        )
-    if args.categories is not None:
-        return args.categories
-    k = int(y.max()) + 1
-    if k < 2:
-        raise ValueError(f"{table.source}: every response is category 0; nothing to fit")
-    return k
 
 
 def _check(args) -> None:
@@ -294,10 +215,10 @@ def _check(args) -> None:
     for name in ("restarts",):
         if getattr(args, name) < 0:
             raise ValueError(f"--{name} must be >= 0 (got {getattr(args, name)})")
-    if args.from_fractions is not None and args.model != _FROM_FRACTIONS_MODEL[
+    if args.from_fractions is not None and args.model != FROM_FRACTIONS_MODEL[
             args.from_fractions]:
         raise ValueError(f"--from-fractions {args.from_fractions} is for --model "
-                         f"{_FROM_FRACTIONS_MODEL[args.from_fractions]} (got --model "
+                         f"{FROM_FRACTIONS_MODEL[args.from_fractions]} (got --model "
                          f"{args.model}); other models read fractions as they are, e.g. with "
                          "--likelihood binomial and a trials column")
     if args.categories is not None and args.categories < 2:
@@ -328,64 +249,21 @@ def _write_diagnostics(result, out) -> list:
     return paths
 
 
-def _run_stream(args) -> int:
-    """``--stream``: the streamed 2PL (:func:`platinum_jax.inference.fit_streamed_2pl`)."""
-    if args.model != "2pl" or args.method != "marginal":
-        raise ValueError(f"--stream fits --model 2pl --method marginal (got --model "
-                         f"{args.model} --method {args.method})")
-    other = [flag for flag, on in (("--diagnostics", args.diagnostics),
-                                    ("--save-draws", args.save_draws),
-                                    ("--noise-per-item", args.noise_per_item),
-                                    ("--from-fractions", args.from_fractions is not None),
-                                    ("--likelihood", args.likelihood is not None)) if on]
-    if other:
-        raise ValueError(f"--stream does not take {', '.join(other)}; drop them or fit "
-                         "without --stream")
-    if Path(args.data).suffix.lower() not in (".parquet", ".pq"):
-        raise ValueError(f"--stream reads a Parquet file (got {args.data}); write one with "
-                         "`platinum-jax import tidy ... --out responses.parquet`")
-    from platinum_jax.data import read_parquet_streamed
-    from platinum_jax.inference import fit_streamed_2pl
-
-    responses = read_parquet_streamed(args.data)
-    print(f"read {responses}")
-    result = fit_streamed_2pl(responses)
-    written = result.write(args.out, overwrite=args.overwrite)
-    print(f"model 2pl (bernoulli), method marginal (streamed): marginal log-likelihood "
-          f"{result.diagnostics['marginal_log_lik']:.6g}, converged {result.converged}, "
-          f"{result.diagnostics['iterations']} EM steps")
-    return _written(written, result.converged)
+def _chains(args) -> int:
+    return args.chains if args.method == "nuts" and args.chains > 1 else 0
 
 
-def _written(written, converged: bool) -> int:
-    """List the files written; exit status 1 (with a line on stderr) when the fit did not
-    converge."""
-    for path in written:
-        print(f"wrote {path}")
-    if not converged:
-        print("platinum-jax fit: the fit did not converge (see fit.json); its numbers are "
-              "written but should not be trusted", file=sys.stderr)
-        return 1
-    return 0
-
-
-def run(args: argparse.Namespace) -> int:
-    _check(args)
-
-    from platinum_jax._runtime import enable_float64
-
-    enable_float64()
-    if args.stream:
-        return _run_stream(args)
-    if args.method == "nuts" and args.chains > 1:
-        from platinum_jax.inference import use_cpu_devices_for_chains
-
-        use_cpu_devices_for_chains(args.chains)  # before JAX starts its backend
+def _load(path: str, args):
     from platinum_jax.data import ResponseTable
-    from platinum_jax.inference import fit
 
-    table = ResponseTable.read(args.data, duplicates=args.duplicates)
+    table = ResponseTable.read(path, duplicates=args.duplicates)
     print(f"read {table}")
+    return table
+
+
+def _prepare(args, table) -> dict:
+    """The responses derived, the model built and the responses checked against it, before
+    --out is claimed; the method's options."""
     derived = None
     if args.from_fractions is not None:
         table, derived = derive_responses(table, args.from_fractions)
@@ -400,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     from platinum_jax.models import check_responses, response_notes
 
-    check_responses(model, table)  # before the output directory is claimed
+    check_responses(model, table)
     notes = response_notes(model, table)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -414,40 +292,77 @@ def run(args: argparse.Namespace) -> int:
                        target_accept=args.target_accept, progress_bar=sys.stderr.isatty())
     if args.method == "svi":
         options.update(steps=args.steps)
-    from platinum_jax._outputs import output_directory
+    return {"model": model, "table": table, "derived": derived, "notes": notes,
+            "options": options}
 
-    with output_directory(args.out, "fit", overwrite=args.overwrite) as out:
-        if args.noise_per_item:
-            from platinum_jax.design import fit_heteroscedastic
 
-            result = fit_heteroscedastic(model, table, method=args.method, **options)
-            refits = result.diagnostics["noise_per_item_refits"]
-            print(f"noise per item: weights settled after {refits} refit(s)"
-                  if result.diagnostics["noise_per_item_settled"] else
-                  f"noise per item: weights still moving after {refits} refits")
-        else:
-            result = fit(model, table, method=args.method, **options)
-        if derived is not None:
-            result.diagnostics["responses_derived"] = derived
-        if notes:
-            result.diagnostics["notes"] = notes
-        note = sampled_model_note(args.model, args.method)
-        if note is not None:
-            result.diagnostics["sampled_model"] = note
-        from platinum_jax.inference import DRAWS_FILE, draws_bytes, with_integrity
+def _fit(args, plan):
+    from platinum_jax.inference import fit
 
-        files = dict(result.files())
-        if args.save_draws:
-            files[DRAWS_FILE] = draws_bytes(result)
-        written = [out.write(name, Path.write_bytes if isinstance(content, bytes) else
-                             Path.write_text, content)
-                   for name, content in with_integrity(files).items()]  # fit.json records the rest
-        if args.diagnostics:
-            written += _write_diagnostics(result, out)
+    model, table, options = plan["model"], plan["table"], plan["options"]
+    if args.noise_per_item:
+        from platinum_jax.design import fit_heteroscedastic
+
+        result = fit_heteroscedastic(model, table, method=args.method, **options)
+        refits = result.diagnostics["noise_per_item_refits"]
+        print(f"noise per item: weights settled after {refits} refit(s)"
+              if result.diagnostics["noise_per_item_settled"] else
+              f"noise per item: weights still moving after {refits} refits")
+    else:
+        result = fit(model, table, method=args.method, **options)
+    if plan["derived"] is not None:
+        result.diagnostics["responses_derived"] = plan["derived"]
+    if plan["notes"]:
+        result.diagnostics["notes"] = plan["notes"]
+    note = sampled_model_note(args.model, args.method)
+    if note is not None:
+        result.diagnostics["sampled_model"] = note
+    return result
+
+
+def _write(result, out, args) -> list:
+    """subjects.csv, items.csv, globals.csv and fit.json (which records the size and checksum
+    of every other file), draws.npz with --save-draws, the item diagnostics with
+    --diagnostics."""
+    from platinum_jax.inference import DRAWS_FILE, draws_bytes, with_integrity
+
+    files = dict(result.files())
+    if args.save_draws:
+        files[DRAWS_FILE] = draws_bytes(result)
+    written = [out.write(name, Path.write_bytes if isinstance(content, bytes) else
+                         Path.write_text, content)
+               for name, content in with_integrity(files).items()]
+    if args.diagnostics:
+        written += _write_diagnostics(result, out)
+    return written
+
+
+def _finish(result, written, args) -> int:
     s = result.summary()
     print(f"model {args.model} ({s['model']['likelihood']}), method {args.method}: "
           f"objective {s['objective']:.6g}, converged {s['converged']}")
     for k, v in s["diagnostics"].items():
         if not isinstance(v, list):
             print(f"  {k}: {v}")
-    return _written(written, result.converged)
+    return list_written(written, result.converged)
+
+
+def _choose(args):
+    if args.preset is not None:  # only a parser built without the command line gets here
+        raise ValueError(f"--preset {args.preset} selects its own options when the parser is "
+                         "built from the command line: run it through platinum_jax.cli.main")
+    return _STREAM if args.stream else PRESET
+
+
+PRESET = Preset(
+    name="fit", help=_COMMAND_HELP, description=DESCRIPTION, epilog=EPILOG,
+    add_arguments=add_arguments, data_help="long CSV or Parquet of responses",
+    overwrite_help="replace the files an earlier `fit` wrote in --out (other files are never "
+    "deleted)",
+    check=_check, chains=_chains, load=_load, prepare=_prepare, fit=_fit, write=_write,
+    finish=_finish, choose=_choose)
+# --stream: the leaderboard-scale 2PL, its responses one byte per cell (no response table).
+_STREAM = dataclasses.replace(
+    PRESET, model="2pl", method="marginal", check=lambda args: (_check(args), check_stream(args)),
+    load=load_stream, prepare=lambda args, responses: responses, fit=fit_stream,
+    write=write_stream, finish=finish_stream, choose=None)

@@ -1,12 +1,30 @@
-"""``platinum-jax stitch``: fit the Rosetta-Stone stitching model to a score table."""
+"""``platinum-jax stitch``: the Rosetta paper's least-squares preset of ``platinum-jax fit``.
+
+:data:`PRESET` is what the command adds to the one runner (:mod:`platinum_jax.cli._runner`):
+its options, the score-table loader (:mod:`platinum_jax.cli._scores`), the paper's fit and its
+writer (capabilities, benchmarks, residuals, uncertainty, rescaling, the Epoch Capabilities
+Index, figures). ``fit --preset stitch`` runs the same preset; ``--bayes`` runs
+:data:`platinum_jax.cli.stitch_bayes.PRESET` instead.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-from pathlib import Path
 
-from platinum_jax.cli._common import add_anchor_arguments, anchor_from_args
+from ._common import add_anchor_arguments, anchor_from_args
+from ._runner import Preset, command_parser
+from ._scores import (
+    DATA_HELP,
+    add_duplicates_argument,
+    add_min_benchmarks_argument,
+    as_option_hints,
+    load_table,
+    write_dropped,
+)
+from .stitch_bayes import PRESET as BAYES_PRESET
+from .stitch_bayes import add_bayes_arguments
 
 DESCRIPTION = """\
 Put models and benchmarks on one scale: score(m, b) = sigmoid(alpha_b (C_m - D_b)), with a
@@ -72,24 +90,15 @@ for you.
 """
 
 
-def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
-    """The data, anchor and fit options of ``stitch`` (reusable by other commands)."""
-    p.add_argument("data", metavar="DATA", help="tidy score CSV or an Epoch raw/ directory")
-    p.add_argument("--out", required=True, help="output directory (created if missing; must be "
-                   "empty unless --overwrite)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the outputs of an earlier stitch run in --out (files this "
-                   "command did not write are never removed)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The anchor, fit, uncertainty and scale options of ``stitch`` and its ``--bayes`` hook
+    (after DATA, ``--out`` and ``--overwrite``, which are the runner's)."""
     add_anchor_arguments(p)
     f = p.add_argument_group("fit")
     f.add_argument("--l2", type=float, default=0.1, help="L2 strength lambda (default 0.1)")
     f.add_argument("--restarts", type=int, default=0,
                    help="extra jittered starts; the lowest cost wins (default 0: the paper's start)")
-    f.add_argument("--duplicates", choices=("error", "max", "mean", "first", "last"),
-                   default=None,
-                   help="repeated (model, benchmark) pairs: fail or reduce them; default: "
-                   "fail for a CSV, max (the paper's choice) for an Epoch directory, which "
-                   "also takes mean or error")
+    add_duplicates_argument(f)
     add_min_benchmarks_argument(f)
     f.add_argument("--clip", action="store_true",
                    help="clip scores outside [0, 1] instead of rejecting the file")
@@ -120,115 +129,10 @@ def add_stitch_arguments(p: argparse.ArgumentParser) -> None:
                         "Epoch; 0 = none); with --uncertainty bootstrap its refits are reused")
     e.add_argument("--eci-level", type=float, default=0.90,
                    help="--scale eci: interval level (default 0.90)")
-
-
-def _add_bayes_hook(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Bayesian fit (optional)")
     g.add_argument("--bayes", action="store_true",
                    help="run the Bayesian fit (NumPyro) instead of the least-squares fit")
-    try:
-        from .stitch_bayes import add_bayes_arguments
-    except ImportError:  # the Bayesian options are optional; keep a seed for the bootstrap
-        p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-        return
     add_bayes_arguments(p)
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "stitch",
-        help="stitch benchmarks: capabilities, difficulties and slopes on one scale",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_stitch_arguments(p)
-    _add_bayes_hook(p)
-    p.set_defaults(func=run)
-
-
-# Library messages name keyword arguments; on the command line the options are meant.
-_OPTION_HINTS = (
-    ("pass clip=True to clip them instead", "pass --clip to clip them instead"),
-    ("pass components='separate' to fit each alone", "pass --components separate to fit each alone"),
-)
-
-
-def as_option_hints(exc: Exception) -> Exception:
-    """``exc`` with keyword-argument advice rewritten as command-line options (same type)."""
-    text = str(exc)
-    for api, cli in _OPTION_HINTS:
-        text = text.replace(api, cli)
-    if text == str(exc):
-        return exc
-    try:
-        return type(exc)(text)
-    except TypeError:
-        return ValueError(text)
-
-
-def add_min_benchmarks_argument(group) -> None:
-    """``--min-benchmarks``: the Epoch directory reader's filter on models (both commands)."""
-    group.add_argument(
-        "--min-benchmarks", type=int, default=4, metavar="K",
-        help="Epoch directory: keep models scored on at least K benchmarks (default 4, as in "
-        "the paper); the models left out are listed",
-    )
-
-
-def load_table(args: argparse.Namespace):
-    """The :class:`ScoreTable` named by ``args.data`` (CSV file or Epoch raw/ directory).
-
-    ``args.duplicates`` (None: ``"error"`` for a CSV, ``"max"`` for a directory) says how
-    repeated (model, benchmark) scores are combined.  A directory takes ``max``, ``mean`` or
-    ``error`` and ``args.min_benchmarks``; what the reader leaves out (models with too few
-    benchmarks, release dates it cannot find) is printed, and the models it drops are kept in
-    ``args.dropped_models`` for the command to write beside its results.  Errors that advise a
-    keyword argument (``clip=True``) name the command-line option (``--clip``) instead.
-    """
-    try:
-        return _load_table(args)
-    except ValueError as exc:
-        raise as_option_hints(exc) from None
-
-
-def _load_table(args: argparse.Namespace):
-    import warnings
-
-    from platinum_jax.stitching import ScoreTable
-
-    path = Path(args.data)
-    min_benchmarks = getattr(args, "min_benchmarks", 4)
-    if path.is_dir():
-        from platinum_jax.importers import EpochDataWarning  # the directory reader
-
-        rule = args.duplicates or "max"
-        if rule not in ("max", "mean", "error"):
-            raise ValueError(
-                f"--duplicates {rule} is for CSV files; an Epoch directory combines repeated "
-                "runs by max (the paper's choice), mean, or refuses them (error)"
-            )
-        if min_benchmarks < 1:
-            raise ValueError(f"--min-benchmarks must be at least 1, got {min_benchmarks}")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", EpochDataWarning)
-            table = ScoreTable.from_epoch(
-                path, clip=args.clip, duplicates=rule, min_benchmarks=min_benchmarks
-            )
-        for w in caught:
-            if not issubclass(w.category, EpochDataWarning):
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-                continue
-            print(f"note: {w.message}")
-            if w.message.models:
-                args.dropped_models = list(w.message.models)
-        return table
-    if not path.exists():
-        raise FileNotFoundError(
-            f"DATA {args.data!r} does not exist; give a tidy CSV (model, benchmark, score) "
-            "or an Epoch raw/ directory"
-        )
-    return ScoreTable.from_csv(path, duplicates=args.duplicates or "error", clip=args.clip)
 
 
 def _eci_columns(fit, args, boot, caps, bench):
@@ -251,7 +155,7 @@ def _eci_columns(fit, args, boot, caps, bench):
     return caps.join(m), bench.join(b), info
 
 
-def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
+def _write_fit(fit, out, args, suffix: str = "") -> dict:
     unc = boot = None
     if args.uncertainty != "none":  # the uncertainty module builds programs of its own
         from platinum_jax import stitching  # its names load lazily
@@ -303,7 +207,7 @@ def _write_fit(fit, out: Path, args, suffix: str = "") -> dict:
     return summary
 
 
-def _write_plots(fit, unc, out: Path, suffix: str) -> None:
+def _write_plots(fit, unc, out, suffix: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -321,31 +225,19 @@ def _write_plots(fit, unc, out: Path, suffix: str) -> None:
     plt.close(ax.figure)
 
 
-def run(args: argparse.Namespace) -> int:
-    from platinum_jax import enable_float64
-
-    enable_float64()  # fits and Hessians in double precision
-    if getattr(args, "bayes", False) and args.method == "nuts":
-        from platinum_jax.inference import use_cpu_devices_for_chains
-
-        use_cpu_devices_for_chains(args.chains)  # before JAX runs anything
-    if getattr(args, "bayes", False) and args.scale == "eci":
+def _check(args: argparse.Namespace) -> None:
+    if args.bayes and args.scale == "eci":
         raise ValueError("--scale eci applies to the least-squares fit only; drop --bayes (or "
                          "--scale eci)")
-    table = load_table(args)
-    if getattr(args, "bayes", False):
-        from .stitch_bayes import run_bayes
 
-        return int(run_bayes(args, table) or 0)
+
+def _prepare(args: argparse.Namespace, table):
+    """The options and names checked before --out is touched, so a typo changes nothing there."""
     if args.l2 < 0:
         raise ValueError(f"--l2 must be >= 0 (got {args.l2})")
     if args.replicates < 2:
         raise ValueError(f"--replicates must be at least 2 (got {args.replicates})")
-    from platinum_jax._outputs import output_directory
-    from platinum_jax.stitching import fit_stitching
-
     anchor = anchor_from_args(args)
-    # Names are checked before the output directory is touched, so a typo changes nothing there.
     for name in getattr(anchor, "models", ()):
         table.model_position(name)
     if hasattr(anchor, "benchmark"):
@@ -359,31 +251,61 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--eci-level must be in (0, 1) (got {args.eci_level})")
         for name, _ in eci_anchors_from_args(args):
             table.model_position(" ".join(name.split()))
-    # Claimed before the fit: a directory that cannot be written fails in a second, not after it.
-    with output_directory(args.out, "stitch", overwrite=args.overwrite) as out:
-        print(f"{table!r}; anchor {anchor.describe()}; l2 = {args.l2:g}")
-        try:
-            fits = fit_stitching(
-                table, anchor, args.l2, components=args.components, restarts=args.restarts
-            )
-        except ValueError as exc:
-            raise as_option_hints(exc) from None
-        if not isinstance(fits, list):
-            fits = [fits]
-        for k, fit in enumerate(fits):
-            suffix = "" if len(fits) == 1 else f"_component{k + 1}"
-            summary = _write_fit(fit, out, args, suffix)
-            print(
-                f"fit{suffix}: cost {summary['cost']:.6f} after {summary['iterations']} "
-                f"iterations (converged: {summary['converged']})"
-            )
-            top = fit.capabilities["capability"].nlargest(5)
-            print("  top capabilities: " + ", ".join(f"{m} {c:.2f}" for m, c in top.items()))
-        dropped = getattr(args, "dropped_models", None)
-        if dropped:  # the whole list, one name a line, beside the results
-            out.write_text("dropped_models.txt", "\n".join(dropped) + "\n")
-            print(f"      all {len(dropped)} dropped models listed in dropped_models.txt")
+    return table, anchor
+
+
+def _fit(args: argparse.Namespace, plan) -> list:
+    """The paper's least-squares fit (:func:`platinum_jax.stitching.fit_stitching`), one per
+    connected part of the data with ``--components separate``."""
+    from platinum_jax.stitching import fit_stitching
+
+    table, anchor = plan
+    print(f"{table!r}; anchor {anchor.describe()}; l2 = {args.l2:g}")
+    try:
+        fits = fit_stitching(table, anchor, args.l2, components=args.components,
+                             restarts=args.restarts)
+    except ValueError as exc:
+        raise as_option_hints(exc) from None
+    return fits if isinstance(fits, list) else [fits]
+
+
+def _write(fits: list, out, args: argparse.Namespace):
+    for k, fit in enumerate(fits):
+        suffix = "" if len(fits) == 1 else f"_component{k + 1}"
+        summary = _write_fit(fit, out, args, suffix)
+        print(f"fit{suffix}: cost {summary['cost']:.6f} after {summary['iterations']} "
+              f"iterations (converged: {summary['converged']})")
+        top = fit.capabilities["capability"].nlargest(5)
+        print("  top capabilities: " + ", ".join(f"{m} {c:.2f}" for m, c in top.items()))
+    dropped = write_dropped(out, args)
+    if dropped:  # the whole list, one name a line, beside the results
+        print(f"      all {dropped} dropped models listed in dropped_models.txt")
+    return out.path
+
+
+def _finish(fits: list, path, args: argparse.Namespace) -> int:
     figures = " and figures" if args.plots else " (add --plots for figures)"
-    print(f"wrote capabilities.csv, benchmarks.csv, residuals.csv, fit.json{figures} to "
-          f"{out.path}/")
+    print(f"wrote capabilities.csv, benchmarks.csv, residuals.csv, fit.json{figures} to {path}/")
     return 0
+
+
+def _choose(args: argparse.Namespace) -> Preset:
+    """``--bayes`` runs the Bayesian preset, its outputs owned by ``stitch``."""
+    return _BAYES if args.bayes else PRESET
+
+
+# The Rosetta paper's least-squares preset of `platinum-jax fit` (`fit --preset stitch`).
+PRESET = Preset(
+    name="stitch", model="rosetta", method="map",
+    help="stitch benchmarks: capabilities, difficulties and slopes on one scale",
+    description=DESCRIPTION, epilog=EPILOG, add_arguments=add_arguments, data_help=DATA_HELP,
+    out_help="output directory (created if missing; must be empty unless --overwrite)",
+    overwrite_help="replace the outputs of an earlier stitch run in --out (files this command "
+    "did not write are never removed)",
+    check=_check, load=load_table, prepare=_prepare, fit=_fit, write=_write, finish=_finish,
+    choose=_choose)
+_BAYES = dataclasses.replace(BAYES_PRESET, name="stitch", check=_check)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    command_parser(subparsers, PRESET)

@@ -1,7 +1,8 @@
-"""``platinum-jax stitch-bayes``: the Bayesian stitching fit from the command line.
+"""``platinum-jax stitch-bayes``: the Rosetta paper's Bayesian preset of ``platinum-jax fit``.
 
-:func:`add_bayes_arguments` and :func:`run_bayes` are also the hook through which a ``stitch``
-command can offer ``--bayes``: add the arguments to its parser and call ``run_bayes(args)``.
+:data:`PRESET` is what the command adds to the one runner (:mod:`platinum_jax.cli._runner`):
+its options, the score-table loader it shares with ``stitch``, and its writer. ``stitch
+--bayes`` and ``fit --preset stitch-bayes`` run the same preset.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import argparse
 
 from platinum_jax._names import BAYES_LIKELIHOOD_CHOICES as ACCEPTED_NAMES
 
-from .stitch import add_anchor_arguments, add_min_benchmarks_argument, anchor_from_args, load_table
+from ._common import add_anchor_arguments, anchor_from_args
+from ._runner import Preset, command_parser
+from ._scores import add_duplicates_argument, add_min_benchmarks_argument, load_table, write_dropped
 
 DESCRIPTION = """\
 Fit the stitching model score = sigmoid(alpha_b (C_m - D_b)) by Bayesian inference (NumPyro
@@ -156,107 +159,61 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "stitch-bayes",
-        help="Bayesian stitching: posterior capabilities, difficulties, slopes and weights",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument(
-        "data",
-        metavar="DATA",
-        help="tidy CSV (model, benchmark, score[, n_items, stderr, dates]) or an "
-        "Epoch raw-data directory",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``stitch-bayes`` after DATA, ``--out`` and ``--overwrite``."""
     add_anchor_arguments(p)
-    p.add_argument(
-        "--duplicates",
-        choices=("error", "max", "mean", "first", "last"),
-        default=None,
-        help="repeated (model, benchmark) scores: fail or reduce them; default: fail for a "
-        "CSV, max (the paper's choice) for an Epoch directory, which also takes mean or error",
-    )
+    add_duplicates_argument(p, "(model, benchmark) scores")
     add_min_benchmarks_argument(p)
-    p.add_argument(
-        "--clip",
-        action="store_true",
-        help="clip scores outside [0, 1] instead of rejecting the data",
-    )
-    p.add_argument("--out", required=True, help="output directory (created if missing)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the files an earlier run of this command wrote in --out (other "
-                   "files are never deleted)")
+    p.add_argument("--clip", action="store_true",
+                   help="clip scores outside [0, 1] instead of rejecting the data")
     add_bayes_arguments(p)
-    p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from platinum_jax import enable_float64
-
-    enable_float64()
-    if args.method == "nuts":
-        from platinum_jax.inference import use_cpu_devices_for_chains
-
-        use_cpu_devices_for_chains(args.chains)  # chains in parallel; before JAX runs anything
-    # the same reading of a CSV or an Epoch directory as `platinum-jax stitch`
-    return run_bayes(args, load_table(args))
+def _chains(args: argparse.Namespace) -> int:
+    return args.chains if args.method == "nuts" else 0
 
 
-def run_bayes(args: argparse.Namespace, table) -> int:
-    """Fit ``table`` with the options of :func:`add_bayes_arguments` and write ``args.out``."""
+def _prepare(args: argparse.Namespace, table):
+    """The weights config (keys, values, benchmark names) and the anchor, checked before the
+    long fit and before --out is claimed."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from platinum_jax import enable_float64
-
-    enable_float64()  # also when `stitch --bayes` calls this
     from platinum_jax.design import load_weights_config
 
-    # The weights config is checked (keys, values, benchmark names) before the long fit.
-    weights_cfg = (
-        load_weights_config(args.weights_config, known_benchmarks=table.benchmarks)
-        if args.weights_config
-        else None
-    )
-    from platinum_jax._outputs import output_directory
-
-    command = "stitch-bayes" if getattr(args, "command", "") == "stitch-bayes" else "stitch"
-    # Claimed before sampling: an unusable directory fails in a second, not after the fit.
-    anchor = anchor_from_args(args)  # both commands take the anchor options of `stitch`
-    with output_directory(args.out, command, overwrite=getattr(args, "overwrite", False)) as out:
-        return _fit_and_write(args, table, out, weights_cfg, anchor)
+    weights_cfg = (load_weights_config(args.weights_config, known_benchmarks=table.benchmarks)
+                   if args.weights_config else None)
+    return table, anchor_from_args(args), weights_cfg
 
 
-def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
+def _fit(args: argparse.Namespace, plan):
     import warnings
 
-    from platinum_jax.design import primitives_from_stitching, weights_table
-    from platinum_jax.plots import plot_posterior_capabilities, plot_ppc
     from platinum_jax.stitching.bayes import fit_stitching_bayes
 
+    table, anchor, weights_cfg = plan
     how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
     print(f"{table!r}: {how} with the {args.likelihood} likelihood, anchor {anchor.describe()}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = fit_stitching_bayes(
-            table,
-            anchor,
-            likelihood=args.likelihood,
-            method=args.method,
-            chains=args.chains,
-            samples=args.samples,
-            warmup=args.warmup,
-            seed=args.seed,
-            target_accept=args.target_accept,
-            svi_steps=args.svi_steps,
-            svi_guide=args.svi_guide,
-            progress_bar=True,
-        )
+            table, anchor, likelihood=args.likelihood, method=args.method, chains=args.chains,
+            samples=args.samples, warmup=args.warmup, seed=args.seed,
+            target_accept=args.target_accept, svi_steps=args.svi_steps,
+            svi_guide=args.svi_guide, progress_bar=True)
     for w in caught:
         if issubclass(w.category, UserWarning) and not issubclass(w.category, FutureWarning):
             print(f"warning: {w.message}")
+    return fit, weights_cfg
+
+
+def _write(result, out, args: argparse.Namespace):
+    """The posterior summaries, InferenceData, figures and (with --weights-config) the optimal
+    weights' posterior; prints the diagnostics."""
+    from platinum_jax.design import primitives_from_stitching, weights_table
+    from platinum_jax.plots import plot_posterior_capabilities, plot_ppc
+
+    fit, weights_cfg = result
     cols = ["mean", "sd", "hdi_3%", "hdi_97%", "r_hat", "ess_bulk", "ess_tail", "release_date"]
     out.write("capabilities.csv", fit.capabilities[cols].to_csv)
     out.write("benchmarks.csv", fit.benchmarks.to_csv)
@@ -267,11 +224,8 @@ def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
     d = fit.diagnostics
     print(f"done in {d['seconds']:.1f} s ({fit.info.get('chain_method', args.method)} chains)")
     if args.method == "nuts":
-        rhat = (
-            f"max R-hat {d['rhat_max']:.4f} ({d.get('worst_rhat_parameter')})"
-            if d.get("chains", 0) > 1
-            else "R-hat n/a (1 chain)"
-        )
+        rhat = (f"max R-hat {d['rhat_max']:.4f} ({d.get('worst_rhat_parameter')})"
+                if d.get("chains", 0) > 1 else "R-hat n/a (1 chain)")
         print(
             f"diagnostics over every parameter, hyper-parameters included: divergences "
             f"{d['divergences']}, {rhat}, min bulk ESS {d['ess_bulk_min']:.0f} "
@@ -285,13 +239,27 @@ def _fit_and_write(args, table, out, weights_cfg, anchor) -> int:
         weights = weights_table(prims, weights_cfg["r"], threshold=weights_cfg["threshold"],
                                 chains=fit.idata.posterior.sizes["chain"])
         out.write("optimal_weights.csv", weights.to_csv)
-        print(
-            f"optimal weights (r = {weights.attrs['r']:g}, threshold "
-            f"{weights.attrs['threshold']:.3g}):"
-        )
+        print(f"optimal weights (r = {weights.attrs['r']:g}, threshold "
+              f"{weights.attrs['threshold']:.3g}):")
         print(weights[["w", "mean", "hdi_3%", "hdi_97%", "p_platinum"]].to_string())
-    dropped = getattr(args, "dropped_models", None)
-    if dropped:
-        out.write_text("dropped_models.txt", "\n".join(dropped) + "\n")
-    print(f"wrote {out.path}/")
+    write_dropped(out, args)
+    return out.path
+
+
+def _finish(result, path, args: argparse.Namespace) -> int:
+    print(f"wrote {path}/")
     return 0
+
+
+# The Rosetta paper's Bayesian preset of `platinum-jax fit` (`fit --preset stitch-bayes`).
+PRESET = Preset(
+    name="stitch-bayes", model="rosetta_bayes", method="nuts",
+    help="Bayesian stitching: posterior capabilities, difficulties, slopes and weights",
+    description=DESCRIPTION, epilog=EPILOG, add_arguments=add_arguments,
+    data_help="tidy CSV (model, benchmark, score[, n_items, stderr, dates]) or an Epoch "
+    "raw-data directory",
+    chains=_chains, load=load_table, prepare=_prepare, fit=_fit, write=_write, finish=_finish)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    command_parser(subparsers, PRESET)
