@@ -119,22 +119,12 @@ def test_cycle_finder_finds_a_planted_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-# Cycles inside stitching/ (and between the two stitching commands) that predate this check;
-# stitching/ is being reduced to the Rosetta paper's specifics, which removes them. A cycle
-# among these modules may shrink or go; any other fails.
-KNOWN_CYCLES = (
-    {"platinum_jax.stitching._epoch", "platinum_jax.stitching._epoch_files",
-     "platinum_jax.stitching._table"},
-    {"platinum_jax.cli.stitch", "platinum_jax.cli.stitch_bayes"},
-)
-
-
 def test_no_import_cycles_counting_imports_inside_functions():
     graph = _graph()
     assert "platinum_jax.stitching._fit" in graph  # the walk sees the package
-    new = [c for c in _cycles(graph) if not any(set(c) <= known for known in KNOWN_CYCLES)]
-    if new:
-        pytest.fail("import cycles: " + "; ".join(" <-> ".join(c) for c in new))
+    cycles = _cycles(graph)
+    if cycles:
+        pytest.fail("import cycles: " + "; ".join(" <-> ".join(c) for c in cycles))
 
 
 def test_the_walk_sees_imports_inside_functions():
