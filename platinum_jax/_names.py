@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["UnknownNameError", "close_matches_message", "DEPRECATED_LIKELIHOOD_NAMES",
            "BAYES_LIKELIHOODS", "BAYES_LIKELIHOOD_CHOICES", "COUNT_LIKELIHOODS",
            "check_bayes_likelihood",
-           "likelihood_name", "normalise_names"]
+           "likelihood_name", "normalise_names", "unknown_name_message"]
 
 
 class UnknownNameError(KeyError, ValueError):
@@ -32,6 +32,13 @@ def close_matches_message(kind: str, name: str, known: Sequence[str]) -> str:
         close = [k for k in known if str(name).lower() in k.lower()][:5]
     hint = f"closest names: {', '.join(repr(c) for c in close)}" if close else "no close names"
     return f"unknown {kind} {name!r} ({len(known)} {kind}s in the table); {hint}"
+
+
+def unknown_name_message(kind: str, name: str, known: Sequence[str]) -> str:
+    """An error message for an unknown ``kind`` name that suggests close matches."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown {kind} {name!r}{hint} (known: {', '.join(map(str, known))})"
 
 
 def normalise_names(values, *, what: str, source: str) -> pd.Series:

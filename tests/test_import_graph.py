@@ -201,26 +201,8 @@ def _private_imports_across_packages(mods=None) -> set[tuple[str, str]]:
     return out
 
 
-# Reaches into another package's private code that predate this check; new code goes through the
-# owning package's public names (and each entry here should go, not grow). Those into stitching/
-# and from the stitching commands wait for its reduction to the Rosetta paper's specifics; the
-# others name helpers that are not yet part of their package's API, or (the release reader's
-# welfare bounds) would close a cycle through the measured package's __init__.
-KNOWN_PRIVATE_IMPORTS = {
-    ("platinum_jax.cli.certify", "platinum_jax.judge._cache.set_aside"),
-    ("platinum_jax.cli.certify", "platinum_jax.rubric._reweight._validate_results"),
-    ("platinum_jax.cli.efficient", "platinum_jax.efficient._assisted.PROBABILITY_SAMPLES"),
-    ("platinum_jax.cli.platinum", "platinum_jax.design._measured_plots.write_plots"),
-    ("platinum_jax.cli.weights", "platinum_jax.design._stitching.POSTERIOR_FILE"),
-    ("platinum_jax.efficient._bank", "platinum_jax.models._check._SCORE_MODELS"),
-    ("platinum_jax.importers._principal_agent", "platinum_jax.measured._welfare.welfare_bounds"),
-    ("platinum_jax.judge._audit", "platinum_jax.rubric._concepts.unknown_name_message"),
-    ("platinum_jax.sweeps._fast", "platinum_jax.agency._concepts._offdiagonal"),
-}
-
-
 def test_packages_use_only_public_names_of_other_packages():
-    new = sorted(_private_imports_across_packages() - KNOWN_PRIVATE_IMPORTS)
+    new = sorted(_private_imports_across_packages())
     assert not new, "private imports across packages: " + "; ".join(f"{m} -> {t}" for m, t in new)
 
 

@@ -121,7 +121,7 @@ def commutator_norm(M: ArrayLike, Sigma: ArrayLike) -> Float[Array, ""]:
 def _commuting_basis(M, Sigma, mix=_MIXING[0]):
     # A generic combination M + tΣ has the shared eigenvectors (ties resolved jointly): an
     # eigenvector pair with λ_i + tσ_i = λ_k + tσ_k but (λ_i, σ_i) ≠ (λ_k, σ_k) is only determined
-    # up to a rotation that mixes concepts, which _offdiagonal detects.
+    # up to a rotation that mixes concepts, which offdiagonal_norm detects.
     t = mix * jnp.linalg.norm(M) / jnp.linalg.norm(Sigma)
     _, Q = jnp.linalg.eigh(M + t * Sigma)
     lam = jnp.einsum("ij,ik,kj->j", Q, M, Q)
@@ -129,7 +129,7 @@ def _commuting_basis(M, Sigma, mix=_MIXING[0]):
     return Q, lam, sig, jnp.eye(M.shape[0], dtype=M.dtype)
 
 
-def _offdiagonal(Q, M, Sigma):
+def offdiagonal_norm(Q, M, Sigma):
     """``max(‖off(QᵀMQ)‖_F / ‖M‖_F, ‖off(QᵀΣQ)‖_F / ‖Σ‖_F)``: zero iff ``Q`` diagonalises both."""
 
     def rel(X):
@@ -147,7 +147,7 @@ def _verified_commuting_basis(M, Sigma, tol):
     best = np.inf
     for mix in _MIXING:
         basis = _commuting_basis(M, Sigma, mix)
-        resid = float(_offdiagonal(basis[0], M, Sigma))
+        resid = float(offdiagonal_norm(basis[0], M, Sigma))
         if resid <= tol:
             return basis, resid
         best = min(best, resid)

@@ -160,8 +160,7 @@ def run(args) -> int:
 
 
 def _open_cache(path: Path, rebuild: bool, out):
-    from platinum_jax.judge import CacheCorruptError, JudgmentCache
-    from platinum_jax.judge._cache import set_aside
+    from platinum_jax.judge import CacheCorruptError, JudgmentCache, set_aside
 
     try:
         return JudgmentCache(path)
@@ -195,7 +194,7 @@ def _load_results(path: str, items):
     """The --results table (models x items in [0, 1]), checked against the items file."""
     import pandas as pd
 
-    from platinum_jax.rubric._reweight import _validate_results
+    from platinum_jax.rubric import validate_results
 
     try:
         results = pd.read_csv(path, index_col=0)
@@ -205,7 +204,7 @@ def _load_results(path: str, items):
         raise ValueError(f"--results {path} is not a readable CSV ({exc})") from None
     results.columns = results.columns.astype(str)
     try:
-        _validate_results(results)
+        validate_results(results)
     except ValueError as exc:
         raise ValueError(f"--results {path}: {exc}") from None
     ids = [str(i) for i in items.index]

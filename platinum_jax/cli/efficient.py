@@ -119,7 +119,7 @@ def _read_subset(path: str, probability: bool = True):
     sample (the design-based interval holds only for those) when ``probability``."""
     import pandas as pd
 
-    from platinum_jax.efficient._assisted import PROBABILITY_SAMPLES
+    from platinum_jax.efficient import PROBABILITY_SAMPLES
 
     try:
         subset = pd.read_csv(path, index_col="item")

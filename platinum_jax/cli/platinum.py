@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
     from platinum_jax._outputs import output_directory
     from platinum_jax.design import platinum_from_release
-    from platinum_jax.design._measured_plots import write_plots
+    from platinum_jax.design import write_measured_plots as write_plots
     from platinum_jax.importers import read_principal_agent_release
 
     factors = comma_numbers(args.r_factors, "--r-factors")

@@ -302,12 +302,12 @@ def run(args: argparse.Namespace) -> int:
 
     from platinum_jax._outputs import output_directory
     from platinum_jax.design import (
+        POSTERIOR_FILE,
         posterior_decisions,
         primitives_from_fit,
         primitives_from_stitching,
         read_fit,
     )
-    from platinum_jax.design._stitching import POSTERIOR_FILE
     from platinum_jax.inference import DRAWS_FILE
 
     factors = comma_numbers(args.r_factors, "--r-factors")

@@ -36,9 +36,11 @@ from ._measured_draws import (
     task_average_weights,
     welfare_variants,
 )
+from ._measured_plots import write_plots as write_measured_plots
 from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions, weight_draws
 from ._runs import noise_from_runs
 from ._stitching import (
+    POSTERIOR_FILE,
     load_weights_config,
     optimal_weight_draws,
     posterior_optimal_weights,
@@ -78,4 +80,6 @@ __all__ = [
     "welfare_from_items",
     "welfare_from_regression",
     "welfare_lowrank",
+    "POSTERIOR_FILE",
+    "write_measured_plots",
 ]

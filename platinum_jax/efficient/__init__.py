@@ -45,7 +45,7 @@ design-based interval of :func:`assisted_scores` does not rely on the item model
 """
 
 from ._adaptive import AdaptiveRun, AdaptiveTest, CatState, simulate_adaptive, sympson_hetter
-from ._assisted import assisted_scores
+from ._assisted import PROBABILITY_SAMPLES, assisted_scores
 from ._bank import ItemBank, item_bank, pearson_dispersion
 from ._calibrate import BiasFit, cross_fitted_banks, fit_bias_sd, interval_scale
 from ._combined import combined_scores
@@ -83,4 +83,5 @@ __all__ = [
     "simulate_adaptive",
     "sympson_hetter",
     "load_fit",
+    "PROBABILITY_SAMPLES",
 ]

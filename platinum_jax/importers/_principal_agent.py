@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from platinum_jax._welfare_ranks import welfare_bounds
 from platinum_jax.importers._common import LogFormatError
-from platinum_jax.measured._welfare import welfare_bounds
 
 __all__ = ["PrincipalAgentRelease", "ReleaseFileMissingError", "ReleaseFormatError",
            "read_principal_agent_release"]

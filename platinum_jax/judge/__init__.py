@@ -10,7 +10,7 @@ holds a scripted local server for offline tests and demos.
 """
 
 from ._audit import FIELD_LEVELS, AuditReport, audit, load_expert_labels, quadratic_weighted_kappa
-from ._cache import CacheCorruptError, JudgmentCache, call_key, prompt_hash
+from ._cache import CacheCorruptError, JudgmentCache, call_key, prompt_hash, set_aside
 from ._prompts import (
     ReplyError,
     parse_concept_reply,
@@ -67,4 +67,5 @@ __all__ = [
     "render_item_prompt",
     "run_judgments",
     "write_report",
+    "set_aside",
 ]

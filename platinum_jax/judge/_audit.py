@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from platinum_jax._names import unknown_name_message
 from platinum_jax.rubric import COST_LEVELS, NOISE_LEVELS, STRENGTH_LEVELS, WELFARE_LEVELS
-from platinum_jax.rubric._concepts import unknown_name_message
 
 from ._runner import Judgments
 

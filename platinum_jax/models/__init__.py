@@ -20,7 +20,7 @@ Every model gets every inference method of :mod:`platinum_jax.inference` for fre
 
 from . import likelihoods
 from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
-from ._check import check_responses, response_notes
+from ._check import SCORE_MODELS, check_responses, response_notes
 from ._protocol import (
     DataInfo,
     Fixed,
@@ -98,4 +98,5 @@ __all__ = [
     "stitching_residuals",
     "make_model",
     "varimax",
+    "SCORE_MODELS",
 ]

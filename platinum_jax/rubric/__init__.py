@@ -15,6 +15,7 @@ from ._reweight import (
     model_weights,
     ranking_change,
     rubric_primitives,
+    validate_results,
 )
 from ._scores import (
     COST_LEVELS,
@@ -51,4 +52,5 @@ __all__ = [
     "rubric_primitives",
     "validate_concept_scores",
     "validate_strengths",
+    "validate_results",
 ]

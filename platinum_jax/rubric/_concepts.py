@@ -7,7 +7,6 @@ OECD AI capability indicators; curators load their own from YAML, JSON or CSV.
 from __future__ import annotations
 
 import csv
-import difflib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from platinum_jax._names import unknown_name_message
 
 __all__ = ["Concept", "ConceptSet", "load_concepts", "BUILTIN_CONCEPT_SETS"]
 
@@ -72,13 +73,6 @@ class ConceptSet:
             {"definition": [c.definition for c in self.concepts]},
             index=pd.Index(self.names, name="concept"),
         )
-
-
-def unknown_name_message(kind: str, name: str, known: Sequence[str]) -> str:
-    """An error message for an unknown ``kind`` name that suggests close matches."""
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return f"unknown {kind} {name!r}{hint} (known: {', '.join(map(str, known))})"
 
 
 def _validate_records(records: list[dict], source: str) -> None:

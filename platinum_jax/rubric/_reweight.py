@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 import scipy.stats
 
-from ._concepts import unknown_name_message
+from platinum_jax._names import unknown_name_message
+
 from ._scores import (
     COST_LEVELS,
     NOISE_LEVELS,
@@ -150,7 +151,9 @@ def model_weights(strengths: pd.DataFrame, concept_scores: pd.DataFrame,
     return pd.Series(v, index=prim.items, name="model_weight")
 
 
-def _validate_results(results: pd.DataFrame) -> np.ndarray:
+def validate_results(results: pd.DataFrame) -> np.ndarray:
+    """The models x items results table as a float array, after checking it: a DataFrame
+    with unique labels and finite scores in [0, 1]; raises ``ValueError`` naming what is wrong."""
     if not isinstance(results, pd.DataFrame):
         raise ValueError(f"results must be a DataFrame (models x items), got {type(results).__name__}")
     if results.index.has_duplicates or results.columns.has_duplicates:
@@ -188,7 +191,7 @@ def ranking_change(results: pd.DataFrame, weights: Mapping[str, pd.Series] | pd.
     mapping name -> Series.  The aggregate score of model m is sum_i v_i y_mi / sum_i v_i; tau is
     scipy's Kendall tau-b between the uniform and the reweighted scores.
     """
-    y = _validate_results(results)
+    y = validate_results(results)
     schemes = {"reweighted": weights} if isinstance(weights, pd.Series) else dict(weights)
     items = list(results.columns)
     scores = {"uniform": y.mean(axis=1)}

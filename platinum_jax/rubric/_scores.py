@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from jaxtyping import Array, Bool, Float, Int
 
-from ._concepts import unknown_name_message
+from platinum_jax._names import unknown_name_message
 
 __all__ = [
     "WELFARE_LEVELS",

@@ -153,8 +153,7 @@ def platinum_flags(point: SweepPoint, tau_w: float, tau_m: float, tau_e: float) 
             align = length * jnp.abs(pw) / jnp.linalg.norm(point.basis.Q @ pw)
             load = point.basis.Q * (sign / length)
         return _flags(align, load, lam / (r * sig), tau_w, tau_m, tau_e)
-    from platinum_jax.agency import commutator_norm, commute_rtol, platinum_items
-    from platinum_jax.agency._concepts import _offdiagonal
+    from platinum_jax.agency import commutator_norm, commute_rtol, offdiagonal_norm, platinum_items
 
     args = (point.M, point.Sigma, point.w, point.r, tau_w, tau_m, tau_e)
     gen = platinum_items(*args, method="generalized").flags
@@ -162,5 +161,5 @@ def platinum_flags(point: SweepPoint, tau_w: float, tau_m: float, tau_e: float) 
     # Traced, so no eager fallback: take the commuting flags only where its basis is verified.
     tol = commute_rtol(point.M.dtype, point.M.shape[0])
     ok = ((commutator_norm(point.M, point.Sigma) <= tol)
-          & (_offdiagonal(com.basis.vectors, point.M, point.Sigma) <= tol))
+          & (offdiagonal_norm(com.basis.vectors, point.M, point.Sigma) <= tol))
     return jnp.where(ok, com.flags, gen)
