@@ -8,6 +8,7 @@ its options, the score-table loader it shares with ``stitch``, and its writer. `
 from __future__ import annotations
 
 import argparse
+import sys
 
 from platinum_jax._names import BAYES_LIKELIHOOD_CHOICES as ACCEPTED_NAMES
 
@@ -200,7 +201,7 @@ def _fit(args: argparse.Namespace, plan):
             table, anchor, likelihood=args.likelihood, method=args.method, chains=args.chains,
             samples=args.samples, warmup=args.warmup, seed=args.seed,
             target_accept=args.target_accept, svi_steps=args.svi_steps,
-            svi_guide=args.svi_guide, progress_bar=True)
+            svi_guide=args.svi_guide, progress_bar=sys.stderr.isatty())
     for w in caught:
         if issubclass(w.category, UserWarning) and not issubclass(w.category, FutureWarning):
             print(f"warning: {w.message}")
