@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Anchor", "BenchmarkAnchor", "ModelAnchor"]
+__all__ = ["Anchor", "BenchmarkAnchor", "ModelAnchor", "anchor_for_table"]
 
 
 @dataclass(frozen=True)
@@ -69,3 +69,17 @@ class ModelAnchor:
 
 
 Anchor = BenchmarkAnchor | ModelAnchor
+
+
+def anchor_for_table(anchor: Anchor, table) -> Anchor:
+    """The given anchor where it lies in ``table`` (a score table with ``models``,
+    ``benchmarks`` and ``benchmark_index``, e.g. a sub-table); otherwise the table's most-scored
+    benchmark, with the anchor's D and alpha when it was a benchmark anchor."""
+    if isinstance(anchor, BenchmarkAnchor) and anchor.benchmark in table.benchmarks:
+        return anchor
+    if isinstance(anchor, ModelAnchor) and all(m in table.models for m in anchor.models):
+        return anchor
+    name = table.benchmarks[int(np.argmax(np.bincount(table.benchmark_index)))]
+    if isinstance(anchor, BenchmarkAnchor):
+        return BenchmarkAnchor(name, anchor.difficulty, anchor.slope)
+    return BenchmarkAnchor(name)
