@@ -43,7 +43,14 @@ from ._problem import Data, Problem, Theta
 from ._read_fit import read_fit
 from ._resample import bootstrap, bootstrap_replicates, resample_counts
 from ._results import Fit
-from ._rosetta_bayes import SBC_GROUPS, sbc_noise_scale, stitching_model, stitching_problem
+from ._rosetta_bayes import (
+    SBC_GROUPS,
+    sbc_noise_scale,
+    stitching_model,
+    stitching_posterior,
+    stitching_problem,
+    warn_prepared,
+)
 from ._simulate import simulate
 from ._summary import (
     HDI_PROB,
@@ -153,6 +160,7 @@ __all__ = [
     "SBC_GROUPS",
     "sbc_noise_scale",
     "stitching_model",
+    "stitching_posterior",
     "stitching_problem",
     "StreamedFit",
     "Theta",
@@ -218,6 +226,7 @@ __all__ = [
     "with_integrity",
     "use_cpu_devices_for_chains",
     "warn_on_diagnostics",
+    "warn_prepared",
 ]
 
 METHODS = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")
