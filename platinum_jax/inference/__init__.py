@@ -33,6 +33,7 @@ from ._point import (
     NOISE_SCALES,
     cross_validate,
     fit_map,
+    kfold_assignments,
     laplace,
     laplace_covariance,
     noise_variance,
@@ -90,6 +91,7 @@ if TYPE_CHECKING:
         layout_bootstrap,
         layout_entries,
         layout_hessian,
+        layout_laplace,
         layout_laplace_sd,
         layout_problem,
         layout_system,
@@ -97,6 +99,7 @@ if TYPE_CHECKING:
         to_engine_theta,
     )
     from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
+    from ._scalar import first_crossing, golden_minimum, loss_rise_shifts
     from ._stream import StreamedFit, fit_streamed_2pl, score_streamed_2pl
 
 # Loaded on first use (PEP 562): NumPyro (the Bayesian methods and the marginal fit's prior
@@ -132,7 +135,11 @@ _LAZY = {
     "BootstrapResult": "_rosetta_layout",
     "layout_bootstrap": "_rosetta_layout",
     "layout_hessian": "_rosetta_layout",
+    "layout_laplace": "_rosetta_layout",
     "layout_laplace_sd": "_rosetta_layout",
+    "first_crossing": "_scalar",
+    "golden_minimum": "_scalar",
+    "loss_rise_shifts": "_scalar",
     "layout_problem": "_rosetta_layout",
     "layout_system": "_rosetta_layout",
     "solve_layout": "_rosetta_layout",
@@ -227,6 +234,11 @@ __all__ = [
     "use_cpu_devices_for_chains",
     "warn_on_diagnostics",
     "warn_prepared",
+    "kfold_assignments",
+    "layout_laplace",
+    "first_crossing",
+    "golden_minimum",
+    "loss_rise_shifts",
 ]
 
 METHODS = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")

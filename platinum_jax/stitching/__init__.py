@@ -18,6 +18,7 @@ from platinum_jax._deprecation import Moved, module_hooks
 
 if TYPE_CHECKING:  # for type checkers and the API pages; at run time names load lazily
     from platinum_jax._names import UnknownNameError
+    from platinum_jax.inference import kfold_assignments
     from platinum_jax.models import (
         BenchmarkAnchor,
         ModelAnchor,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # for type checkers and the API pages; at run time names load
         stitching_residuals,
     )
 
-    from ._cv import cross_validate, kfold_assignments
+    from ._cv import cross_validate
     from ._fit import StitchingFit, fit_stitching
     from ._table import ScoreTable
     from ._uncertainty import (
@@ -52,7 +53,8 @@ _EXPORTS = {
     "UnknownNameError": "platinum_jax._names",
     "ScoreTable": f"{_HERE}._table",
     **dict.fromkeys(("StitchingFit", "fit_stitching"), f"{_HERE}._fit"),
-    **dict.fromkeys(("cross_validate", "kfold_assignments"), f"{_HERE}._cv"),
+    "kfold_assignments": "platinum_jax.inference",
+    "cross_validate": f"{_HERE}._cv",
     **dict.fromkeys(("BootstrapResult", "bootstrap", "bootstrap_weights", "by_kind", "laplace",
                      "objective_hessian", "sensitivity"), f"{_HERE}._uncertainty"),
 }
