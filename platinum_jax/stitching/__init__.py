@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # for type checkers and the API pages; at run time names load
     from ._uncertainty import (
         BootstrapResult,
         bootstrap,
-        bootstrap_weights,
         by_kind,
         laplace,
         objective_hessian,
@@ -55,8 +54,8 @@ _EXPORTS = {
     **dict.fromkeys(("StitchingFit", "fit_stitching"), f"{_HERE}._fit"),
     "kfold_assignments": "platinum_jax.inference",
     "cross_validate": f"{_HERE}._cv",
-    **dict.fromkeys(("BootstrapResult", "bootstrap", "bootstrap_weights", "by_kind", "laplace",
-                     "objective_hessian", "sensitivity"), f"{_HERE}._uncertainty"),
+    **dict.fromkeys(("BootstrapResult", "bootstrap", "by_kind", "laplace", "objective_hessian",
+                     "sensitivity"), f"{_HERE}._uncertainty"),
 }
 
 
@@ -78,6 +77,7 @@ _INFERENCE, _SOLVER = "platinum_jax.inference", (
 # (the array-level solvers warn on every call).
 _MOVED = {
     "LMResult": Moved(_INFERENCE, "MAPResult", _SOLVER),
+    "bootstrap_weights": Moved(_INFERENCE, "resample_counts"),
     **{old: Moved(_INFERENCE, new, _SOLVER, True, _old_solver(old))
        for old, new in (("fit_theta", "solve_layout"), ("gauss_newton_system", "layout_system"),
                         ("solve_stitching", "solve_layout"))},
@@ -92,7 +92,7 @@ _MOVED = {
 __all__ = [
     "BenchmarkAnchor", "BootstrapResult", "ModelAnchor", "ParameterLayout", "ScoreTable",
     "StitchingFit", "StitchingParams", "UnknownNameError", "anchor_for_table", "bootstrap",
-    "bootstrap_weights", "by_kind", "cross_validate", "fit_stitching", "kfold_assignments",
+    "by_kind", "cross_validate", "fit_stitching", "kfold_assignments",
     "laplace", "objective_hessian", "predict_scores", "sensitivity", "stitching_cost",
     "stitching_residuals",
 ]

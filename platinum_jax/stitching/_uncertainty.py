@@ -22,7 +22,7 @@ from platinum_jax.models import stitching_cost
 
 from ._fit import StitchingFit
 
-__all__ = ["BootstrapResult", "bootstrap", "bootstrap_weights", "by_kind", "laplace", "objective_hessian",
+__all__ = ["BootstrapResult", "bootstrap", "by_kind", "laplace", "objective_hessian",
            "sensitivity"]
 
 
@@ -181,13 +181,6 @@ def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "
     return layout_laplace(fit.engine, fit.layout, _index(fit), level, noise_scale)
 
 
-def bootstrap_weights(seed: int, replicates: int, n_scores: int) -> np.ndarray:
-    """The (replicates, N) resampling counts :func:`bootstrap` uses for ``seed``."""
-    from platinum_jax.inference import resample_counts
-
-    return resample_counts(seed, replicates, n_scores)
-
-
 class BootstrapResult(_Replicates):
     """Bootstrap replicates of a stitching fit: :class:`platinum_jax.inference.BootstrapResult`
     labelled by the fit's free parameters, its ``value`` the fit's estimate."""
@@ -199,7 +192,8 @@ class BootstrapResult(_Replicates):
 def bootstrap(fit: StitchingFit, replicates: int = 1000, *, seed: int = 0, level: float = 0.95,
               chunk: int = 5, block: int = 250, max_steps: int = 200, progress: bool = False):
     """Non-parametric bootstrap over scores: :func:`platinum_jax.inference.layout_bootstrap`
-    of the engine's fit (multinomial weights; each replicate refitted from the estimate by
+    of the engine's fit (multinomial weights, :func:`platinum_jax.inference.resample_counts`;
+    each replicate refitted from the estimate by
     exact-Hessian LM, ``chunk`` vmapped refits at a time in compiled blocks of ``block``: small
     chunks are fastest on a CPU, raise ``chunk`` on a GPU). Replicates that do not converge
     within ``max_steps`` leave the summary, with a ``RuntimeWarning``."""
