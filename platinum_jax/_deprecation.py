@@ -11,22 +11,27 @@ from __future__ import annotations
 import functools
 import importlib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 __all__ = ["Moved", "module_hooks"]
 
 
 class Moved(NamedTuple):
-    """Where an old name went: ``home`` (a module) and ``name`` there; ``note`` ends the warning;
-    ``per_call``: a function that warns on every call instead of when it is looked up;
-    ``adapt`` maps the new object to what the old name returns (e.g. an old signature)."""
+    """Where an old name went: ``home`` (a module) and ``name`` there; ``note`` ends the warning.
+
+    For a function whose signature changed: ``per_call`` warns on every call instead of when
+    the name is looked up; ``dropped`` maps keywords the old function took to ``(default,
+    reason)``: any other value raises ``ValueError`` (the new function cannot honour it), the
+    default is accepted and left out; ``prefix`` keeps the first ``prefix`` outputs of the new
+    function (the old one returned fewer)."""
 
     home: str
     name: str
     note: str = ""
     per_call: bool = False
-    adapt: Callable[[Any], Any] | None = None
+    dropped: Mapping[str, tuple[Any, str]] = {}
+    prefix: int | None = None
 
 
 def _warning(owner: str, old: str, moved: Moved) -> str:
@@ -36,15 +41,20 @@ def _warning(owner: str, old: str, moved: Moved) -> str:
 
 def _resolve(owner: str, old: str, moved: Moved):
     target = getattr(importlib.import_module(moved.home), moved.name)
-    value = target if moved.adapt is None else moved.adapt(target)
     if not moved.per_call:
         warnings.warn(_warning(owner, old, moved), DeprecationWarning, stacklevel=3)
-        return value
+        return target
 
     @functools.wraps(target)  # its signature, so that jax.jit finds static arguments by name
     def shim(*args, **kwargs):
         warnings.warn(_warning(owner, old, moved), DeprecationWarning, stacklevel=2)
-        return value(*args, **kwargs)
+        for key, (default, reason) in moved.dropped.items():
+            if kwargs.setdefault(key, default) != default:
+                raise ValueError(f"{key}={kwargs[key]!r} is no longer configurable: {reason}; "
+                                 "leave it at its default")
+            del kwargs[key]
+        out = target(*args, **kwargs)
+        return out if moved.prefix is None else tuple(out[:moved.prefix])
 
     shim.__name__ = shim.__qualname__ = old
     shim.__doc__ = f"Deprecated: {moved.home}.{moved.name}; warns on every call."

@@ -59,28 +59,19 @@ _EXPORTS = {
 }
 
 
-def _old_solver(name: str):
-    def adapt(target):  # the old signature: a damping argument; fit_theta's (theta, cost, converged)
-        def call(*args, damping=1e-3, **options):
-            if damping != 1e-3:
-                raise ValueError(f"damping={damping!r} is no longer configurable: the engine's "
-                                 "solver starts at 1e-3 * max diag(J^T J); leave it at its default")
-            out = target(*args, **options)
-            return tuple(out[:3]) if name == "fit_theta" else out
-        return call
-    return adapt
-
-
-_INFERENCE, _SOLVER = "platinum_jax.inference", (
-    " (the engine's platinum_jax.inference.solve_map on a stitching layout)")
-# Old names -> their homes: importable from here, with a DeprecationWarning naming the new home
-# (the array-level solvers warn on every call).
+_INFERENCE = "platinum_jax.inference"
+# The old array-level solvers: the engine's, warning on every call; fit_theta returned
+# (theta, cost, converged) and both took a damping the engine no longer exposes.
+_SOLVER = {"note": " (the engine's platinum_jax.inference.solve_map on a stitching layout)",
+           "per_call": True, "dropped": {"damping": (1e-3, "the engine's solver starts at "
+                                                     "1e-3 * max diag(J^T J)")}}
+# Old names -> their homes: importable from here, with a DeprecationWarning naming the new home.
 _MOVED = {
-    "LMResult": Moved(_INFERENCE, "MAPResult", _SOLVER),
+    "LMResult": Moved(_INFERENCE, "MAPResult", _SOLVER["note"]),
     "bootstrap_weights": Moved(_INFERENCE, "resample_counts"),
-    **{old: Moved(_INFERENCE, new, _SOLVER, True, _old_solver(old))
-       for old, new in (("fit_theta", "solve_layout"), ("gauss_newton_system", "layout_system"),
-                        ("solve_stitching", "solve_layout"))},
+    "fit_theta": Moved(_INFERENCE, "solve_layout", **_SOLVER, prefix=3),
+    "gauss_newton_system": Moved(_INFERENCE, "layout_system", **_SOLVER),
+    "solve_stitching": Moved(_INFERENCE, "solve_layout", **_SOLVER),
     **{name: Moved(home, name) for names, home in (
         (("read_benchmark_info", "read_distilled_models", "read_epoch_raw",
           "read_metr_horizons", "read_model_compute"), "platinum_jax.importers"),

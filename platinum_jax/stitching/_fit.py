@@ -22,7 +22,7 @@ from platinum_jax.models import (
     Rosetta,
     StitchingParams,
     anchor_for_table,
-    link_function,
+    predict_scores,
 )
 
 from ._table import ScoreTable
@@ -76,10 +76,8 @@ class StitchingFit:
     @property
     def predicted(self) -> np.ndarray:
         """Fitted ``f(alpha_b (C_m - D_b))`` per table row (in NumPy), ``f`` the fit's link."""
-        c, d, a = (np.asarray(x) for x in (self.params.capability, self.params.difficulty,
-                                           self.params.slope))
-        mi, bi = self.table.model_index, self.table.benchmark_index
-        return np.asarray(link_function(self.link)(a[bi] * (c[mi] - d[bi])))
+        t = self.table
+        return np.asarray(predict_scores(self.params, t.model_index, t.benchmark_index, self.link))
 
     @property
     def residuals(self) -> pd.DataFrame:
