@@ -257,6 +257,24 @@ class ScoreTable:
         dates = self.data.groupby("benchmark", sort=True)["benchmark_release_date"].first()
         return dates.reindex(list(self.benchmarks)).rename("release_date")
 
+    def per_model(self, columns: dict) -> pd.DataFrame:
+        """``columns`` (name -> one value per model, in table order) as a float64 frame indexed
+        by ``model``, with ``release_date`` and ``n_scores`` (the model's number of scores)."""
+        return self._per("model", self.models, self.model_release_dates(), self.model_index,
+                         columns)
+
+    def per_benchmark(self, columns: dict) -> pd.DataFrame:
+        """As :meth:`per_model`, one row per benchmark (index ``benchmark``)."""
+        return self._per("benchmark", self.benchmarks, self.benchmark_release_dates(),
+                         self.benchmark_index, columns)
+
+    @staticmethod
+    def _per(kind, names, dates, positions, columns) -> pd.DataFrame:
+        return pd.DataFrame({**{k: np.asarray(v, np.float64) for k, v in columns.items()},
+                             "release_date": dates.to_numpy(),
+                             "n_scores": np.bincount(positions, minlength=len(names))},
+                            index=pd.Index(names, name=kind))
+
     def wide(self) -> pd.DataFrame:
         """Models x benchmarks matrix of scores, NaN where not evaluated."""
         return self.data.pivot(index="model", columns="benchmark", values="score")

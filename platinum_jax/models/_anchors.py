@@ -34,6 +34,11 @@ class BenchmarkAnchor:
     def describe(self) -> str:
         return f"benchmark {self.benchmark!r}: D={self.difficulty:g}, alpha={self.slope:g}"
 
+    def to_dict(self) -> dict:
+        """Plain Python for JSON: ``kind`` "benchmark", ``benchmark``, ``difficulty``, ``slope``."""
+        return {"kind": "benchmark", "benchmark": self.benchmark, "difficulty": self.difficulty,
+                "slope": self.slope}
+
 
 @dataclass(frozen=True)
 class ModelAnchor:
@@ -60,6 +65,11 @@ class ModelAnchor:
             raise ValueError(
                 "the two anchor capabilities must differ; equal values would collapse the scale"
             )
+
+    def to_dict(self) -> dict:
+        """Plain Python, for JSON: ``kind`` "models", ``models``, ``capabilities``."""
+        return {"kind": "models", "models": list(self.models),
+                "capabilities": list(self.capabilities)}
 
     def describe(self) -> str:
         return (

@@ -51,27 +51,17 @@ class StitchingFit:
     link: str = "sigmoid"
     engine: Any = None
 
-    def _frame(self, columns, index, dates, positions, n) -> pd.DataFrame:
-        return pd.DataFrame({**columns, "release_date": dates.to_numpy(),
-                             "n_scores": np.bincount(positions, minlength=n)}, index=index)
-
     @property
     def capabilities(self) -> pd.DataFrame:
         """Index ``model``; columns ``capability`` (C_m), ``release_date``, ``n_scores``."""
-        t = self.table
-        return self._frame({"capability": np.asarray(self.params.capability, np.float64)},
-                           pd.Index(t.models, name="model"), t.model_release_dates(),
-                           t.model_index, t.n_models)
+        return self.table.per_model({"capability": self.params.capability})
 
     @property
     def benchmarks(self) -> pd.DataFrame:
         """Index ``benchmark``; columns ``difficulty`` (D_b), ``slope`` (alpha_b),
         ``release_date``, ``n_scores``."""
-        t = self.table
-        return self._frame({"difficulty": np.asarray(self.params.difficulty, np.float64),
-                            "slope": np.asarray(self.params.slope, np.float64)},
-                           pd.Index(t.benchmarks, name="benchmark"), t.benchmark_release_dates(),
-                           t.benchmark_index, t.n_benchmarks)
+        p = self.params
+        return self.table.per_benchmark({"difficulty": p.difficulty, "slope": p.slope})
 
     @property
     def predicted(self) -> np.ndarray:
@@ -89,13 +79,8 @@ class StitchingFit:
 
     def summary(self) -> dict:
         """Plain-Python summary (what the CLI writes to ``fit.json``)."""
-        a = self.anchor
-        anchor = ({"kind": "benchmark", "benchmark": a.benchmark, "difficulty": a.difficulty,
-                   "slope": a.slope} if isinstance(a, BenchmarkAnchor) else
-                  {"kind": "models", "models": list(a.models),
-                   "capabilities": list(a.capabilities)})
         return {"cost": self.cost, "iterations": self.iterations, "converged": self.converged,
-                "gradient_norm": self.gradient_norm, "anchor": anchor, "l2": self.l2,
+                "gradient_norm": self.gradient_norm, "anchor": self.anchor.to_dict(), "l2": self.l2,
                 "n_models": self.table.n_models, "n_benchmarks": self.table.n_benchmarks,
                 "n_scores": self.table.n_scores, "n_free_parameters": self.layout.n_free}
 
