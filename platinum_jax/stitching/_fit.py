@@ -118,19 +118,11 @@ class StitchingFit:
         return float(self.params.capability[self.table.model_position(model)])
 
 
-def fit_stitching(
-    table: ScoreTable,
-    anchor: Anchor | None = None,
-    l2: float = 0.1,
-    *,
-    components: Literal["error", "separate"] = "error",
-    theta0: ArrayLike | None = None,
-    restarts: int = 0,
-    seed: int = 0,
-    link: str = "sigmoid",
-    model: Any = None,
-    **solver_options,
-) -> StitchingFit | list[StitchingFit]:
+def fit_stitching(table: ScoreTable, anchor: Anchor | None = None, l2: float = 0.1, *,
+                  components: Literal["error", "separate"] = "error",
+                  theta0: ArrayLike | None = None, restarts: int = 0, seed: int = 0,
+                  link: str = "sigmoid", model: Any = None,
+                  **solver_options) -> StitchingFit | list[StitchingFit]:
     """MAP fit of ``score(m, b) = sigmoid(alpha_b (C_m - D_b))`` to ``table``.
 
     Minimises the paper's L2-regularised least squares (:func:`platinum_jax.models.stitching_cost`,
