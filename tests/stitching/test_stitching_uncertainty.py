@@ -12,14 +12,13 @@ from scipy.optimize import least_squares
 
 from platinum_jax.cli import main
 from platinum_jax.datasets import synthetic_score_table
-from platinum_jax.inference import resample_counts
+from platinum_jax.inference import kfold_assignments, resample_counts
 from platinum_jax.stitching import (
     BenchmarkAnchor,
     bootstrap,
     by_kind,
     cross_validate,
     fit_stitching,
-    kfold_assignments,
     laplace,
     sensitivity,
 )
