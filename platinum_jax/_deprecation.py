@@ -83,6 +83,7 @@ def module_hooks(owner: str, namespace: dict, *, exports: Mapping[str, str] | No
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(namespace) | set(namespace.get("__all__", ())) | set(moved))
+        return sorted(set(namespace) | set(namespace.get("__all__", ())) | set(exports)
+                      | set(moved) | set(submodules))
 
     return __getattr__, __dir__

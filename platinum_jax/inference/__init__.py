@@ -19,6 +19,8 @@ with the abilities integrated out by quadrature, abilities by EAP), ``laplace``
 
 from typing import TYPE_CHECKING
 
+from platinum_jax._deprecation import module_hooks
+
 from ._diagnostics import (
     DIAGNOSTIC_KEYS,
     Diagnostics,
@@ -271,16 +273,6 @@ def fit(model, table, method: str = "map", **options) -> Fit:
     raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
 
 
-def __getattr__(name: str):
-    import importlib
-
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# PEP 562: NumPyro and the other heavy modules load on first use
+__getattr__, __dir__ = module_hooks(
+    __name__, globals(), exports={k: f"{__name__}.{v}" for k, v in _LAZY.items()})
