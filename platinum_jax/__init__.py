@@ -16,8 +16,9 @@ Numerics follow JAX's default precision; for fits and linear algebra enable floa
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from platinum_jax._deprecation import module_hooks
 
 # Public names and the module that defines each.  They are imported on first use (PEP 562), so
 # `import platinum_jax` and `platinum-jax --help` do not pay for JAX and Equinox (about 1 s).
@@ -98,19 +99,8 @@ if TYPE_CHECKING:  # static tools see the real imports
 _SUBPACKAGES = ("agency", "analysis", "datasets", "judge", "plots", "rubric", "stitching", "sweeps")
 
 
-def __getattr__(name: str):
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"platinum_jax.{name}")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'platinum_jax' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))
+# PEP 562: names and sub-packages load on first use (so the command line starts fast)
+__getattr__, __dir__ = module_hooks(__name__, globals(), exports=_LAZY, submodules=_SUBPACKAGES)
 
 
 __version__ = "0.1.0"

@@ -31,8 +31,7 @@ Names are imported lazily (on first use), so the command line's ``--help`` stays
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from platinum_jax._deprecation import module_hooks
 
 # public name -> private module that defines it
 _EXPORTS = {
@@ -112,13 +111,6 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value  # cache: later lookups skip this hook
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# PEP 562: each analysis loads on first use
+__getattr__, __dir__ = module_hooks(
+    __name__, globals(), exports={k: f"{__name__}.{v}" for k, v in _EXPORTS.items()})

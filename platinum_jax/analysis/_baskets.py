@@ -195,7 +195,8 @@ def domain_index(
                                              proj.index)
         counts = proj["n_benchmarks"]
     else:
-        from platinum_jax.stitching import anchor_for_table, fit_stitching
+        from platinum_jax.models import anchor_for_table
+        from platinum_jax.stitching import fit_stitching
 
         sub_table = fit.table.select_benchmarks(names)
         sub = fit_stitching(sub_table, anchor_for_table(fit.anchor, sub_table), fit.l2)

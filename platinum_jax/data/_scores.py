@@ -8,6 +8,7 @@ provenance) beside the rows. Models are the subjects, benchmarks the items.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,6 +257,24 @@ class ScoreTable:
         dates = self.data.groupby("benchmark", sort=True)["benchmark_release_date"].first()
         return dates.reindex(list(self.benchmarks)).rename("release_date")
 
+    def per_model(self, columns: dict) -> pd.DataFrame:
+        """``columns`` (name -> one value per model, in table order) as a float64 frame indexed
+        by ``model``, with ``release_date`` and ``n_scores`` (the model's number of scores)."""
+        return self._per("model", self.models, self.model_release_dates(), self.model_index,
+                         columns)
+
+    def per_benchmark(self, columns: dict) -> pd.DataFrame:
+        """As :meth:`per_model`, one row per benchmark (index ``benchmark``)."""
+        return self._per("benchmark", self.benchmarks, self.benchmark_release_dates(),
+                         self.benchmark_index, columns)
+
+    @staticmethod
+    def _per(kind, names, dates, positions, columns) -> pd.DataFrame:
+        return pd.DataFrame({**{k: np.asarray(v, np.float64) for k, v in columns.items()},
+                             "release_date": dates.to_numpy(),
+                             "n_scores": np.bincount(positions, minlength=len(names))},
+                            index=pd.Index(names, name=kind))
+
     def wide(self) -> pd.DataFrame:
         """Models x benchmarks matrix of scores, NaN where not evaluated."""
         return self.data.pivot(index="model", columns="benchmark", values="score")
@@ -272,6 +291,39 @@ class ScoreTable:
                  for s, b in self.responses.components()]
         comps.sort(key=lambda c: (-(len(c[0]) + len(c[1])), sorted(c[1])[:1]))
         return comps
+
+    def check_connected(self, remedy: str = "keep one with table.select_models(...)") -> None:
+        """Raise naming the components (their sizes and first benchmarks) when the
+        model-benchmark graph falls apart: scores in different components have no common
+        scale. ``remedy`` ends the message's list of fixes."""
+        if self.responses._linked_through_busiest():
+            return
+        comps = self.components()
+        if len(comps) <= 1:
+            return
+        parts = [f"component {k + 1}: {len(ms)} models, {len(bs)} benchmarks ("
+                 + ", ".join(repr(n) for n in sorted(bs)[:4]) + (" ...)" if len(bs) > 4 else ")")
+                 for k, (ms, bs) in enumerate(comps[:6])]
+        more = f"; ... and {len(comps) - 6} more" if len(comps) > 6 else ""
+        raise ValueError(
+            f"the model-benchmark graph has {len(comps)} disconnected components, so their "
+            f"scales are not comparable: {'; '.join(parts)}{more}. Add scores that link them, "
+            f"drop the small components, or {remedy}")
+
+    def warn_unidentified(self, fixed: Iterable[str] = (), *, stacklevel: int = 1) -> None:
+        """Warn about benchmarks (other than ``fixed`` ones) scored by one model: one score
+        cannot set both a slope and a difficulty, so only a fit's penalty or prior picks them.
+        ``stacklevel`` 1 points the warning at the caller, 2 at the caller's caller."""
+        counts = self.data.groupby("benchmark", observed=True)["model"].nunique()
+        fixed = set(fixed)
+        lonely = [str(b) for b, n in counts.items() if n < 2 and b not in fixed]
+        if lonely:
+            warnings.warn(
+                f"{len(lonely)} benchmark(s) scored by only one model: "
+                f"{', '.join(map(repr, lonely[:5]))}{', ...' if len(lonely) > 5 else ''}. One "
+                "score cannot determine a slope and a difficulty: the L2 penalty alone sets "
+                "them, so their values are meaningless. Add scores from other models, or drop "
+                "them (ScoreTable.drop_benchmarks)", UserWarning, stacklevel=stacklevel + 1)
 
     # ------------------------------------------------------------------ subsets
     def _subset(self, mask: np.ndarray, what: str) -> ScoreTable:

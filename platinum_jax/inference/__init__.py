@@ -19,6 +19,8 @@ with the abilities integrated out by quadrature, abilities by EAP), ``laplace``
 
 from typing import TYPE_CHECKING
 
+from platinum_jax._deprecation import module_hooks
+
 from ._diagnostics import (
     DIAGNOSTIC_KEYS,
     Diagnostics,
@@ -33,6 +35,7 @@ from ._point import (
     NOISE_SCALES,
     cross_validate,
     fit_map,
+    kfold_assignments,
     laplace,
     laplace_covariance,
     noise_variance,
@@ -43,7 +46,14 @@ from ._problem import Data, Problem, Theta
 from ._read_fit import read_fit
 from ._resample import bootstrap, bootstrap_replicates, resample_counts
 from ._results import Fit
-from ._rosetta_bayes import SBC_GROUPS, sbc_noise_scale, stitching_model, stitching_problem
+from ._rosetta_bayes import (
+    SBC_GROUPS,
+    sbc_noise_scale,
+    stitching_model,
+    stitching_posterior,
+    stitching_problem,
+    warn_prepared,
+)
 from ._simulate import simulate
 from ._summary import (
     HDI_PROB,
@@ -83,6 +93,7 @@ if TYPE_CHECKING:
         layout_bootstrap,
         layout_entries,
         layout_hessian,
+        layout_laplace,
         layout_laplace_sd,
         layout_problem,
         layout_system,
@@ -90,6 +101,7 @@ if TYPE_CHECKING:
         to_engine_theta,
     )
     from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
+    from ._scalar import first_crossing, golden_minimum, loss_rise_shifts
     from ._stream import StreamedFit, fit_streamed_2pl, score_streamed_2pl
 
 # Loaded on first use (PEP 562): NumPyro (the Bayesian methods and the marginal fit's prior
@@ -125,7 +137,11 @@ _LAZY = {
     "BootstrapResult": "_rosetta_layout",
     "layout_bootstrap": "_rosetta_layout",
     "layout_hessian": "_rosetta_layout",
+    "layout_laplace": "_rosetta_layout",
     "layout_laplace_sd": "_rosetta_layout",
+    "first_crossing": "_scalar",
+    "golden_minimum": "_scalar",
+    "loss_rise_shifts": "_scalar",
     "layout_problem": "_rosetta_layout",
     "layout_system": "_rosetta_layout",
     "solve_layout": "_rosetta_layout",
@@ -153,6 +169,7 @@ __all__ = [
     "SBC_GROUPS",
     "sbc_noise_scale",
     "stitching_model",
+    "stitching_posterior",
     "stitching_problem",
     "StreamedFit",
     "Theta",
@@ -218,6 +235,12 @@ __all__ = [
     "with_integrity",
     "use_cpu_devices_for_chains",
     "warn_on_diagnostics",
+    "warn_prepared",
+    "kfold_assignments",
+    "layout_laplace",
+    "first_crossing",
+    "golden_minimum",
+    "loss_rise_shifts",
 ]
 
 METHODS = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")
@@ -250,16 +273,6 @@ def fit(model, table, method: str = "map", **options) -> Fit:
     raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
 
 
-def __getattr__(name: str):
-    import importlib
-
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# PEP 562: NumPyro and the other heavy modules load on first use
+__getattr__, __dir__ = module_hooks(
+    __name__, globals(), exports={k: f"{__name__}.{v}" for k, v in _LAZY.items()})

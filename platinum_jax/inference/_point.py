@@ -356,6 +356,16 @@ def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int =
 
 
 # ---------------------------------------------------------------------- cross-validation
+def kfold_assignments(n: int, k: int, seed: int = 0) -> np.ndarray:
+    """Fold label in ``0..k-1`` per row (n,): a seeded random permutation of the rows cut
+    into k near-equal parts (the ``folds`` argument of :func:`cross_validate`)."""
+    if not 2 <= k <= n:
+        raise ValueError(f"k must lie between 2 and the number of scores ({n}); got {k}")
+    folds = np.empty(n, dtype=np.int32)
+    folds[np.random.default_rng(seed).permutation(n)] = np.arange(n) % k
+    return folds
+
+
 def cross_validate(
     model: MeasurementModel,
     table: ResponseTable,

@@ -1,18 +1,25 @@
 """The Bayesian Rosetta model (:class:`~platinum_jax.models.rosetta_bayes.RosettaBayes`)
 bound to a score table: the engine :class:`Problem` and the NumPyro model it builds, to copy,
-extend or hand to any NumPyro inference, and the parameter groups :func:`run_sbc` reports.
+extend or hand to any NumPyro inference, the parameter groups :func:`run_sbc` reports, and its
+posterior sampled and labelled by model and benchmark (:func:`stitching_posterior`).
 """
 
 from __future__ import annotations
 
+import warnings
+
 import jax.numpy as jnp
+import numpy as np
+import pandas as pd
 
 from platinum_jax.models import BenchmarkAnchor
 from platinum_jax.models.rosetta_bayes import (
     CENTRED_NOISE_MIN_SCORES,
+    COUNT_LIKELIHOODS,
     BayesData,
     Priors,
     check_likelihood,
+    deterministic_sites,
     prepare_data,
     response_rows,
 )
@@ -21,7 +28,8 @@ from ._bayes import assemble_parameters as _assemble
 from ._bayes import numpyro_model
 from ._problem import Problem
 
-__all__ = ["SBC_GROUPS", "sbc_noise_scale", "stitching_model", "stitching_problem"]
+__all__ = ["SBC_GROUPS", "sbc_noise_scale", "stitching_model", "stitching_posterior",
+           "stitching_problem", "warn_prepared"]
 
 
 def stitching_problem(table, anchor=None, *, likelihood: str = "gaussian",
@@ -73,8 +81,98 @@ SBC_GROUPS = {"capability": "capability", "difficulty": "difficulty", "slope": "
               "capability_tau": "hyper-parameter"}
 
 
+def _noise_scale(problem, theta) -> dict:
+    # sigma_b = exp(log sigma_b), the Gaussian likelihood's noise scale per benchmark
+    items = problem.item.unflatten(theta.items)
+    return {"sigma": jnp.exp(items["noise_log_sigma"])} if "noise_log_sigma" in items else {}
+
+
 def sbc_noise_scale(problem, values: dict) -> dict:
     """``{"sigma": sigma_b}``, the per-benchmark noise scale of one draw of the Gaussian
     likelihood (``extra`` of :func:`platinum_jax.inference.run_sbc`)."""
     theta, _ = _assemble(problem, values, True)
-    return {"sigma": jnp.exp(problem.item.unflatten(theta.items)["noise_log_sigma"])}
+    return _noise_scale(problem, theta)
+
+
+_PREPARED = (
+    ("n_stderr_floored", "{n} standard error(s) below stderr_floor={floor:g} were raised to it: "
+     "a standard error of 0 claims an exactly known score, which the noise model cannot follow "
+     "(see prepare_data); pass stderr_floor=0 to keep them"),
+    ("n_boundary_moved", "Beta likelihood: {n} score(s) equal to exactly 0 or 1 were moved "
+     "inwards by half an item (or by beta_boundary={boundary:g} where n_items is unknown) so "
+     "the Beta density is finite; use the binomial likelihood if n_items is known"),
+)
+
+
+def warn_prepared(info: dict, likelihood: str, *, stderr_floor: float, beta_boundary: float,
+                  stacklevel: int = 1) -> None:
+    """Warn about the scores :func:`prepare_data` changed (``info`` is its second output):
+    standard errors raised to ``stderr_floor`` (Gaussian and Beta likelihoods, which read
+    them) and exact 0/1 scores moved inwards for the Beta likelihood. ``stacklevel`` 1 points
+    the warnings at the caller."""
+    for key, text in _PREPARED:
+        if info[key] and (key == "n_boundary_moved" or likelihood in ("gaussian", "beta")):
+            warnings.warn(text.format(n=info[key], floor=stderr_floor, boundary=beta_boundary),
+                          UserWarning, stacklevel=stacklevel + 1)
+
+
+_STATS = ["mean", "sd", "hdi_3%", "hdi_97%", "r_hat", "ess_bulk", "ess_tail"]
+_DIMS = {"capability_z": ["free_capability"], "intercept": ["free_difficulty"],
+         "slope_z": ["free_slope"], "sigma": ["benchmark"], "noise_log_sigma": ["benchmark"],
+         "log_precision": ["benchmark"], "capability": ["model"], "difficulty": ["benchmark"],
+         "slope": ["benchmark"], "noise_variance": ["benchmark"], "y": ["score"]}
+
+
+def _named_tables(table, summary: pd.DataFrame):
+    def block(var, index_name):
+        part = summary.loc[summary["variable"] == var].set_index("name")[_STATS]
+        part.index.name = index_name
+        return part
+
+    capabilities = block("capability", "model").copy()
+    capabilities["release_date"] = (
+        table.model_release_dates().reindex(capabilities.index).to_numpy())
+    benchmarks = block("difficulty", "benchmark").add_prefix("difficulty_").join(
+        block("slope", "benchmark").add_prefix("slope_"))
+    benchmarks["noise_sd_mean"] = np.sqrt(block("noise_variance", "benchmark")["mean"])
+    benchmarks["release_date"] = (
+        table.benchmark_release_dates().reindex(benchmarks.index).to_numpy())
+    return capabilities, benchmarks
+
+
+def stitching_posterior(table, layout, data: BayesData, *, anchor, likelihood: str,
+                        priors: Priors, **sampler):
+    """The posterior of the Bayesian Rosetta model on ``table`` (a connected score table,
+    prepared as ``data`` by :func:`prepare_data`, parameters laid out by ``layout`` under
+    ``anchor``), sampled by :func:`platinum_jax.inference.sample_posterior` with ``sampler``
+    options and labelled: dims ``model``, ``benchmark``, ``score`` (and ``free_*`` for the
+    sampled coordinates); count likelihoods observe item counts.
+
+    Returns ``(posterior, capabilities, benchmarks)``: the :class:`Posterior` and the summary
+    tables indexed by model (C_m and ``release_date``) and benchmark (``difficulty_*``,
+    ``slope_*``, ``noise_sd_mean`` = sqrt of the posterior mean Sigma_bb, ``release_date``).
+    """
+    from ._bayes_fit import sample_posterior
+
+    problem, _ = stitching_problem(table, anchor, likelihood=likelihood, priors=priors,
+                                   data=data)
+    models, benchmarks = np.asarray(table.models), np.asarray(table.benchmarks)
+    free_c, free_d, free_s = layout.free_positions()
+    mi, bi = np.asarray(data.model_index), np.asarray(data.benchmark_index)
+    counts = likelihood in COUNT_LIKELIHOODS
+    post = sample_posterior(
+        problem, **sampler, computed=deterministic_sites(layout, likelihood),
+        derive=_noise_scale,
+        coords={"model": list(models), "benchmark": list(benchmarks),
+                "free_capability": list(models[free_c]),
+                "free_difficulty": list(benchmarks[free_d]),
+                "free_slope": list(benchmarks[free_s]), "score": np.arange(table.n_scores)},
+        dims=_DIMS, observed=np.asarray(data.scores),
+        constant={"model_index": mi, "benchmark_index": bi,
+                  "stderr": np.asarray(data.stderr), "n_items": np.asarray(data.n_items)},
+        row_labels={"score_model": models[mi], "score_benchmark": benchmarks[bi]},
+        count_scale=data.n_items if counts else None,
+        attrs={"likelihood": likelihood, "anchor": anchor.describe()})
+    post.idata.observed_data.attrs["scale"] = (
+        "item counts k = round(score * n_items)" if counts else "scores in [0, 1]")
+    return (post, *_named_tables(table, post.summary))

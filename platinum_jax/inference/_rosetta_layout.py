@@ -38,7 +38,7 @@ from ._resample import bootstrap_replicates
 from ._results import Fit
 
 __all__ = ["BootstrapResult", "from_engine_theta", "layout_batch", "layout_bootstrap",
-           "layout_entries", "layout_hessian", "layout_laplace_sd", "layout_problem",
+           "layout_entries", "layout_hessian", "layout_laplace", "layout_laplace_sd", "layout_problem",
            "layout_system", "solve_layout", "to_engine_theta"]
 
 
@@ -194,6 +194,21 @@ def layout_laplace_sd(fit: Fit, layout: ParameterLayout, noise_scale="auto"):
     cov = laplace_covariance(fit, noise_scale=noise_scale)
     x, _ = _free_rows(fit, layout)
     return np.sqrt(np.diag(cov.to_numpy())[x]), cov.attrs["noise_variance"]
+
+
+def layout_laplace(fit: Fit, layout: ParameterLayout, labels, level: float = 0.95,
+                   noise_scale="auto") -> pd.DataFrame:
+    """Laplace intervals of the layout's free parameters (:func:`layout_laplace_sd`):
+    ``value`` (the fit's layout vector), ``sd`` and the normal interval ``lower``, ``upper`` at
+    ``level``, indexed by ``labels``; ``attrs["noise_variance"]`` is the noise variance used."""
+    from scipy.stats import norm
+
+    sd, noise = layout_laplace_sd(fit, layout, noise_scale)
+    value, half = from_engine_theta(layout, fit.theta), norm.ppf(0.5 + level / 2) * sd
+    frame = pd.DataFrame({"value": value, "sd": sd, "lower": value - half,
+                          "upper": value + half}, index=labels)
+    frame.attrs["noise_variance"] = noise
+    return frame
 
 
 class BootstrapResult:

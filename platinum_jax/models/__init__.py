@@ -19,7 +19,7 @@ Every model gets every inference method of :mod:`platinum_jax.inference` for fre
 """
 
 from . import likelihoods
-from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
+from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor, anchor_for_table
 from ._check import SCORE_MODELS, check_responses, response_notes
 from ._protocol import (
     DataInfo,
@@ -83,6 +83,7 @@ __all__ = [
     "Reparameterisation",
     "Rosetta",
     "StitchingParams",
+    "anchor_for_table",
     "check_responses",
     "response_notes",
     "ThreePL",

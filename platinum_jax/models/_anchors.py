@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Anchor", "BenchmarkAnchor", "ModelAnchor"]
+__all__ = ["Anchor", "BenchmarkAnchor", "ModelAnchor", "anchor_for_table"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,11 @@ class BenchmarkAnchor:
 
     def describe(self) -> str:
         return f"benchmark {self.benchmark!r}: D={self.difficulty:g}, alpha={self.slope:g}"
+
+    def to_dict(self) -> dict:
+        """Plain Python for JSON: ``kind`` "benchmark", ``benchmark``, ``difficulty``, ``slope``."""
+        return {"kind": "benchmark", "benchmark": self.benchmark, "difficulty": self.difficulty,
+                "slope": self.slope}
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,11 @@ class ModelAnchor:
                 "the two anchor capabilities must differ; equal values would collapse the scale"
             )
 
+    def to_dict(self) -> dict:
+        """Plain Python, for JSON: ``kind`` "models", ``models``, ``capabilities``."""
+        return {"kind": "models", "models": list(self.models),
+                "capabilities": list(self.capabilities)}
+
     def describe(self) -> str:
         return (
             f"models {self.models[0]!r}={self.capabilities[0]:g}, "
@@ -69,3 +79,17 @@ class ModelAnchor:
 
 
 Anchor = BenchmarkAnchor | ModelAnchor
+
+
+def anchor_for_table(anchor: Anchor, table) -> Anchor:
+    """The given anchor where it lies in ``table`` (a score table with ``models``,
+    ``benchmarks`` and ``benchmark_index``, e.g. a sub-table); otherwise the table's most-scored
+    benchmark, with the anchor's D and alpha when it was a benchmark anchor."""
+    if isinstance(anchor, BenchmarkAnchor) and anchor.benchmark in table.benchmarks:
+        return anchor
+    if isinstance(anchor, ModelAnchor) and all(m in table.models for m in anchor.models):
+        return anchor
+    name = table.benchmarks[int(np.argmax(np.bincount(table.benchmark_index)))]
+    if isinstance(anchor, BenchmarkAnchor):
+        return BenchmarkAnchor(name, anchor.difficulty, anchor.slope)
+    return BenchmarkAnchor(name)

@@ -12,30 +12,30 @@ anchor fixing the scale. Turn on float64 first (:func:`platinum_jax.enable_float
 
 from __future__ import annotations
 
-import functools
-import importlib
-import warnings
 from typing import TYPE_CHECKING
+
+from platinum_jax._deprecation import Moved, module_hooks
 
 if TYPE_CHECKING:  # for type checkers and the API pages; at run time names load lazily
     from platinum_jax._names import UnknownNameError
+    from platinum_jax.inference import kfold_assignments
     from platinum_jax.models import (
         BenchmarkAnchor,
         ModelAnchor,
         ParameterLayout,
         StitchingParams,
+        anchor_for_table,
         predict_scores,
         stitching_cost,
         stitching_residuals,
     )
 
-    from ._cv import cross_validate, kfold_assignments
-    from ._fit import StitchingFit, anchor_for_table, fit_stitching
+    from ._cv import cross_validate
+    from ._fit import StitchingFit, fit_stitching
     from ._table import ScoreTable
     from ._uncertainty import (
         BootstrapResult,
         bootstrap,
-        bootstrap_weights,
         by_kind,
         laplace,
         objective_hessian,
@@ -47,79 +47,46 @@ _MODELS, _HERE = "platinum_jax.models", __name__
 # only what it needs). The parameter layout and the paper's objective live with the Rosetta model.
 _EXPORTS = {
     **dict.fromkeys(("BenchmarkAnchor", "ModelAnchor", "ParameterLayout", "StitchingParams",
-                     "predict_scores", "stitching_cost", "stitching_residuals"), _MODELS),
+                     "anchor_for_table", "predict_scores", "stitching_cost",
+                     "stitching_residuals"), _MODELS),
     "UnknownNameError": "platinum_jax._names",
     "ScoreTable": f"{_HERE}._table",
-    **dict.fromkeys(("StitchingFit", "anchor_for_table", "fit_stitching"), f"{_HERE}._fit"),
-    **dict.fromkeys(("cross_validate", "kfold_assignments"), f"{_HERE}._cv"),
-    **dict.fromkeys(("BootstrapResult", "bootstrap", "bootstrap_weights", "by_kind", "laplace",
-                     "objective_hessian", "sensitivity"), f"{_HERE}._uncertainty"),
+    **dict.fromkeys(("StitchingFit", "fit_stitching"), f"{_HERE}._fit"),
+    "kfold_assignments": "platinum_jax.inference",
+    "cross_validate": f"{_HERE}._cv",
+    **dict.fromkeys(("BootstrapResult", "bootstrap", "by_kind", "laplace", "objective_hessian",
+                     "sensitivity"), f"{_HERE}._uncertainty"),
 }
 
-# Deprecated array-level solvers on a layout vector -> their engine replacement (each call warns).
-_DEPRECATED = {"LMResult": "MAPResult", "fit_theta": "solve_layout",
-               "gauss_newton_system": "layout_system", "solve_stitching": "solve_layout"}
 
-# Names that moved to another package: importable from here, with a DeprecationWarning naming
-# the new home on every use.
+_INFERENCE = "platinum_jax.inference"
+# The old array-level solvers: the engine's, warning on every call; fit_theta returned
+# (theta, cost, converged) and both took a damping the engine no longer exposes.
+_SOLVER = {"note": " (the engine's platinum_jax.inference.solve_map on a stitching layout)",
+           "per_call": True, "dropped": {"damping": (1e-3, "the engine's solver starts at "
+                                                     "1e-3 * max diag(J^T J)")}}
+# Old names -> their homes: importable from here, with a DeprecationWarning naming the new home.
 _MOVED = {
-    **dict.fromkeys(("read_benchmark_info", "read_distilled_models", "read_epoch_raw",
-                     "read_metr_horizons", "read_model_compute"), "platinum_jax.importers"),
-    **dict.fromkeys(("plot_capabilities", "plot_residuals"), "platinum_jax.plots"),
-    **dict.fromkeys(("SyntheticTruth", "synthetic_score_table"), "platinum_jax.datasets"),
-    **dict.fromkeys(("layout_problem", "to_engine_theta"), "platinum_jax.inference"),
+    "LMResult": Moved(_INFERENCE, "MAPResult", _SOLVER["note"]),
+    "bootstrap_weights": Moved(_INFERENCE, "resample_counts"),
+    "fit_theta": Moved(_INFERENCE, "solve_layout", **_SOLVER, prefix=3),
+    "gauss_newton_system": Moved(_INFERENCE, "layout_system", **_SOLVER),
+    "solve_stitching": Moved(_INFERENCE, "solve_layout", **_SOLVER),
+    **{name: Moved(home, name) for names, home in (
+        (("read_benchmark_info", "read_distilled_models", "read_epoch_raw",
+          "read_metr_horizons", "read_model_compute"), "platinum_jax.importers"),
+        (("plot_capabilities", "plot_residuals"), "platinum_jax.plots"),
+        (("SyntheticTruth", "synthetic_score_table"), "platinum_jax.datasets"),
+        (("layout_problem", "to_engine_theta"), _INFERENCE)) for name in names},
 }
 
 __all__ = [
     "BenchmarkAnchor", "BootstrapResult", "ModelAnchor", "ParameterLayout", "ScoreTable",
     "StitchingFit", "StitchingParams", "UnknownNameError", "anchor_for_table", "bootstrap",
-    "bootstrap_weights", "by_kind", "cross_validate", "fit_stitching", "kfold_assignments",
+    "by_kind", "cross_validate", "fit_stitching", "kfold_assignments",
     "laplace", "objective_hessian", "predict_scores", "sensitivity", "stitching_cost",
     "stitching_residuals",
 ]
-
-
-def __getattr__(name: str):
-    # PEP 562. The Bayesian twin (platinum_jax.stitching.bayes) loads NumPyro: a sub-module.
-    if name == "bayes":
-        return importlib.import_module(f"{__name__}.bayes")
-    if name in _DEPRECATED:
-        return _deprecated(name)
-    home = _MOVED.get(name)
-    if home is not None:  # not cached, so that every use warns
-        warnings.warn(f"platinum_jax.stitching.{name} moved; import it from {home} "
-                      f"(from {home} import {name})", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(home), name)
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def _deprecated(name: str):
-    new = _DEPRECATED[name]
-    target = getattr(importlib.import_module("platinum_jax.inference"), new)
-    message = (f"platinum_jax.stitching.{name} is deprecated; use platinum_jax.inference.{new} "
-               "(the engine's platinum_jax.inference.solve_map on a stitching layout)")
-    if name == "LMResult":
-        warnings.warn(message, DeprecationWarning, stacklevel=3)
-        return target
-
-    @functools.wraps(target)  # its signature, so that jax.jit finds static arguments by name
-    def shim(*args, damping=1e-3, **options):
-        warnings.warn(message, DeprecationWarning, stacklevel=2)
-        if damping != 1e-3:
-            raise ValueError(f"damping={damping!r} is no longer configurable: the engine's "
-                             "solver starts at 1e-3 * max diag(J^T J); leave it at its default")
-        out = target(*args, **options)
-        return tuple(out[:3]) if name == "fit_theta" else out  # (theta, cost, converged)
-
-    shim.__name__ = shim.__qualname__ = name
-    shim.__doc__ = f"Deprecated: platinum_jax.inference.{new}; warns on every call."
-    return shim
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | set(_MOVED) | set(_DEPRECATED))
+# PEP 562. The Bayesian twin (platinum_jax.stitching.bayes) loads NumPyro: a sub-module.
+__getattr__, __dir__ = module_hooks(__name__, globals(), exports=_EXPORTS, moved=_MOVED,
+                                    submodules=("bayes",))

@@ -1,26 +1,17 @@
 """The paper's Table 9 check: K-fold CV of held-out scores, the sigmoid link against a clipped
-linear one, by the engine's :func:`platinum_jax.inference.cross_validate` on the paper's folds."""
+linear one, by the engine's :func:`platinum_jax.inference.cross_validate` on the paper's folds
+(:func:`platinum_jax.inference.kfold_assignments`)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
+from platinum_jax.inference import kfold_assignments
 from platinum_jax.models import Anchor, BenchmarkAnchor, ParameterLayout, Rosetta
 
-from ._fit import fit_stitching
 from ._table import ScoreTable
 
-__all__ = ["cross_validate", "kfold_assignments"]
-
-
-def kfold_assignments(n_scores: int, k: int, seed: int = 0) -> np.ndarray:
-    """Fold label in ``0..k-1`` per score: a seeded random permutation cut into k near-equal parts."""
-    if not 2 <= k <= n_scores:
-        raise ValueError(f"k must lie between 2 and the number of scores ({n_scores}); got {k}")
-    folds = np.empty(n_scores, dtype=np.int32)
-    folds[np.random.default_rng(seed).permutation(n_scores)] = np.arange(n_scores) % k
-    return folds
+__all__ = ["cross_validate"]
 
 
 def cross_validate(table: ScoreTable, anchor: Anchor | None = None, l2: float = 0.1, *,
@@ -34,8 +25,7 @@ def cross_validate(table: ScoreTable, anchor: Anchor | None = None, l2: float = 
     scores at weight 0, all folds in one vmapped solve.
     """
     anchor = BenchmarkAnchor() if anchor is None else anchor
-    if len(table.components()) > 1:
-        fit_stitching(table, anchor, l2)  # raises the connected-components error
+    table.check_connected()
     ParameterLayout.from_table(table, anchor)  # unknown anchor names raise here
     from platinum_jax.inference import cross_validate as engine_cross_validate
 

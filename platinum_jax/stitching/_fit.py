@@ -8,7 +8,6 @@ report) and keeps the engine's :class:`~platinum_jax.inference.Fit` as ``engine`
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,16 +18,16 @@ from jaxtyping import ArrayLike
 from platinum_jax.models import (
     Anchor,
     BenchmarkAnchor,
-    ModelAnchor,
     ParameterLayout,
     Rosetta,
     StitchingParams,
-    link_function,
+    anchor_for_table,
+    predict_scores,
 )
 
 from ._table import ScoreTable
 
-__all__ = ["StitchingFit", "anchor_for_table", "fit_stitching"]
+__all__ = ["StitchingFit", "fit_stitching"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,35 +51,23 @@ class StitchingFit:
     link: str = "sigmoid"
     engine: Any = None
 
-    def _frame(self, columns, index, dates, positions, n) -> pd.DataFrame:
-        return pd.DataFrame({**columns, "release_date": dates.to_numpy(),
-                             "n_scores": np.bincount(positions, minlength=n)}, index=index)
-
     @property
     def capabilities(self) -> pd.DataFrame:
         """Index ``model``; columns ``capability`` (C_m), ``release_date``, ``n_scores``."""
-        t = self.table
-        return self._frame({"capability": np.asarray(self.params.capability, np.float64)},
-                           pd.Index(t.models, name="model"), t.model_release_dates(),
-                           t.model_index, t.n_models)
+        return self.table.per_model({"capability": self.params.capability})
 
     @property
     def benchmarks(self) -> pd.DataFrame:
         """Index ``benchmark``; columns ``difficulty`` (D_b), ``slope`` (alpha_b),
         ``release_date``, ``n_scores``."""
-        t = self.table
-        return self._frame({"difficulty": np.asarray(self.params.difficulty, np.float64),
-                            "slope": np.asarray(self.params.slope, np.float64)},
-                           pd.Index(t.benchmarks, name="benchmark"), t.benchmark_release_dates(),
-                           t.benchmark_index, t.n_benchmarks)
+        p = self.params
+        return self.table.per_benchmark({"difficulty": p.difficulty, "slope": p.slope})
 
     @property
     def predicted(self) -> np.ndarray:
         """Fitted ``f(alpha_b (C_m - D_b))`` per table row (in NumPy), ``f`` the fit's link."""
-        c, d, a = (np.asarray(x) for x in (self.params.capability, self.params.difficulty,
-                                           self.params.slope))
-        mi, bi = self.table.model_index, self.table.benchmark_index
-        return np.asarray(link_function(self.link)(a[bi] * (c[mi] - d[bi])))
+        t = self.table
+        return np.asarray(predict_scores(self.params, t.model_index, t.benchmark_index, self.link))
 
     @property
     def residuals(self) -> pd.DataFrame:
@@ -92,13 +79,8 @@ class StitchingFit:
 
     def summary(self) -> dict:
         """Plain-Python summary (what the CLI writes to ``fit.json``)."""
-        a = self.anchor
-        anchor = ({"kind": "benchmark", "benchmark": a.benchmark, "difficulty": a.difficulty,
-                   "slope": a.slope} if isinstance(a, BenchmarkAnchor) else
-                  {"kind": "models", "models": list(a.models),
-                   "capabilities": list(a.capabilities)})
         return {"cost": self.cost, "iterations": self.iterations, "converged": self.converged,
-                "gradient_norm": self.gradient_norm, "anchor": anchor, "l2": self.l2,
+                "gradient_norm": self.gradient_norm, "anchor": self.anchor.to_dict(), "l2": self.l2,
                 "n_models": self.table.n_models, "n_benchmarks": self.table.n_benchmarks,
                 "n_scores": self.table.n_scores, "n_free_parameters": self.layout.n_free}
 
@@ -136,47 +118,11 @@ class StitchingFit:
         return float(self.params.capability[self.table.model_position(model)])
 
 
-def anchor_for_table(anchor: Anchor, table: ScoreTable) -> Anchor:
-    """The given anchor where it lies in ``table`` (e.g. a sub-table); otherwise the table's
-    most-scored benchmark, with the anchor's D and alpha when it was a benchmark anchor."""
-    if isinstance(anchor, BenchmarkAnchor) and anchor.benchmark in table.benchmarks:
-        return anchor
-    if isinstance(anchor, ModelAnchor) and all(m in table.models for m in anchor.models):
-        return anchor
-    name = table.benchmarks[int(np.argmax(np.bincount(table.benchmark_index)))]
-    if isinstance(anchor, BenchmarkAnchor):
-        return BenchmarkAnchor(name, anchor.difficulty, anchor.slope)
-    return BenchmarkAnchor(name)
-
-
-def _warn_unidentified(table: ScoreTable, anchor) -> None:
-    """Warn about benchmarks scored by one model: one score cannot set both α_b and D_b, so
-    only the L2 penalty picks them and their values say nothing about the benchmark."""
-    counts = table.data.groupby("benchmark", observed=True)["model"].nunique()
-    fixed = {getattr(anchor, "benchmark", None)}
-    lonely = [str(b) for b, n in counts.items() if n < 2 and b not in fixed]
-    if lonely:
-        warnings.warn(
-            f"{len(lonely)} benchmark(s) scored by only one model: {', '.join(map(repr, lonely[:5]))}"
-            f"{', ...' if len(lonely) > 5 else ''}. One score cannot determine a slope and a "
-            "difficulty: the L2 penalty alone sets them, so their values are meaningless. Add "
-            "scores from other models, or drop them (ScoreTable.drop_benchmarks)",
-            UserWarning, stacklevel=3)
-
-
-def fit_stitching(
-    table: ScoreTable,
-    anchor: Anchor | None = None,
-    l2: float = 0.1,
-    *,
-    components: Literal["error", "separate"] = "error",
-    theta0: ArrayLike | None = None,
-    restarts: int = 0,
-    seed: int = 0,
-    link: str = "sigmoid",
-    model: Any = None,
-    **solver_options,
-) -> StitchingFit | list[StitchingFit]:
+def fit_stitching(table: ScoreTable, anchor: Anchor | None = None, l2: float = 0.1, *,
+                  components: Literal["error", "separate"] = "error",
+                  theta0: ArrayLike | None = None, restarts: int = 0, seed: int = 0,
+                  link: str = "sigmoid", model: Any = None,
+                  **solver_options) -> StitchingFit | list[StitchingFit]:
     """MAP fit of ``score(m, b) = sigmoid(alpha_b (C_m - D_b))`` to ``table``.
 
     Minimises the paper's L2-regularised least squares (:func:`platinum_jax.models.stitching_cost`,
@@ -193,7 +139,7 @@ def fit_stitching(
         components: a disconnected model-benchmark graph has no common scale; ``"error"``
             (default) raises naming the components, ``"separate"`` fits each on its own and
             returns a list of fits, largest first (a component without the anchor is anchored
-            on its most-scored benchmark, see :func:`anchor_for_table`).
+            on its most-scored benchmark, see :func:`platinum_jax.models.anchor_for_table`).
         theta0: optional start (P,) in the layout of the whole table (not with ``"separate"``).
         restarts: extra jittered starts solved in one vmapped call; the lowest cost wins.
         seed: seed of the jitter.
@@ -220,21 +166,14 @@ def fit_stitching(
         raise ValueError(f"model was built with l2={getattr(model, 'l2', None)}, "
                          f"link={getattr(model, 'link', None)!r}; pass the same l2 and link "
                          f"to fit_stitching (got l2={l2}, link={link!r})")
-    comps = table.components()
-    if len(comps) > 1:
-        if components == "error":
-            parts = [f"component {k + 1}: {len(ms)} models, {len(bs)} benchmarks ("
-                     + ", ".join(repr(n) for n in sorted(bs)[:4])
-                     + (" ...)" if len(bs) > 4 else ")") for k, (ms, bs) in enumerate(comps[:6])]
-            more = f"; ... and {len(comps) - 6} more" if len(comps) > 6 else ""
-            raise ValueError(
-                f"the model-benchmark graph has {len(comps)} disconnected components, so their "
-                f"scales are not comparable: {'; '.join(parts)}{more}. Add scores that link "
-                "them, drop the small components, or pass components='separate' to fit each alone")
+    if components == "error":
+        table.check_connected("pass components='separate' to fit each alone")
+    elif len(comps := table.components()) > 1:
         subs = [table.select_models(sorted(models)) for models, _ in comps]
         return [fit_stitching(sub, anchor_for_table(anchor, sub), l2, restarts=restarts,
                               seed=seed, link=link, **solver_options) for sub in subs]
-    _warn_unidentified(table, anchor)
+    # one score cannot set a benchmark's slope and difficulty: only the L2 penalty picks them
+    table.warn_unidentified({getattr(anchor, "benchmark", None)}, stacklevel=2)
     return _fit_connected(table, anchor, float(l2), theta0, restarts, seed, link, solver_options,
                           model)
 

@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 
 from platinum_jax.inference import BootstrapResult as _Replicates
+from platinum_jax.inference import first_crossing, golden_minimum, loss_rise_shifts
 from platinum_jax.models import stitching_cost
 
 from ._fit import StitchingFit
 
-__all__ = ["BootstrapResult", "bootstrap", "bootstrap_weights", "by_kind", "laplace", "objective_hessian",
+__all__ = ["BootstrapResult", "bootstrap", "by_kind", "laplace", "objective_hessian",
            "sensitivity"]
 
 
@@ -39,7 +40,6 @@ def by_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
 
 # The paper's code re-fits alpha_b by a bounded scalar search on this range when D_b moves.
 _SLOPE_SEARCH = (0.01, 20.0)
-_GOLDEN = 0.5 * (np.sqrt(5.0) - 1.0)
 
 
 def _own_loss(z, target_y, mask):
@@ -48,46 +48,13 @@ def _own_loss(z, target_y, mask):
 
 
 def _best_slope(c, d, y, mask, n_golden):
-    # min over alpha in _SLOPE_SEARCH of the benchmark's own loss: golden-section search (the
-    # loss of one benchmark is unimodal in alpha for fixed C and D in practice).
-    lo, hi = _SLOPE_SEARCH
-
+    # min over alpha in _SLOPE_SEARCH of the benchmark's own loss (unimodal in alpha for fixed
+    # C and D in practice)
     def loss(a):
         return _own_loss(a * (c - d), y, mask)
 
-    def step(_, bounds):
-        a, b = bounds
-        x1 = b - _GOLDEN * (b - a)
-        x2 = a + _GOLDEN * (b - a)
-        left = loss(x1) < loss(x2)
-        return jnp.where(left, a, x1), jnp.where(left, x2, b)
-
-    a, b = jax.lax.fori_loop(0, n_golden, step, (jnp.asarray(lo, c.dtype), jnp.asarray(hi, c.dtype)))
-    return loss(0.5 * (a + b))
-
-
-def _shift_to_target(excess, start, max_shift, n_bisect):
-    """Smallest ``d > 0`` with ``excess(d) = 0`` (``excess(0) <= 0``), or ``inf`` past
-    ``max_shift``: a bracket doubling from ``start``, then bisection (vmappable)."""
-
-    def growing(bounds):
-        return (bounds[2] < 0) & (bounds[1] < max_shift)
-
-    def grow(bounds):
-        hi = jnp.minimum(2.0 * bounds[1], max_shift)
-        return bounds[1], hi, excess(hi)
-
-    lo, hi, last = jax.lax.while_loop(growing, grow, (jnp.zeros_like(start), start, excess(start)))
-    reached = last >= 0
-
-    def halve(_, bounds):
-        a, b = bounds
-        mid = 0.5 * (a + b)
-        below = excess(mid) < 0
-        return jnp.where(below, mid, a), jnp.where(below, b, mid)
-
-    a, b = jax.lax.fori_loop(0, n_bisect, halve, (lo, hi))
-    return jnp.where(reached, 0.5 * (a + b), jnp.inf)
+    lo, hi = (jnp.asarray(x, c.dtype) for x in _SLOPE_SEARCH)
+    return loss(golden_minimum(loss, lo, hi, n_golden))
 
 
 @functools.partial(jax.jit, static_argnames=("n_bisect", "n_golden"))
@@ -99,8 +66,8 @@ def _own_score_deltas(cap, diff, slope, mi, bi, y, cap_rows, diff_rows, slope_ro
 
     def both(loss, base):
         target = (1.0 + rise) * base
-        up = _shift_to_target(lambda d: loss(d) - target, start, max_shift, n_bisect)
-        down = _shift_to_target(lambda d: loss(-d) - target, start, max_shift, n_bisect)
+        up = first_crossing(lambda d: loss(d) - target, start, max_shift, n_bisect)
+        down = first_crossing(lambda d: loss(-d) - target, start, max_shift, n_bisect)
         return down, up
 
     def capability(m):
@@ -133,21 +100,9 @@ SENSITIVITY_METHODS = ("own_scores", "global_loss")
 
 @functools.partial(jax.jit, static_argnames=("layout",))
 def _global_loss_deltas(theta, layout, mi, bi, y, l2, rise, max_shift):
-    # The whole regularised objective F must rise by ``rise`` along each coordinate; the
-    # quadratic model F + 0.5 H_jj d^2 gives the bracket's first guess d0.
-    f0 = stitching_cost(theta, layout, mi, bi, y, l2)
-    h = jnp.diag(jax.hessian(stitching_cost)(theta, layout, mi, bi, y, l2))
-    d0 = jnp.sqrt(2.0 * rise * f0 / jnp.maximum(h, 1e-12))
-    eye = jnp.eye(theta.shape[0], dtype=theta.dtype)
-
-    def side(sign):
-        def one(e, start):
-            return _shift_to_target(
-                lambda d: stitching_cost(theta + sign * d * e, layout, mi, bi, y, l2)
-                - (1.0 + rise) * f0, start, max_shift, 60)
-        return jax.vmap(one)(eye, d0)
-
-    return d0, side(-1.0), side(1.0)
+    # the whole regularised objective F must rise by ``rise`` along each coordinate
+    return loss_rise_shifts(lambda th: stitching_cost(th, layout, mi, bi, y, l2), theta, rise,
+                            max_shift)
 
 
 def sensitivity(fit: StitchingFit, rise: float = 0.05, *, method: str = "own_scores",
@@ -211,33 +166,19 @@ def objective_hessian(fit: StitchingFit):
 def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "residual"):
     """Laplace approximation ``theta ~ N(theta_hat, s^2 H^{-1})`` around the fit.
 
-    The engine's covariance (:func:`platinum_jax.inference.laplace_covariance`, the one
+    The engine's covariance (:func:`platinum_jax.inference.layout_laplace`, the one
     ``platinum-jax fit --model rosetta --method laplace`` draws from), with ``s^2 = sum r_i^2 /
     (N - P)`` from the residuals (``"residual"``) or ``s`` given as a number; the penalty's free
     centre is marginalised. A Hessian that is not positive definite raises ``ValueError``.
     Returns ``value, sd, lower, upper`` (normal interval at ``level``); ``attrs`` holds
     ``noise_variance``.
     """
-    from scipy.stats import norm
-
-    from platinum_jax.inference import layout_laplace_sd
+    from platinum_jax.inference import layout_laplace
 
     if isinstance(noise_scale, str) and noise_scale != "residual":
         raise ValueError(f"noise_scale must be 'residual' or a positive number (got "
                          f"{noise_scale!r})")
-    sd, noise = layout_laplace_sd(fit.engine, fit.layout, noise_scale)
-    half = norm.ppf(0.5 + level / 2) * sd
-    frame = pd.DataFrame({"value": fit.theta, "sd": sd, "lower": fit.theta - half,
-                          "upper": fit.theta + half}, index=_index(fit))
-    frame.attrs["noise_variance"] = noise
-    return frame
-
-
-def bootstrap_weights(seed: int, replicates: int, n_scores: int) -> np.ndarray:
-    """The (replicates, N) resampling counts :func:`bootstrap` uses for ``seed``."""
-    from platinum_jax.inference import resample_counts
-
-    return resample_counts(seed, replicates, n_scores)
+    return layout_laplace(fit.engine, fit.layout, _index(fit), level, noise_scale)
 
 
 class BootstrapResult(_Replicates):
@@ -251,7 +192,8 @@ class BootstrapResult(_Replicates):
 def bootstrap(fit: StitchingFit, replicates: int = 1000, *, seed: int = 0, level: float = 0.95,
               chunk: int = 5, block: int = 250, max_steps: int = 200, progress: bool = False):
     """Non-parametric bootstrap over scores: :func:`platinum_jax.inference.layout_bootstrap`
-    of the engine's fit (multinomial weights; each replicate refitted from the estimate by
+    of the engine's fit (multinomial weights, :func:`platinum_jax.inference.resample_counts`;
+    each replicate refitted from the estimate by
     exact-Hessian LM, ``chunk`` vmapped refits at a time in compiled blocks of ``block``: small
     chunks are fastest on a CPU, raise ``chunk`` on a GPU). Replicates that do not converge
     within ``max_steps`` leave the summary, with a ``RuntimeWarning``."""

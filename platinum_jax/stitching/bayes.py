@@ -10,60 +10,49 @@ the same model. Names that moved still import from here, with a ``DeprecationWar
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import jax.numpy as jnp
-import numpy as np
 import pandas as pd
 
+from platinum_jax._deprecation import Moved, module_hooks
 from platinum_jax._names import BAYES_LIKELIHOODS as LIKELIHOODS
-from platinum_jax._names import COUNT_LIKELIHOODS
 from platinum_jax._names import check_bayes_likelihood as check_likelihood
 from platinum_jax.inference import (
     check_sampler_settings,
     compare_posteriors,
-    sample_posterior,
     stitching_model,
+    stitching_posterior,
     stitching_problem,
     threshold_names,
+    warn_prepared,
 )
 from platinum_jax.models import BenchmarkAnchor, ModelAnchor, ParameterLayout
 from platinum_jax.models.rosetta_bayes import (
     STDERR_FLOOR,
     BayesData,
     anchored_benchmark,
-    deterministic_sites,
     prepare_data,
 )
 from platinum_jax.models.rosetta_bayes import Priors as _Priors  # its public home
 
 from ._table import ScoreTable
 
-# Old name -> (new module, new name).
+# Old name -> its new home (importable from here, with a DeprecationWarning naming it).
 _MOVED = {
-    "Priors": ("platinum_jax.models.rosetta_bayes", "Priors"),
-    "SamplingWarning": ("platinum_jax.inference", "SamplingWarning"),
-    "check_diagnostics": ("platinum_jax.inference", "check_diagnostics"),
-    "posterior_summary": ("platinum_jax.inference", "posterior_summary"),
-    "choose_chain_method": ("platinum_jax.inference", "choose_chain_method"),
-    "use_cpu_devices_for_chains": ("platinum_jax.inference", "use_cpu_devices_for_chains"),
-    "load_weights_config": ("platinum_jax.design", "load_weights_config"),
-    "optimal_weight_draws": ("platinum_jax.design", "optimal_weight_draws"),
-    "posterior_optimal_weights": ("platinum_jax.design", "posterior_optimal_weights"),
-    "plot_capabilities": ("platinum_jax.plots", "plot_posterior_capabilities"),
-    "plot_ppc": ("platinum_jax.plots", "plot_ppc"),
+    **{name: Moved(home, name) for names, home in (
+        (("Priors",), "platinum_jax.models.rosetta_bayes"),
+        (("SamplingWarning", "check_diagnostics", "posterior_summary", "choose_chain_method",
+          "use_cpu_devices_for_chains"), "platinum_jax.inference"),
+        (("load_weights_config", "optimal_weight_draws", "posterior_optimal_weights"),
+         "platinum_jax.design"),
+        (("plot_ppc",), "platinum_jax.plots")) for name in names},
+    "plot_capabilities": Moved("platinum_jax.plots", "plot_posterior_capabilities"),
 }
 __all__ = ["LIKELIHOODS", "BayesData", "BayesStitchingFit", "compare_likelihoods",
            "fit_stitching_bayes", "hyper_mass_blocks", "prepare_data", "stitching_model",
            "stitching_problem", *sorted(_MOVED)]
-_STATS = ["mean", "sd", "hdi_3%", "hdi_97%", "r_hat", "ess_bulk", "ess_tail"]
-_DIMS = {"capability_z": ["free_capability"], "intercept": ["free_difficulty"],
-         "slope_z": ["free_slope"], "sigma": ["benchmark"], "noise_log_sigma": ["benchmark"],
-         "log_precision": ["benchmark"], "capability": ["model"], "difficulty": ["benchmark"],
-         "slope": ["benchmark"], "noise_variance": ["benchmark"], "y": ["score"]}
+__getattr__, __dir__ = module_hooks(__name__, globals(), moved=_MOVED)
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,48 +99,6 @@ def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False) -> list[tu
     return [block] if len(block) > 1 else []
 
 
-def _noise_scale(problem, theta) -> dict:
-    items = problem.item.unflatten(theta.items)
-    return {"sigma": jnp.exp(items["noise_log_sigma"])} if "noise_log_sigma" in items else {}
-
-
-def _named_tables(table: ScoreTable, summary: pd.DataFrame):
-    def block(var, index_name):
-        part = summary.loc[summary["variable"] == var].set_index("name")[_STATS]
-        part.index.name = index_name
-        return part
-
-    capabilities = block("capability", "model").copy()
-    capabilities["release_date"] = (
-        table.model_release_dates().reindex(capabilities.index).to_numpy())
-    benchmarks = block("difficulty", "benchmark").add_prefix("difficulty_").join(
-        block("slope", "benchmark").add_prefix("slope_"))
-    benchmarks["noise_sd_mean"] = np.sqrt(block("noise_variance", "benchmark")["mean"])
-    benchmarks["release_date"] = (
-        table.benchmark_release_dates().reindex(benchmarks.index).to_numpy())
-    return capabilities, benchmarks
-
-
-def _check_connected(table: ScoreTable) -> None:
-    comps = table.components()
-    if len(comps) > 1:
-        sizes = sorted(((len(m), len(b)) for m, b in comps), reverse=True)
-        raise ValueError(
-            f"the score table falls into {len(comps)} disconnected groups (models, benchmarks) = "
-            f"{sizes[:5]}; scores in different groups cannot be put on one scale; keep one group "
-            "with table.select_models(...) or add scores that link them")
-
-
-_MOVED_WARNINGS = (
-    ("n_stderr_floored", "{n} standard error(s) below stderr_floor={floor:g} were raised to it: "
-     "a standard error of 0 claims an exactly known score, which the noise model cannot follow "
-     "(see prepare_data); pass stderr_floor=0 to keep them"),
-    ("n_boundary_moved", "Beta likelihood: {n} score(s) equal to exactly 0 or 1 were moved "
-     "inwards by half an item (or by beta_boundary={boundary:g} where n_items is unknown) so "
-     "the Beta density is finite; use the binomial likelihood if n_items is known"),
-)
-
-
 def fit_stitching_bayes(table: ScoreTable, anchor: BenchmarkAnchor | ModelAnchor | None = None,
                         *, likelihood: str = "gaussian", method: str = "nuts", chains: int = 4,
                         samples: int = 1500, warmup: int = 1000, seed: int = 0,
@@ -183,50 +130,28 @@ def fit_stitching_bayes(table: ScoreTable, anchor: BenchmarkAnchor | ModelAnchor
                            target_accept=target_accept, max_tree_depth=max_tree_depth)
     priors = _Priors() if priors is None else priors
     anchor = BenchmarkAnchor() if anchor is None else anchor
-    _check_connected(table)
+    table.check_connected()
     layout = ParameterLayout.from_table(table, anchor)
     data, info = prepare_data(table, likelihood, beta_boundary=beta_boundary,
                               stderr_floor=stderr_floor)
-    for key, text in _MOVED_WARNINGS:
-        if info[key] and (key == "n_boundary_moved" or likelihood in ("gaussian", "beta")):
-            warnings.warn(text.format(n=info[key], floor=stderr_floor, boundary=beta_boundary),
-                          UserWarning, stacklevel=2)
+    warn_prepared(info, likelihood, stderr_floor=stderr_floor, beta_boundary=beta_boundary,
+                  stacklevel=2)
     if isinstance(dense_mass, str):
         if dense_mass != "hyper":
             raise ValueError(f"dense_mass must be 'hyper', True, False or a list of site-name "
                              f"tuples, got {dense_mass!r}")
         model_anchor = anchored_benchmark(layout) is None
         dense_mass = hyper_mass_blocks(likelihood, model_anchor=model_anchor) or False
-    problem, _ = stitching_problem(table, anchor, likelihood=likelihood, priors=priors,
-                                   data=data)
-    models, benchmarks = np.asarray(table.models), np.asarray(table.benchmarks)
-    free_c, free_d, free_s = layout.free_positions()
-    mi, bi = np.asarray(data.model_index), np.asarray(data.benchmark_index)
-    counts = likelihood in COUNT_LIKELIHOODS
-    post = sample_posterior(
-        problem, method=method, chains=chains, samples=samples, warmup=warmup, seed=seed,
-        chain_method=chain_method, target_accept=target_accept, max_tree_depth=max_tree_depth,
-        dense_mass=dense_mass, svi_guide=svi_guide, svi_steps=svi_steps,
-        svi_learning_rate=svi_learning_rate, progress_bar=progress_bar,
-        computed=deterministic_sites(layout, likelihood), derive=_noise_scale,
-        coords={"model": list(models), "benchmark": list(benchmarks),
-                "free_capability": list(models[free_c]),
-                "free_difficulty": list(benchmarks[free_d]),
-                "free_slope": list(benchmarks[free_s]), "score": np.arange(table.n_scores)},
-        dims=_DIMS, observed=np.asarray(data.scores),
-        constant={"model_index": mi, "benchmark_index": bi,
-                  "stderr": np.asarray(data.stderr), "n_items": np.asarray(data.n_items)},
-        row_labels={"score_model": models[mi], "score_benchmark": benchmarks[bi]},
-        count_scale=data.n_items if counts else None,
-        attrs={"likelihood": likelihood, "anchor": anchor.describe()},
-        ess_min=ess_min, rhat_max=rhat_max)
-    post.idata.observed_data.attrs["scale"] = (
-        "item counts k = round(score * n_items)" if counts else "scores in [0, 1]")
-    capabilities, benchmark_table = _named_tables(table, post.summary)
+    post, capabilities, benchmarks = stitching_posterior(
+        table, layout, data, anchor=anchor, likelihood=likelihood, priors=priors, method=method,
+        chains=chains, samples=samples, warmup=warmup, seed=seed, chain_method=chain_method,
+        target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
+        svi_guide=svi_guide, svi_steps=svi_steps, svi_learning_rate=svi_learning_rate,
+        progress_bar=progress_bar, ess_min=ess_min, rhat_max=rhat_max)
     return BayesStitchingFit(table=table, anchor=anchor, likelihood=likelihood, method=method,
                              priors=priors, layout=layout, idata=post.idata,
                              summary=post.summary, capabilities=capabilities,
-                             benchmarks=benchmark_table, diagnostics=post.diagnostics,
+                             benchmarks=benchmarks, diagnostics=post.diagnostics,
                              info={**info, **post.info})
 
 
@@ -248,16 +173,3 @@ def compare_likelihoods(fits_or_table, likelihoods: Sequence[str] = ("gaussian",
     else:
         fits = {f.likelihood: f for f in fits_or_table}
     return compare_posteriors(fits, ic=ic)
-
-
-def __getattr__(name: str):
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, new = _MOVED[name]
-    warnings.warn(f"platinum_jax.stitching.bayes.{name} moved to {module}.{new}; import it "
-                  "from there", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(module), new)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

@@ -12,7 +12,6 @@ import pytest
 from platinum_jax.cli import main
 from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.stitching import BenchmarkAnchor, ScoreTable, fit_stitching
-from platinum_jax.stitching._fit import _warn_unidentified
 
 
 def test_a_benchmark_scored_by_one_model_is_named(tmp_path):
@@ -28,8 +27,8 @@ def test_a_benchmark_scored_by_one_model_is_named(tmp_path):
                                           "score": [0.7]})])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _warn_unidentified(ScoreTable.from_frame(pair), BenchmarkAnchor("bench_00"))
-        _warn_unidentified(ScoreTable.from_frame(data), BenchmarkAnchor("bench_00"))
+        ScoreTable.from_frame(pair).warn_unidentified({"bench_00"})
+        ScoreTable.from_frame(data).warn_unidentified({"bench_00"})
 
 
 

@@ -126,7 +126,8 @@ def test_deprecated_names_warn_and_name_their_replacement():
     with pytest.warns(DeprecationWarning, match="platinum_jax.inference.MAPResult"):
         assert st.LMResult is MAPResult
     for old, new in [("layout_problem", "platinum_jax.inference"),
-                     ("to_engine_theta", "platinum_jax.inference")]:
+                     ("to_engine_theta", "platinum_jax.inference"),
+                     ("bootstrap_weights", "platinum_jax.inference")]:
         with pytest.warns(DeprecationWarning, match=f"import it from {new}"):
             getattr(st, old)
     assert {"fit_theta", "solve_stitching", "gauss_newton_system"} <= set(dir(st))

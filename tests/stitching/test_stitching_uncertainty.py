@@ -12,14 +12,13 @@ from scipy.optimize import least_squares
 
 from platinum_jax.cli import main
 from platinum_jax.datasets import synthetic_score_table
+from platinum_jax.inference import kfold_assignments, resample_counts
 from platinum_jax.stitching import (
     BenchmarkAnchor,
     bootstrap,
-    bootstrap_weights,
     by_kind,
     cross_validate,
     fit_stitching,
-    kfold_assignments,
     laplace,
     sensitivity,
 )
@@ -115,7 +114,7 @@ def test_bootstrap_matches_scipy_refits(small):
     boot = bootstrap(fit, replicates=8, seed=5, chunk=4, block=8)
     assert boot.thetas.shape == (8, fit.theta.size)
     assert boot.converged.all()
-    weights = bootstrap_weights(5, 8, table.n_scores)
+    weights = resample_counts(5, 8, table.n_scores)
     assert np.all(weights.sum(axis=1) == table.n_scores)
     for k in [0, 3]:  # a Python-loop SciPy refit of two replicates, from the same start
         res = least_squares(
@@ -147,7 +146,7 @@ def test_bootstrap_leaves_out_unconverged_replicates(small):
     np.testing.assert_allclose(summ["upper"], np.percentile(boot.thetas[ok], 97.5, axis=0), rtol=1e-12)
     assert summ.attrs["n_failed"] == n_failed and summ.attrs["n_converged"] == 8 - n_failed
     # the replicates that did converge agree with SciPy refits of the same resamples
-    weights = bootstrap_weights(5, 8, table.n_scores)
+    weights = resample_counts(5, 8, table.n_scores)
     k = int(np.flatnonzero(ok)[0])
     res = least_squares(
         numpy_residuals, fit.theta, args=(table, 0.1, weights[k]), xtol=1e-12, ftol=1e-12, gtol=1e-12
@@ -231,7 +230,7 @@ def test_cli_bootstrap_intervals(tmp_path, small):
     assert info["uncertainty"] == "bootstrap" and info["replicates"] == 4
     assert info["replicates_converged"] == 4 and info["replicates_failed"] == 0
     # SciPy refits of the same four resamples, from the MAP estimate, give the columns
-    weights = bootstrap_weights(3, 4, table.n_scores)
+    weights = resample_counts(3, 4, table.n_scores)
     refits = np.array([
         least_squares(
             numpy_residuals, fit.theta, args=(table, 0.1, w), xtol=1e-12, ftol=1e-12, gtol=1e-12
