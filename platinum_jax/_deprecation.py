@@ -66,8 +66,9 @@ def module_hooks(owner: str, namespace: dict, *, exports: Mapping[str, str] | No
     """``(__getattr__, __dir__)`` for module ``owner`` whose globals are ``namespace``.
 
     ``exports``: public name -> module defining it (absolute), imported on first use and
-    cached in ``namespace``; ``moved``: old name -> :class:`Moved`, warned about on every use;
-    ``submodules``: names of sub-modules imported on first use.
+    cached in ``namespace``; ``moved``: old name -> :class:`Moved`, warned about on every use
+    (the package's tables are in :mod:`platinum_jax._moved_names`); ``submodules``: names of
+    sub-modules imported on first use.
     """
     exports, moved = dict(exports or {}), dict(moved or {})
 

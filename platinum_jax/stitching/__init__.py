@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from platinum_jax._deprecation import Moved, module_hooks
+from platinum_jax._deprecation import module_hooks
+from platinum_jax._moved_names import MOVED
 
 if TYPE_CHECKING:  # for type checkers and the API pages; at run time names load lazily
     from platinum_jax._names import UnknownNameError
@@ -59,27 +60,6 @@ _EXPORTS = {
 }
 
 
-_INFERENCE = "platinum_jax.inference"
-# The old array-level solvers: the engine's, warning on every call; fit_theta returned
-# (theta, cost, converged) and both took a damping the engine no longer exposes.
-_SOLVER = {"note": " (the engine's platinum_jax.inference.solve_map on a stitching layout)",
-           "per_call": True, "dropped": {"damping": (1e-3, "the engine's solver starts at "
-                                                     "1e-3 * max diag(J^T J)")}}
-# Old names -> their homes: importable from here, with a DeprecationWarning naming the new home.
-_MOVED = {
-    "LMResult": Moved(_INFERENCE, "MAPResult", _SOLVER["note"]),
-    "bootstrap_weights": Moved(_INFERENCE, "resample_counts"),
-    "fit_theta": Moved(_INFERENCE, "solve_layout", **_SOLVER, prefix=3),
-    "gauss_newton_system": Moved(_INFERENCE, "layout_system", **_SOLVER),
-    "solve_stitching": Moved(_INFERENCE, "solve_layout", **_SOLVER),
-    **{name: Moved(home, name) for names, home in (
-        (("read_benchmark_info", "read_distilled_models", "read_epoch_raw",
-          "read_metr_horizons", "read_model_compute"), "platinum_jax.importers"),
-        (("plot_capabilities", "plot_residuals"), "platinum_jax.plots"),
-        (("SyntheticTruth", "synthetic_score_table"), "platinum_jax.datasets"),
-        (("layout_problem", "to_engine_theta"), _INFERENCE)) for name in names},
-}
-
 __all__ = [
     "BenchmarkAnchor", "BootstrapResult", "ModelAnchor", "ParameterLayout", "ScoreTable",
     "StitchingFit", "StitchingParams", "UnknownNameError", "anchor_for_table", "bootstrap",
@@ -88,5 +68,7 @@ __all__ = [
     "stitching_residuals",
 ]
 # PEP 562. The Bayesian twin (platinum_jax.stitching.bayes) loads NumPyro: a sub-module.
-__getattr__, __dir__ = module_hooks(__name__, globals(), exports=_EXPORTS, moved=_MOVED,
+# Names that moved out (to the engine, importers/, plots, datasets) still import from here, with
+# a DeprecationWarning (their table is in platinum_jax._moved_names).
+__getattr__, __dir__ = module_hooks(__name__, globals(), exports=_EXPORTS, moved=MOVED[__name__],
                                     submodules=("bayes",))

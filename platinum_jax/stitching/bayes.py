@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from platinum_jax._deprecation import Moved, module_hooks
+from platinum_jax._deprecation import module_hooks
+from platinum_jax._moved_names import MOVED
 from platinum_jax._names import BAYES_LIKELIHOODS as LIKELIHOODS
 from platinum_jax._names import check_bayes_likelihood as check_likelihood
 from platinum_jax.inference import (
@@ -38,21 +39,10 @@ from platinum_jax.models.rosetta_bayes import Priors as _Priors  # its public ho
 
 from ._table import ScoreTable
 
-# Old name -> its new home (importable from here, with a DeprecationWarning naming it).
-_MOVED = {
-    **{name: Moved(home, name) for names, home in (
-        (("Priors",), "platinum_jax.models.rosetta_bayes"),
-        (("SamplingWarning", "check_diagnostics", "posterior_summary", "choose_chain_method",
-          "use_cpu_devices_for_chains"), "platinum_jax.inference"),
-        (("load_weights_config", "optimal_weight_draws", "posterior_optimal_weights"),
-         "platinum_jax.design"),
-        (("plot_ppc",), "platinum_jax.plots")) for name in names},
-    "plot_capabilities": Moved("platinum_jax.plots", "plot_posterior_capabilities"),
-}
 __all__ = ["LIKELIHOODS", "BayesData", "BayesStitchingFit", "compare_likelihoods",
            "fit_stitching_bayes", "hyper_mass_blocks", "prepare_data", "stitching_model",
-           "stitching_problem", *sorted(_MOVED)]
-__getattr__, __dir__ = module_hooks(__name__, globals(), moved=_MOVED)
+           "stitching_problem", *sorted(MOVED[__name__])]
+__getattr__, __dir__ = module_hooks(__name__, globals(), moved=MOVED[__name__])
 
 
 @dataclass(frozen=True, eq=False)
