@@ -80,6 +80,30 @@ def test_hyper_parameters_are_in_the_diagnostics():
     assert idata.posterior.sizes["chain"] == 1
 
 
+def test_sampled_coordinates_the_summary_hides_are_checked():
+    # slope_z is left out of the displayed summary (its named twin is slope), yet a sampled
+    # coordinate whose chains disagree must fail the check: here the second chain of one entry
+    # sits 2 sd away, so its R-hat is far above 1.01 while every shown quantity mixes.
+    import arviz as az
+
+    from platinum_jax.inference import posterior_summary
+
+    rng = np.random.default_rng(2)
+    slope_z = rng.normal(size=(2, 400, 2))
+    slope_z[1, :, 1] += 2.0
+    idata = az.from_dict(
+        posterior={"capability": rng.normal(size=(2, 400, 3)), "slope_z": slope_z},
+        sample_stats={"diverging": np.zeros((2, 400), dtype=bool)},
+        coords={"model": ["a", "b", "c"], "free_slope": ["x", "y"]},
+        dims={"capability": ["model"], "slope_z": ["free_slope"]})
+    assert "slope_z" not in set(posterior_summary(idata)["variable"])
+    expected = az.rhat(idata.posterior)["slope_z"].values[1]
+    with pytest.warns(SamplingWarning, match=r"worst: slope_z\[y\]"):
+        diag = check_diagnostics(idata)
+    assert diag["worst_rhat_parameter"] == "slope_z[y]"
+    assert diag["rhat_max"] == pytest.approx(expected) and expected > 1.5
+
+
 def test_cli_runs_one_chain(tmp_path, capsys):
     from platinum_jax.cli import main
 
