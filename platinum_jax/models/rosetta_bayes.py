@@ -53,6 +53,7 @@ from ._rosetta_bayes_data import (
     prepare_data,
     response_rows,
 )
+from ._zero_sum_shell import zero_sum_shell
 from .likelihoods import BetaBinomial
 
 __all__ = [
@@ -298,6 +299,7 @@ class RosettaReparameterisation(Reparameterisation):
     anchor_benchmark: int | None
     model_index: Any  # (n_rows,) int
     benchmark_index: Any  # (n_rows,) int
+    polar: bool = False
     replaces: ClassVar[tuple[str, ...]] = ("capability", "difficulty", "slope")
 
     def sites(self):
@@ -307,7 +309,14 @@ class RosettaReparameterisation(Reparameterisation):
             out["capability_mu"] = d.Normal(p.capability_loc, p.capability_loc_scale)
             out["capability_tau"] = d.HalfNormal(p.capability_scale)
         # Zero-sum z: mu_C is then the mean free capability, not a shift all z_m can mimic.
-        out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(len(self.free_capability),))
+        n_c = len(self.free_capability)
+        if self.polar:  # z = |z| u / |u| with |z|^2 ~ chi^2(n_c - 1) a coordinate of its own
+            out["capability_u"] = (zero_sum_shell(n_c) if n_c >= 2
+                                   else d.ZeroSumNormal(1.0, event_shape=(n_c,)))
+            # (with under two free capabilities z = 0 and the radius is an unused placeholder)
+            out["capability_r2"] = d.Gamma(0.5 * max(n_c - 1, 1), 0.5)
+        else:
+            out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(n_c,))
         if self.anchor_benchmark is not None:
             out["anchor_intercept"] = d.Normal(p.intercept_loc, p.intercept_scale)
             out["anchor_slope_z"] = d.Normal(0.0, 1.0)
@@ -328,7 +337,12 @@ class RosettaReparameterisation(Reparameterisation):
         free_c = np.asarray(self.free_capability, dtype=int)
         free_d = np.asarray(self.free_difficulty, dtype=int)
         free_s = np.asarray(self.free_slope, dtype=int)
-        z_c = values["capability_z"]
+        if self.polar:
+            u = values["capability_u"]
+            z_c = (jnp.sqrt(values["capability_r2"]) * u / jnp.linalg.norm(u)
+                   if len(self.free_capability) >= 2 else u)
+        else:
+            z_c = values["capability_z"]
         dtype = jnp.result_type(z_c)
         if self.anchor_benchmark is None:
             mu_c, tau_c = values["capability_mu"], values["capability_tau"]
@@ -353,8 +367,9 @@ class RosettaReparameterisation(Reparameterisation):
         std_slope = (slope * tau_c)[free_d]  # exp(eta_b), or the anchor's alpha tau_C
         difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
             mu_c + tau_c * (z_bar[free_d] - values["intercept"] / std_slope))
+        extra = {"capability_z": z_c} if self.polar else {}
         return {"capability": capability, "difficulty": difficulty, "slope": slope,
-                "capability_mu": mu_c, "capability_tau": tau_c}
+                "capability_mu": mu_c, "capability_tau": tau_c, **extra}
 
 
 class RosettaBayes(MeasurementModel):
@@ -376,6 +391,7 @@ class RosettaBayes(MeasurementModel):
     anchor: Anchor = BenchmarkAnchor()
     likelihood: Likelihood = NoisyGaussian()
     priors: Priors = Priors()
+    polar_scale: bool = False
     name: ClassVar[str] = "rosetta_bayes"
 
     def subject_params(self):
@@ -450,4 +466,5 @@ class RosettaBayes(MeasurementModel):
             priors=self.priors, n_models=m, n_benchmarks=b, free_capability=free_c,
             free_difficulty=free_d, free_slope=free_s, fixed_capability=fix_c,
             fixed_difficulty=fix_d, fixed_slope=fix_s, anchor_benchmark=anchor_k,
-            model_index=np.asarray(table.subject_index), benchmark_index=np.asarray(table.item_index))
+            model_index=np.asarray(table.subject_index), benchmark_index=np.asarray(table.item_index),
+            polar=bool(self.polar_scale))

@@ -99,11 +99,18 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
     Benchmark anchor (default): x has D = 0, alpha = 1 and its sampled intercept and log slope
     set the scale.  ``model_anchor=(values of A and C)``: mu_C, tau_C are sampled instead.
     """
-    z_c, beta, z_s = point["capability_z"], point["intercept"], point["slope_z"]
+    beta, z_s = point["intercept"], point["slope_z"]
     mi, bi = np.asarray(table.model_index), np.asarray(table.benchmark_index)
-    n = len(z_c)
-    # zero-sum normal: N(0, I) restricted to the (n-1)-dimensional subspace sum(z) = 0
-    lp = -0.5 * np.sum(z_c**2) - 0.5 * (n - 1) * np.log(2 * np.pi)
+    if "capability_u" in point:  # polar: z = sqrt(r2) u / |u|, r2 ~ chi^2(n - 1)
+        u, r2 = np.asarray(point["capability_u"]), point["capability_r2"]
+        z_c = np.sqrt(r2) * u / np.linalg.norm(u)
+        n = len(u)
+        lp = -0.5 * np.sum(u**2) - 0.5 * (n - 1) * np.log(2 * np.pi) + st.chi2.logpdf(r2, n - 1)
+    else:
+        z_c = point["capability_z"]
+        n = len(z_c)
+        # zero-sum normal: N(0, I) restricted to the (n-1)-dimensional subspace sum(z) = 0
+        lp = -0.5 * np.sum(z_c**2) - 0.5 * (n - 1) * np.log(2 * np.pi)
     lp += st.norm.logpdf(beta, pr.intercept_loc, pr.intercept_scale).sum()
     lp += st.norm.logpdf(z_s).sum()
     eta = pr.log_slope_loc + pr.log_slope_scale * np.asarray(z_s)

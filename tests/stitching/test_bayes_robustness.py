@@ -249,3 +249,29 @@ def test_short_chains_sample_a_real_subset_cleanly(epoch_dir):
     # every hyper-parameter is among the checked quantities
     checked = set(fit.summary.loc[fit.summary["sd"] > 0, "variable"])
     assert {"capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau", "sigma"} <= checked
+
+
+def test_polar_capabilities_have_the_zero_sum_normal_prior(tmp_path):
+    # z = sqrt(r2) u / |u| with u zero-sum normal and r2 ~ chi^2(n - 1) is the zero-sum normal
+    # again: mean 0, covariance I - 1 1^T / n, |z|^2 with mean n - 1 and variance 2 (n - 1).
+    import dataclasses
+
+    import jax
+    from numpyro.infer import Predictive
+
+    from platinum_jax.inference import Problem, numpyro_model, stitching_problem
+
+    table = ScoreTable.from_csv(_small_csv(tmp_path, n_models=6, n_bench=3))
+    problem, _ = stitching_problem(table, BenchmarkAnchor("b0"))
+    polar = Problem(dataclasses.replace(problem.model, polar_scale=True), problem.table)
+    draws = Predictive(numpyro_model(polar, plain_names=True), num_samples=20000)(
+        jax.random.PRNGKey(0), polar.data(), observed=False)
+    assert {"capability_u", "capability_r2"} <= set(draws)
+    u, r2 = np.asarray(draws["capability_u"]), np.asarray(draws["capability_r2"])
+    z = np.sqrt(r2)[:, None] * u / np.linalg.norm(u, axis=1, keepdims=True)
+    n = table.n_models
+    np.testing.assert_allclose(z.sum(axis=1), 0.0, atol=1e-9)
+    np.testing.assert_allclose(np.cov(z.T), np.eye(n) - 1.0 / n, atol=0.04)
+    sq = np.sum(z**2, axis=1)
+    assert abs(sq.mean() - (n - 1)) < 4 * np.sqrt(2 * (n - 1) / len(sq))
+    assert sq.var() == pytest.approx(2 * (n - 1), rel=0.08)
