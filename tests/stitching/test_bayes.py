@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import scipy.stats as st
 from numpyro.infer.util import log_density
+from scipy.special import gammaln
 
 from platinum_jax.design import (
     load_weights_config,
@@ -103,9 +104,13 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
     mi, bi = np.asarray(table.model_index), np.asarray(table.benchmark_index)
     if "capability_u" in point:  # polar: z = sqrt(r2) u / |u|, r2 ~ chi^2(n - 1)
         u, r2 = np.asarray(point["capability_u"]), point["capability_r2"]
-        z_c = np.sqrt(r2) * u / np.linalg.norm(u)
-        n = len(u)
-        lp = -0.5 * np.sum(u**2) - 0.5 * (n - 1) * np.log(2 * np.pi) + st.chi2.logpdf(r2, n - 1)
+        rho, n = np.linalg.norm(u), len(u)
+        z_c = np.sqrt(r2) * u / rho
+        # u: uniform direction on the (n-1)-dim zero-sum subspace, |u| ~ chi_K / sqrt(25),
+        # K = 25 (n - 1); the density spreads |u|'s over the sphere of radius |u|
+        d = n - 1
+        log_sphere = np.log(2) + 0.5 * d * np.log(np.pi) - gammaln(0.5 * d) + (d - 1) * np.log(rho)
+        lp = st.chi.logpdf(rho, 25 * d, scale=0.2) - log_sphere + st.chi2.logpdf(r2, d)
     else:
         z_c = point["capability_z"]
         n = len(z_c)
@@ -217,6 +222,31 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min):
     rel = 1e-7 if likelihood == "beta_binomial" else 1e-9
     expected = _scipy_log_joint(table, point, likelihood, pr, model_anchor, centred_min)
     assert float(ours) == pytest.approx(expected, rel=rel)
+
+
+@pytest.mark.parametrize("model_anchor", [None, (0.5, -0.7)])
+def test_polar_log_density_matches_scipy(model_anchor):
+    import dataclasses
+
+    from platinum_jax.inference import Problem, numpyro_model, stitching_problem
+
+    table = _tiny_table()
+    if model_anchor is None:
+        anchor = BenchmarkAnchor("x")
+        point = {"anchor_intercept": 0.9, "anchor_slope_z": 0.2, "intercept": np.array([0.4]),
+                 "slope_z": np.array([-0.3]), "capability_u": np.array([1.1, -0.2, -0.6, -0.3])}
+    else:
+        anchor = ModelAnchor(("A", "C"), model_anchor)
+        point = {"capability_mu": 0.3, "capability_tau": 0.9, "intercept": np.array([0.4, -1.2]),
+                 "slope_z": np.array([-0.3, 0.5]), "capability_u": np.array([0.8, -0.8])}
+    pr = Priors(log_noise_loc=-2.5, intercept_scale=1.5, log_slope_scale=0.8)
+    point |= {"capability_r2": 2.3, "noise_log_mu": -2.8, "noise_log_tau": 0.4,
+              "noise_log_sigma": np.array([-2.5, -3.9])}
+    problem, _ = stitching_problem(table, anchor, priors=pr)
+    polar = Problem(dataclasses.replace(problem.model, polar_scale=True), problem.table)
+    ours, _ = log_density(numpyro_model(polar, plain_names=True), (polar.data(),), {}, point)
+    expected = _scipy_log_joint(table, point, "gaussian", pr, model_anchor)
+    assert float(ours) == pytest.approx(expected, rel=1e-9)
 
 
 def test_priors_reject_bad_scales():
