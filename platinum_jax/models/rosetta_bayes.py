@@ -299,7 +299,7 @@ class RosettaReparameterisation(Reparameterisation):
     anchor_benchmark: int | None
     model_index: Any  # (n_rows,) int
     benchmark_index: Any  # (n_rows,) int
-    polar: bool = False
+    polar: bool = True
     replaces: ClassVar[tuple[str, ...]] = ("capability", "difficulty", "slope")
 
     def sites(self):
@@ -391,7 +391,7 @@ class RosettaBayes(MeasurementModel):
     anchor: Anchor = BenchmarkAnchor()
     likelihood: Likelihood = NoisyGaussian()
     priors: Priors = Priors()
-    polar_scale: bool = False
+    polar_scale: bool = True
     name: ClassVar[str] = "rosetta_bayes"
 
     def subject_params(self):

@@ -215,6 +215,9 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min):
             point.pop(k)
     if likelihood not in ("beta", "beta_binomial"):
         point.pop("log_precision")
+    # the polar coordinates of the capabilities: u on the zero-sum shell, r2 = |z|^2
+    point["capability_u"] = 2.0 * point.pop("capability_z")
+    point["capability_r2"] = 2.3
     model, data = stitching_model(table, layout_anchor, likelihood=likelihood, priors=pr,
                                   centred_min=centred_min)
     ours, _ = log_density(model, (data,), {}, point)
@@ -225,7 +228,8 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min):
 
 
 @pytest.mark.parametrize("model_anchor", [None, (0.5, -0.7)])
-def test_polar_log_density_matches_scipy(model_anchor):
+def test_zero_sum_normal_form_log_density_matches_scipy(model_anchor):
+    # polar_scale=False: z itself is sampled, zero-sum normal
     import dataclasses
 
     from platinum_jax.inference import Problem, numpyro_model, stitching_problem
@@ -234,17 +238,17 @@ def test_polar_log_density_matches_scipy(model_anchor):
     if model_anchor is None:
         anchor = BenchmarkAnchor("x")
         point = {"anchor_intercept": 0.9, "anchor_slope_z": 0.2, "intercept": np.array([0.4]),
-                 "slope_z": np.array([-0.3]), "capability_u": np.array([1.1, -0.2, -0.6, -0.3])}
+                 "slope_z": np.array([-0.3]), "capability_z": np.array([1.1, -0.2, -0.6, -0.3])}
     else:
         anchor = ModelAnchor(("A", "C"), model_anchor)
         point = {"capability_mu": 0.3, "capability_tau": 0.9, "intercept": np.array([0.4, -1.2]),
-                 "slope_z": np.array([-0.3, 0.5]), "capability_u": np.array([0.8, -0.8])}
+                 "slope_z": np.array([-0.3, 0.5]), "capability_z": np.array([0.8, -0.8])}
     pr = Priors(log_noise_loc=-2.5, intercept_scale=1.5, log_slope_scale=0.8)
-    point |= {"capability_r2": 2.3, "noise_log_mu": -2.8, "noise_log_tau": 0.4,
+    point |= {"noise_log_mu": -2.8, "noise_log_tau": 0.4,
               "noise_log_sigma": np.array([-2.5, -3.9])}
     problem, _ = stitching_problem(table, anchor, priors=pr)
-    polar = Problem(dataclasses.replace(problem.model, polar_scale=True), problem.table)
-    ours, _ = log_density(numpyro_model(polar, plain_names=True), (polar.data(),), {}, point)
+    plain = Problem(dataclasses.replace(problem.model, polar_scale=False), problem.table)
+    ours, _ = log_density(numpyro_model(plain, plain_names=True), (plain.data(),), {}, point)
     expected = _scipy_log_joint(table, point, "gaussian", pr, model_anchor)
     assert float(ours) == pytest.approx(expected, rel=1e-9)
 
@@ -641,12 +645,13 @@ def test_mass_matrix_blocks_and_chain_devices(synth):
     from platinum_jax.inference import use_cpu_devices_for_chains
     from platinum_jax.stitching.bayes import hyper_mass_blocks
 
-    assert hyper_mass_blocks("gaussian") == [("noise_log_mu", "noise_log_tau")]
+    scale = ("capability_r2", "anchor_slope_z", "slope_z")
+    assert hyper_mass_blocks("gaussian") == [scale, ("noise_log_mu", "noise_log_tau")]
+    model_scale = ("capability_mu", "capability_tau", "capability_r2", "slope_z")
     assert hyper_mass_blocks("gaussian", model_anchor=True) == [
-        ("capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau")
-    ]
-    assert hyper_mass_blocks("beta", model_anchor=True) == [("capability_mu", "capability_tau")]
-    assert hyper_mass_blocks("beta") == []
+        model_scale, ("noise_log_mu", "noise_log_tau")]
+    assert hyper_mass_blocks("beta", model_anchor=True) == [model_scale]
+    assert hyper_mass_blocks("beta") == [scale]
     with pytest.raises(ValueError, match="likelihood"):
         hyper_mass_blocks("student")
     with pytest.raises(ValueError, match="chains"):
