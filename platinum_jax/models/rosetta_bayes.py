@@ -117,6 +117,15 @@ class Priors:
     anchor do not involve (mu_C, tau_C): the shift and stretch of the whole scale, which only
     the anchor pins down, are two coordinates of their own.
 
+    The scores see a slope only through |z| exp(eta_b), so the length of z and every log
+    slope trade along one ridge that only the priors bound (and a stretch between eras of
+    models that few models link).  z is sampled in polar form, z = sqrt(r2) u / |u| with
+    r2 = |z|^2 ~ chi^2(n - 1) (``capability_r2``) and u uniform in direction on the zero-sum
+    subspace (``capability_u``, on a thin shell: :mod:`platinum_jax.models._zero_sum_shell`),
+    exactly the ZeroSumNormal(1) prior of z; the ridge then lies in (log r2, slopes) alone,
+    which one dense block of the mass matrix follows (``hyper_mass_blocks`` of
+    :mod:`platinum_jax.stitching.bayes`).  ``RosettaBayes(polar_scale=False)`` samples z itself.
+
     Gaussian noise is hierarchical on the log scale, log sigma_b ~ N(nu, s) with
     nu ~ N(log_noise_loc, log_noise_loc_scale) and s ~ LogNormal(log log_noise_spread,
     log_noise_spread_sd).  A benchmark with at least ``CENTRED_NOISE_MIN_SCORES`` (20) scores
@@ -278,7 +287,8 @@ class ItemBetaBinomial(BetaBinomial):
 class RosettaReparameterisation(Reparameterisation):
     """Standardised coordinates of the Rosetta model (see :class:`Priors` for the maths).
 
-    Sites: ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per
+    Sites: ``capability_u`` and ``capability_r2`` (the polar form of z; ``capability_z``,
+    ZeroSumNormal over the free capabilities, with ``polar=False``), ``intercept`` (one per
     free difficulty), ``slope_z`` (one per free slope), and the scale: ``capability_mu``,
     ``capability_tau`` under a model anchor, or ``anchor_intercept`` and ``anchor_slope_z``
     (the anchored benchmark's intercept and standardised log slope) under a benchmark anchor,
@@ -383,6 +393,8 @@ class RosettaBayes(MeasurementModel):
         likelihood: :class:`NoisyGaussian` (default), :class:`NoisyBeta`,
             :class:`~platinum_jax.models.Binomial` or :class:`ItemBetaBinomial`.
         priors: :class:`Priors`.
+        polar_scale: sample the standardised capabilities in polar form (default; see
+            :class:`Priors`) or, False, as they are.
 
     The declared priors of ``capability``, ``difficulty`` and ``slope`` (wide normals) serve
     point fits only; Bayesian fits sample the reparameterisation.
