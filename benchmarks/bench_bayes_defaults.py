@@ -111,18 +111,30 @@ def all_coordinates(idata) -> dict:
     return out
 
 
-def _dense_mass(name: str, table):
-    """The mass matrix of ``--dense``: the default (``hyper``), a full dense one (``full``), or a
-    named block list from the model (``slopes``: scale and slopes in one block)."""
-    if name == "hyper":
-        return "hyper"
-    if name == "full":
-        return True
-    if name == "slopes":
-        return [("anchor_slope_z", "slope_z"), ("noise_log_mu", "noise_log_tau")]
-    if name == "slopes_z":
-        return [("capability_z", "anchor_slope_z", "slope_z"), ("noise_log_mu", "noise_log_tau")]
-    raise ValueError(f"--dense must be hyper, full, slopes or slopes_z, got {name!r}")
+def _dense_mass(name: str):
+    """The mass matrix of ``--dense``: the default's (``hyper``), a full dense one (``full``),
+    the noise block alone (``noise``) or the slopes without the scale (``slopes``)."""
+    noise = ("noise_log_mu", "noise_log_tau")
+    choices = {"hyper": "hyper", "full": True, "noise": [noise],
+               "slopes": [("anchor_slope_z", "slope_z"), noise]}
+    if name not in choices:
+        raise ValueError(f"--dense must be one of {sorted(choices)}, got {name!r}")
+    return choices[name]
+
+
+def _geometry(polar: bool):
+    """Make ``fit_stitching_bayes`` sample z in polar form (the default) or as it is
+    (``--plain-z``, the geometry before), by the model's ``polar_scale`` field."""
+    import dataclasses
+
+    from platinum_jax.models.rosetta_bayes import RosettaBayes
+
+    make = RosettaBayes.with_likelihood.__func__
+
+    def with_likelihood(cls, *args, **kwargs):
+        return dataclasses.replace(make(cls, *args, **kwargs), polar_scale=polar)
+
+    RosettaBayes.with_likelihood = classmethod(with_likelihood)
 
 
 def _fit_path(table, seed: int):
@@ -157,6 +169,7 @@ def sweep(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)
         full = ScoreTable.from_epoch(EPOCH_RAW)
+    _geometry(not args.plain_z)
     failed = 0
     for k in range(args.first_subset, args.subsets):
         table = random_subset(full, k, args.drop)
@@ -169,14 +182,14 @@ def sweep(args) -> int:
                     d, every = _fit_path(table, seed)
                 else:
                     fit = fit_stitching_bayes(table, seed=seed, warmup=args.warmup,
-                                              dense_mass=_dense_mass(args.dense, table))
+                                              dense_mass=_dense_mass(args.dense))
                     d, every = fit.diagnostics, all_coordinates(fit.idata)
             ok = (d["divergences"] == 0 and every["rhat_max"] <= 1.01
                   and min(every["ess_bulk_min"], every["ess_tail_min"]) >= 400)
             failed += not ok
             print(json.dumps({
                 "name": "bayes_defaults_sweep", "subset": k, "seed": seed, "path": args.path,
-                "dense": args.dense,
+                "dense": args.dense, "z": "plain" if args.plain_z else "polar",
                 "warmup": args.warmup,
                 "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
                 "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
@@ -206,8 +219,10 @@ def main(argv=None) -> int:
     parser.add_argument("--drop", type=float, default=0.2,
                         help="--sweep: share of benchmarks and of models dropped (default 0.2)")
     parser.add_argument("--dense", default="hyper",
-                        help="--sweep: mass matrix, hyper (the default's), full, slopes or "
-                        "slopes_z (to compare geometries)")
+                        help="--sweep: mass matrix, hyper (the default's), full, noise or "
+                        "slopes (to compare geometries)")
+    parser.add_argument("--plain-z", action="store_true",
+                        help="--sweep: sample z as it is, not in polar form (the old geometry)")
     parser.add_argument("--path", choices=("stitch-bayes", "fit"), default="stitch-bayes",
                         help="--sweep: the defaults of `stitch-bayes` (fit_stitching_bayes) or "
                         "of `fit --model rosetta_bayes --method nuts`")
