@@ -252,8 +252,9 @@ def test_short_chains_sample_a_real_subset_cleanly(epoch_dir):
 
 
 def test_polar_capabilities_have_the_zero_sum_normal_prior(tmp_path):
-    # z = sqrt(r2) u / |u| with u zero-sum normal and r2 ~ chi^2(n - 1) is the zero-sum normal
-    # again: mean 0, covariance I - 1 1^T / n, |z|^2 with mean n - 1 and variance 2 (n - 1).
+    # z = sqrt(r2) u / |u| with u uniform in direction on the zero-sum subspace (whatever its
+    # length) and r2 ~ chi^2(n - 1) is the zero-sum normal again: mean 0, covariance
+    # I - 1 1^T / n, |z|^2 with mean n - 1 and variance 2 (n - 1).
     import dataclasses
 
     import jax
