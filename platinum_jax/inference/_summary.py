@@ -106,14 +106,20 @@ def summary_diagnostics(idata, summary, method: str = "nuts",
                         wall: float = float("nan")) -> dict[str, object]:
     """The package's one set of sampler diagnostics
     (:func:`platinum_jax.inference.sampler_diagnostics`) over the rows of ``summary`` (from
-    :func:`posterior_summary`) that vary; ``method`` other than ``"nuts"`` (independent draws,
-    e.g. SVI) has nothing to diagnose but the time ``wall``."""
+    :func:`posterior_summary`) that vary, and over every other variable of the posterior that
+    the summary leaves out (the sampled standardised coordinates ``*_z``, ``noise_log_sigma``):
+    a slowly mixing sampled coordinate fails the check even when the named quantities pass.
+    ``method`` other than ``"nuts"`` (independent draws, e.g. SVI) has nothing to diagnose
+    but the time ``wall``."""
     from ._diagnostics import Diagnostics, sampler_diagnostics
 
     if method != "nuts":  # independent guide draws: nothing to diagnose but the time
         return Diagnostics(divergences=0, rhat_max=float("nan"), ess_bulk_min=float("nan"),
                            ess_tail_min=float("nan"), seconds=float(wall))
     checked = _checked_rows(summary)
+    hidden = [v for v in idata.posterior.data_vars if v not in set(summary["variable"])]
+    if hidden:
+        checked = pd.concat([checked, _checked_rows(posterior_summary(idata, var_names=hidden))])
     labelled = checked[["r_hat", "ess_bulk", "ess_tail"]].set_axis(
         [_label(row) for _, row in checked.iterrows()])
     return sampler_diagnostics(

@@ -53,6 +53,7 @@ from ._rosetta_bayes_data import (
     prepare_data,
     response_rows,
 )
+from ._zero_sum_shell import zero_sum_shell
 from .likelihoods import BetaBinomial
 
 __all__ = [
@@ -115,6 +116,15 @@ class Priors:
     into a curved ridge between D_b and alpha_b that NUTS crosses slowly.  Predictions off the
     anchor do not involve (mu_C, tau_C): the shift and stretch of the whole scale, which only
     the anchor pins down, are two coordinates of their own.
+
+    The scores see a slope only through |z| exp(eta_b), so the length of z and every log
+    slope trade along one ridge that only the priors bound (and a stretch between eras of
+    models that few models link).  z is sampled in polar form, z = sqrt(r2) u / |u| with
+    r2 = |z|^2 ~ chi^2(n - 1) (``capability_r2``) and u uniform in direction on the zero-sum
+    subspace (``capability_u``, on a thin shell: :mod:`platinum_jax.models._zero_sum_shell`),
+    exactly the ZeroSumNormal(1) prior of z; the ridge then lies in (log r2, slopes) alone,
+    which one dense block of the mass matrix follows (``hyper_mass_blocks`` of
+    :mod:`platinum_jax.stitching.bayes`).  ``RosettaBayes(polar_scale=False)`` samples z itself.
 
     Gaussian noise is hierarchical on the log scale, log sigma_b ~ N(nu, s) with
     nu ~ N(log_noise_loc, log_noise_loc_scale) and s ~ LogNormal(log log_noise_spread,
@@ -277,7 +287,8 @@ class ItemBetaBinomial(BetaBinomial):
 class RosettaReparameterisation(Reparameterisation):
     """Standardised coordinates of the Rosetta model (see :class:`Priors` for the maths).
 
-    Sites: ``capability_z`` (ZeroSumNormal over the free capabilities), ``intercept`` (one per
+    Sites: ``capability_u`` and ``capability_r2`` (the polar form of z; ``capability_z``,
+    ZeroSumNormal over the free capabilities, with ``polar=False``), ``intercept`` (one per
     free difficulty), ``slope_z`` (one per free slope), and the scale: ``capability_mu``,
     ``capability_tau`` under a model anchor, or ``anchor_intercept`` and ``anchor_slope_z``
     (the anchored benchmark's intercept and standardised log slope) under a benchmark anchor,
@@ -298,6 +309,7 @@ class RosettaReparameterisation(Reparameterisation):
     anchor_benchmark: int | None
     model_index: Any  # (n_rows,) int
     benchmark_index: Any  # (n_rows,) int
+    polar: bool = True
     replaces: ClassVar[tuple[str, ...]] = ("capability", "difficulty", "slope")
 
     def sites(self):
@@ -307,7 +319,14 @@ class RosettaReparameterisation(Reparameterisation):
             out["capability_mu"] = d.Normal(p.capability_loc, p.capability_loc_scale)
             out["capability_tau"] = d.HalfNormal(p.capability_scale)
         # Zero-sum z: mu_C is then the mean free capability, not a shift all z_m can mimic.
-        out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(len(self.free_capability),))
+        n_c = len(self.free_capability)
+        if self.polar:  # z = |z| u / |u| with |z|^2 ~ chi^2(n_c - 1) a coordinate of its own
+            out["capability_u"] = (zero_sum_shell(n_c) if n_c >= 2
+                                   else d.ZeroSumNormal(1.0, event_shape=(n_c,)))
+            # (with under two free capabilities z = 0 and the radius is an unused placeholder)
+            out["capability_r2"] = d.Gamma(0.5 * max(n_c - 1, 1), 0.5)
+        else:
+            out["capability_z"] = d.ZeroSumNormal(1.0, event_shape=(n_c,))
         if self.anchor_benchmark is not None:
             out["anchor_intercept"] = d.Normal(p.intercept_loc, p.intercept_scale)
             out["anchor_slope_z"] = d.Normal(0.0, 1.0)
@@ -328,7 +347,12 @@ class RosettaReparameterisation(Reparameterisation):
         free_c = np.asarray(self.free_capability, dtype=int)
         free_d = np.asarray(self.free_difficulty, dtype=int)
         free_s = np.asarray(self.free_slope, dtype=int)
-        z_c = values["capability_z"]
+        if self.polar:
+            u = values["capability_u"]
+            z_c = (jnp.sqrt(values["capability_r2"]) * u / jnp.linalg.norm(u)
+                   if len(self.free_capability) >= 2 else u)
+        else:
+            z_c = values["capability_z"]
         dtype = jnp.result_type(z_c)
         if self.anchor_benchmark is None:
             mu_c, tau_c = values["capability_mu"], values["capability_tau"]
@@ -353,8 +377,9 @@ class RosettaReparameterisation(Reparameterisation):
         std_slope = (slope * tau_c)[free_d]  # exp(eta_b), or the anchor's alpha tau_C
         difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
             mu_c + tau_c * (z_bar[free_d] - values["intercept"] / std_slope))
+        extra = {"capability_z": z_c} if self.polar else {}
         return {"capability": capability, "difficulty": difficulty, "slope": slope,
-                "capability_mu": mu_c, "capability_tau": tau_c}
+                "capability_mu": mu_c, "capability_tau": tau_c, **extra}
 
 
 class RosettaBayes(MeasurementModel):
@@ -368,6 +393,8 @@ class RosettaBayes(MeasurementModel):
         likelihood: :class:`NoisyGaussian` (default), :class:`NoisyBeta`,
             :class:`~platinum_jax.models.Binomial` or :class:`ItemBetaBinomial`.
         priors: :class:`Priors`.
+        polar_scale: sample the standardised capabilities in polar form (default; see
+            :class:`Priors`) or, False, as they are.
 
     The declared priors of ``capability``, ``difficulty`` and ``slope`` (wide normals) serve
     point fits only; Bayesian fits sample the reparameterisation.
@@ -376,6 +403,7 @@ class RosettaBayes(MeasurementModel):
     anchor: Anchor = BenchmarkAnchor()
     likelihood: Likelihood = NoisyGaussian()
     priors: Priors = Priors()
+    polar_scale: bool = True
     name: ClassVar[str] = "rosetta_bayes"
 
     def subject_params(self):
@@ -450,4 +478,5 @@ class RosettaBayes(MeasurementModel):
             priors=self.priors, n_models=m, n_benchmarks=b, free_capability=free_c,
             free_difficulty=free_d, free_slope=free_s, fixed_capability=fix_c,
             fixed_difficulty=fix_d, fixed_slope=fix_s, anchor_benchmark=anchor_k,
-            model_index=np.asarray(table.subject_index), benchmark_index=np.asarray(table.item_index))
+            model_index=np.asarray(table.subject_index), benchmark_index=np.asarray(table.item_index),
+            polar=bool(self.polar_scale))

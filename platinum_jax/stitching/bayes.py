@@ -79,14 +79,19 @@ class BayesStitchingFit:
 
 
 def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False) -> list[tuple[str, ...]]:
-    """The dense block of the default NUTS mass matrix: the hyper-parameters that touch every
-    score (``noise_log_mu``, ``noise_log_tau`` for the Gaussian likelihood; with a model anchor
-    also the scale ``capability_mu``, ``capability_tau``), whose posteriors are correlated.
-    NumPyro's list of site-name tuples (empty when there is nothing to couple)."""
+    """The dense blocks of the default NUTS mass matrix (NumPyro's list of site-name tuples).
+
+    The scale of the capabilities and every slope in one block: the scores see a benchmark's
+    slope only through ``|z| exp(eta_b)`` (see :class:`~platinum_jax.models.rosetta_bayes.Priors`),
+    so ``log |z|^2`` (``capability_r2``) and the slopes' coordinates (``anchor_slope_z``,
+    ``slope_z``; with a model anchor ``capability_mu``, ``capability_tau`` and ``slope_z``)
+    move together along a ridge that only the priors bound, which a dense block crosses in
+    one step. The noise hyper-parameters ``noise_log_mu``, ``noise_log_tau`` (Gaussian
+    likelihood), which touch every score, in a second block."""
     likelihood = check_likelihood(likelihood)
-    block: tuple[str, ...] = ("capability_mu", "capability_tau") if model_anchor else ()
-    block += ("noise_log_mu", "noise_log_tau") if likelihood == "gaussian" else ()
-    return [block] if len(block) > 1 else []
+    scale = (("capability_mu", "capability_tau", "capability_r2", "slope_z") if model_anchor
+             else ("capability_r2", "anchor_slope_z", "slope_z"))
+    return [scale] + ([("noise_log_mu", "noise_log_tau")] if likelihood == "gaussian" else [])
 
 
 def fit_stitching_bayes(table: ScoreTable, anchor: BenchmarkAnchor | ModelAnchor | None = None,

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import scipy.stats as st
 from numpyro.infer.util import log_density
+from scipy.special import gammaln
 
 from platinum_jax.design import (
     load_weights_config,
@@ -99,11 +100,22 @@ def _scipy_log_joint(table, point, likelihood, pr, model_anchor=None, centred_mi
     Benchmark anchor (default): x has D = 0, alpha = 1 and its sampled intercept and log slope
     set the scale.  ``model_anchor=(values of A and C)``: mu_C, tau_C are sampled instead.
     """
-    z_c, beta, z_s = point["capability_z"], point["intercept"], point["slope_z"]
+    beta, z_s = point["intercept"], point["slope_z"]
     mi, bi = np.asarray(table.model_index), np.asarray(table.benchmark_index)
-    n = len(z_c)
-    # zero-sum normal: N(0, I) restricted to the (n-1)-dimensional subspace sum(z) = 0
-    lp = -0.5 * np.sum(z_c**2) - 0.5 * (n - 1) * np.log(2 * np.pi)
+    if "capability_u" in point:  # polar: z = sqrt(r2) u / |u|, r2 ~ chi^2(n - 1)
+        u, r2 = np.asarray(point["capability_u"]), point["capability_r2"]
+        rho, n = np.linalg.norm(u), len(u)
+        z_c = np.sqrt(r2) * u / rho
+        # u: uniform direction on the (n-1)-dim zero-sum subspace, |u| ~ chi_K / sqrt(25),
+        # K = 25 (n - 1); the density spreads |u|'s over the sphere of radius |u|
+        d = n - 1
+        log_sphere = np.log(2) + 0.5 * d * np.log(np.pi) - gammaln(0.5 * d) + (d - 1) * np.log(rho)
+        lp = st.chi.logpdf(rho, 25 * d, scale=0.2) - log_sphere + st.chi2.logpdf(r2, d)
+    else:
+        z_c = point["capability_z"]
+        n = len(z_c)
+        # zero-sum normal: N(0, I) restricted to the (n-1)-dimensional subspace sum(z) = 0
+        lp = -0.5 * np.sum(z_c**2) - 0.5 * (n - 1) * np.log(2 * np.pi)
     lp += st.norm.logpdf(beta, pr.intercept_loc, pr.intercept_scale).sum()
     lp += st.norm.logpdf(z_s).sum()
     eta = pr.log_slope_loc + pr.log_slope_scale * np.asarray(z_s)
@@ -203,6 +215,9 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min):
             point.pop(k)
     if likelihood not in ("beta", "beta_binomial"):
         point.pop("log_precision")
+    # the polar coordinates of the capabilities: u on the zero-sum shell, r2 = |z|^2
+    point["capability_u"] = 2.0 * point.pop("capability_z")
+    point["capability_r2"] = 2.3
     model, data = stitching_model(table, layout_anchor, likelihood=likelihood, priors=pr,
                                   centred_min=centred_min)
     ours, _ = log_density(model, (data,), {}, point)
@@ -210,6 +225,32 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min):
     rel = 1e-7 if likelihood == "beta_binomial" else 1e-9
     expected = _scipy_log_joint(table, point, likelihood, pr, model_anchor, centred_min)
     assert float(ours) == pytest.approx(expected, rel=rel)
+
+
+@pytest.mark.parametrize("model_anchor", [None, (0.5, -0.7)])
+def test_zero_sum_normal_form_log_density_matches_scipy(model_anchor):
+    # polar_scale=False: z itself is sampled, zero-sum normal
+    import dataclasses
+
+    from platinum_jax.inference import Problem, numpyro_model, stitching_problem
+
+    table = _tiny_table()
+    if model_anchor is None:
+        anchor = BenchmarkAnchor("x")
+        point = {"anchor_intercept": 0.9, "anchor_slope_z": 0.2, "intercept": np.array([0.4]),
+                 "slope_z": np.array([-0.3]), "capability_z": np.array([1.1, -0.2, -0.6, -0.3])}
+    else:
+        anchor = ModelAnchor(("A", "C"), model_anchor)
+        point = {"capability_mu": 0.3, "capability_tau": 0.9, "intercept": np.array([0.4, -1.2]),
+                 "slope_z": np.array([-0.3, 0.5]), "capability_z": np.array([0.8, -0.8])}
+    pr = Priors(log_noise_loc=-2.5, intercept_scale=1.5, log_slope_scale=0.8)
+    point |= {"noise_log_mu": -2.8, "noise_log_tau": 0.4,
+              "noise_log_sigma": np.array([-2.5, -3.9])}
+    problem, _ = stitching_problem(table, anchor, priors=pr)
+    plain = Problem(dataclasses.replace(problem.model, polar_scale=False), problem.table)
+    ours, _ = log_density(numpyro_model(plain, plain_names=True), (plain.data(),), {}, point)
+    expected = _scipy_log_joint(table, point, "gaussian", pr, model_anchor)
+    assert float(ours) == pytest.approx(expected, rel=1e-9)
 
 
 def test_priors_reject_bad_scales():
@@ -604,12 +645,13 @@ def test_mass_matrix_blocks_and_chain_devices(synth):
     from platinum_jax.inference import use_cpu_devices_for_chains
     from platinum_jax.stitching.bayes import hyper_mass_blocks
 
-    assert hyper_mass_blocks("gaussian") == [("noise_log_mu", "noise_log_tau")]
+    scale = ("capability_r2", "anchor_slope_z", "slope_z")
+    assert hyper_mass_blocks("gaussian") == [scale, ("noise_log_mu", "noise_log_tau")]
+    model_scale = ("capability_mu", "capability_tau", "capability_r2", "slope_z")
     assert hyper_mass_blocks("gaussian", model_anchor=True) == [
-        ("capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau")
-    ]
-    assert hyper_mass_blocks("beta", model_anchor=True) == [("capability_mu", "capability_tau")]
-    assert hyper_mass_blocks("beta") == []
+        model_scale, ("noise_log_mu", "noise_log_tau")]
+    assert hyper_mass_blocks("beta", model_anchor=True) == [model_scale]
+    assert hyper_mass_blocks("beta") == [scale]
     with pytest.raises(ValueError, match="likelihood"):
         hyper_mass_blocks("student")
     with pytest.raises(ValueError, match="chains"):

@@ -80,6 +80,30 @@ def test_hyper_parameters_are_in_the_diagnostics():
     assert idata.posterior.sizes["chain"] == 1
 
 
+def test_sampled_coordinates_the_summary_hides_are_checked():
+    # slope_z is left out of the displayed summary (its named twin is slope), yet a sampled
+    # coordinate whose chains disagree must fail the check: here the second chain of one entry
+    # sits 2 sd away, so its R-hat is far above 1.01 while every shown quantity mixes.
+    import arviz as az
+
+    from platinum_jax.inference import posterior_summary
+
+    rng = np.random.default_rng(2)
+    slope_z = rng.normal(size=(2, 400, 2))
+    slope_z[1, :, 1] += 2.0
+    idata = az.from_dict(
+        posterior={"capability": rng.normal(size=(2, 400, 3)), "slope_z": slope_z},
+        sample_stats={"diverging": np.zeros((2, 400), dtype=bool)},
+        coords={"model": ["a", "b", "c"], "free_slope": ["x", "y"]},
+        dims={"capability": ["model"], "slope_z": ["free_slope"]})
+    assert "slope_z" not in set(posterior_summary(idata)["variable"])
+    expected = az.rhat(idata.posterior)["slope_z"].values[1]
+    with pytest.warns(SamplingWarning, match=r"worst: slope_z\[y\]"):
+        diag = check_diagnostics(idata)
+    assert diag["worst_rhat_parameter"] == "slope_z[y]"
+    assert diag["rhat_max"] == pytest.approx(expected) and expected > 1.5
+
+
 def test_cli_runs_one_chain(tmp_path, capsys):
     from platinum_jax.cli import main
 
@@ -225,3 +249,30 @@ def test_short_chains_sample_a_real_subset_cleanly(epoch_dir):
     # every hyper-parameter is among the checked quantities
     checked = set(fit.summary.loc[fit.summary["sd"] > 0, "variable"])
     assert {"capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau", "sigma"} <= checked
+
+
+def test_polar_capabilities_have_the_zero_sum_normal_prior(tmp_path):
+    # z = sqrt(r2) u / |u| with u uniform in direction on the zero-sum subspace (whatever its
+    # length) and r2 ~ chi^2(n - 1) is the zero-sum normal again: mean 0, covariance
+    # I - 1 1^T / n, |z|^2 with mean n - 1 and variance 2 (n - 1).
+    import dataclasses
+
+    import jax
+    from numpyro.infer import Predictive
+
+    from platinum_jax.inference import Problem, numpyro_model, stitching_problem
+
+    table = ScoreTable.from_csv(_small_csv(tmp_path, n_models=6, n_bench=3))
+    problem, _ = stitching_problem(table, BenchmarkAnchor("b0"))
+    polar = Problem(dataclasses.replace(problem.model, polar_scale=True), problem.table)
+    draws = Predictive(numpyro_model(polar, plain_names=True), num_samples=20000)(
+        jax.random.PRNGKey(0), polar.data(), observed=False)
+    assert {"capability_u", "capability_r2"} <= set(draws)
+    u, r2 = np.asarray(draws["capability_u"]), np.asarray(draws["capability_r2"])
+    z = np.sqrt(r2)[:, None] * u / np.linalg.norm(u, axis=1, keepdims=True)
+    n = table.n_models
+    np.testing.assert_allclose(z.sum(axis=1), 0.0, atol=1e-9)
+    np.testing.assert_allclose(np.cov(z.T), np.eye(n) - 1.0 / n, atol=0.04)
+    sq = np.sum(z**2, axis=1)
+    assert abs(sq.mean() - (n - 1)) < 4 * np.sqrt(2 * (n - 1) / len(sq))
+    assert sq.var() == pytest.approx(2 * (n - 1), rel=0.08)
