@@ -48,6 +48,8 @@ from ._resample import bootstrap, bootstrap_replicates, resample_counts
 from ._results import Fit
 from ._rosetta_bayes import (
     SBC_GROUPS,
+    hyper_mass_blocks,
+    resolve_dense_mass,
     sbc_noise_scale,
     stitching_model,
     stitching_posterior,
@@ -167,6 +169,8 @@ __all__ = [
     "Posterior",
     "Problem",
     "SBC_GROUPS",
+    "hyper_mass_blocks",
+    "resolve_dense_mass",
     "sbc_noise_scale",
     "stitching_model",
     "stitching_posterior",

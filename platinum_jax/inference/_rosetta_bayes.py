@@ -18,6 +18,7 @@ from platinum_jax.models.rosetta_bayes import (
     COUNT_LIKELIHOODS,
     BayesData,
     Priors,
+    anchored_benchmark,
     check_likelihood,
     deterministic_sites,
     prepare_data,
@@ -28,7 +29,7 @@ from ._bayes import assemble_parameters as _assemble
 from ._bayes import numpyro_model
 from ._problem import Problem
 
-__all__ = ["SBC_GROUPS", "sbc_noise_scale", "stitching_model", "stitching_posterior",
+__all__ = ["SBC_GROUPS", "hyper_mass_blocks", "resolve_dense_mass", "sbc_noise_scale", "stitching_model", "stitching_posterior",
            "stitching_problem", "warn_prepared"]
 
 
@@ -79,6 +80,35 @@ SBC_GROUPS = {"capability": "capability", "difficulty": "difficulty", "slope": "
               "sigma": "noise scale", "noise_log_mu": "hyper-parameter",
               "noise_log_tau": "hyper-parameter", "capability_mu": "hyper-parameter",
               "capability_tau": "hyper-parameter"}
+
+
+def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False) -> list[tuple[str, ...]]:
+    """The dense blocks of the default NUTS mass matrix (NumPyro's list of site-name tuples).
+
+    The scale of the capabilities and every slope in one block: the scores see a benchmark's
+    slope only through ``|z| exp(eta_b)`` (see :class:`~platinum_jax.models.rosetta_bayes.Priors`),
+    so ``log |z|^2`` (``capability_r2``) and the slopes' coordinates (``anchor_slope_z``,
+    ``slope_z``; with a model anchor ``capability_mu``, ``capability_tau`` and ``slope_z``)
+    move together along a ridge that only the priors bound, which a dense block crosses in
+    one step. The noise hyper-parameters ``noise_log_mu``, ``noise_log_tau`` (Gaussian
+    likelihood), which touch every score, in a second block."""
+    likelihood = check_likelihood(likelihood)
+    scale = (("capability_mu", "capability_tau", "capability_r2", "slope_z") if model_anchor
+             else ("capability_r2", "anchor_slope_z", "slope_z"))
+    return [scale] + ([("noise_log_mu", "noise_log_tau")] if likelihood == "gaussian" else [])
+
+
+def resolve_dense_mass(dense_mass, likelihood: str, layout):
+    """The mass matrix NUTS gets: ``"hyper"`` (the default of the Bayesian Rosetta preset) gives
+    :func:`hyper_mass_blocks` for ``layout``'s anchor; True, False or a list of site-name tuples
+    pass through."""
+    if not isinstance(dense_mass, str):
+        return dense_mass
+    if dense_mass != "hyper":
+        raise ValueError(f"dense_mass must be 'hyper', True, False or a list of site-name "
+                         f"tuples, got {dense_mass!r}")
+    model_anchor = anchored_benchmark(layout) is None
+    return hyper_mass_blocks(likelihood, model_anchor=model_anchor) or False
 
 
 def _noise_scale(problem, theta) -> dict:

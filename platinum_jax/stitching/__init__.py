@@ -31,8 +31,7 @@ if TYPE_CHECKING:  # for type checkers and the API pages; at run time names load
         stitching_residuals,
     )
 
-    from ._cv import cross_validate
-    from ._fit import StitchingFit, fit_stitching
+    from ._fit import StitchingFit, cross_validate, fit_stitching
     from ._table import ScoreTable
     from ._uncertainty import (
         BootstrapResult,
@@ -52,9 +51,8 @@ _EXPORTS = {
                      "stitching_residuals"), _MODELS),
     "UnknownNameError": "platinum_jax._names",
     "ScoreTable": f"{_HERE}._table",
-    **dict.fromkeys(("StitchingFit", "fit_stitching"), f"{_HERE}._fit"),
+    **dict.fromkeys(("StitchingFit", "cross_validate", "fit_stitching"), f"{_HERE}._fit"),
     "kfold_assignments": "platinum_jax.inference",
-    "cross_validate": f"{_HERE}._cv",
     **dict.fromkeys(("BootstrapResult", "bootstrap", "by_kind", "laplace", "objective_hessian",
                      "sensitivity"), f"{_HERE}._uncertainty"),
 }
