@@ -274,8 +274,10 @@ def _pointwise(problem: Problem, draws: Theta, data: Data, limit: float):
     n_draws = draws.subjects.shape[0]
     if n_draws * problem.table.n_responses > limit:
         return None
-    return np.asarray(jax.lax.map(lambda th: problem.pointwise_log_lik(Theta(*th), data),
-                                  tuple(draws), batch_size=64))
+    # One program (outside it, lax.map's batching would reshape and pad op by op).
+    per_draw = jax.jit(lambda th, rows: jax.lax.map(
+        lambda one: problem.pointwise_log_lik(Theta(*one), rows), th, batch_size=64))
+    return np.asarray(per_draw(tuple(draws), data))
 
 
 def _finish(problem, method, samples, chains, data, diagnostics, stats, log_lik_limit):
