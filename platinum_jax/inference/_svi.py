@@ -55,6 +55,11 @@ def run_svi(model, make_guide, optimizer, data, *, steps: int, draws: int, rng_k
     def sample(post_key, params, rows, start):
         guide, _ = engine(start)
         handlers.seed(guide, rng_seed=0)(rows)  # the set-up, traced; its draw is not used
+        if isinstance(getattr(guide, "_init_locs", None), dict):
+            # A traced set-up returns its sites sorted by name; NumPyro's eager one keeps the
+            # model's order, in which the draws split their key: keep that order (same draws).
+            guide._init_locs = {k: guide._init_locs[k] for k in guide.prototype_trace
+                                if k in guide._init_locs}
         return guide.sample_posterior(post_key, params, sample_shape=(int(draws),))
 
     if compiled and not progress_bar:
