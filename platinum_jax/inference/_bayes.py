@@ -7,9 +7,7 @@ stochastic variational inference. Both return a :class:`Fit` whose frames carry 
 means and intervals, and whose ``inference_data`` is an ArviZ ``InferenceData`` with named
 coordinates (subject, item) and the pointwise log-likelihood that :func:`loo` (PSIS-LOO) reads.
 
-Longer than the package's 500-line guide: the NumPyro model, the samplers' drivers and the
-mapping of sampled sites back to parameter blocks share one site layout (``_sites``), which
-splitting them would have to export between files.
+SVI's driver, :func:`run_svi`, lives in ``_svi``.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ from platinum_jax.models import Hierarchical, MeasurementModel
 from ._diagnostics import choose_chain_method, rhat_ok, sampler_diagnostics
 from ._problem import Data, Problem, Theta
 from ._results import Fit, _natural_matrix
+from ._svi import run_svi
 
 __all__ = ["numpyro_model", "nuts", "run_nuts", "run_svi", "svi", "loo", "posterior_theta",
            "posterior_values"]
@@ -275,8 +274,10 @@ def _pointwise(problem: Problem, draws: Theta, data: Data, limit: float):
     n_draws = draws.subjects.shape[0]
     if n_draws * problem.table.n_responses > limit:
         return None
-    return np.asarray(jax.lax.map(lambda th: problem.pointwise_log_lik(Theta(*th), data),
-                                  tuple(draws), batch_size=64))
+    # One program (outside it, lax.map's batching would reshape and pad op by op).
+    per_draw = jax.jit(lambda th, rows: jax.lax.map(
+        lambda one: problem.pointwise_log_lik(Theta(*one), rows), th, batch_size=64))
+    return np.asarray(per_draw(tuple(draws), data))
 
 
 def _finish(problem, method, samples, chains, data, diagnostics, stats, log_lik_limit):
@@ -359,33 +360,6 @@ def run_nuts(
                               else chain_method))
     mcmc.run(rng_key, data, extra_fields=extra_fields)
     return mcmc
-
-
-def run_svi(model, make_guide, optimizer, data, *, steps: int, draws: int, rng_key,
-            posterior_key, init_values=None, progress_bar: bool = False,
-            compiled: bool = False):
-    """Fit ``make_guide(model, init_values)`` (a NumPyro autoguide) to ``model(data)`` with
-    ``steps`` steps of SVI (``Trace_ELBO``) and draw ``draws`` samples of it; returns
-    ``(draws by site, ELBO loss per step)``.
-
-    The optimisation steps run compiled (NumPyro's loop). ``compiled=True`` also compiles
-    building the guide and the draws into the same program (the arguments traced: one program
-    serves every table of its shape) instead of NumPyro's op-by-op guide set-up; it is off by
-    default because XLA's CPU compiler was seen to crash on that whole program for the larger
-    models in a long test session. ``progress_bar`` runs NumPyro's own loop, which prints
-    progress (and is never compiled whole).
-    """
-    from numpyro.infer import SVI, Trace_ELBO
-
-    def fit(key, post_key, rows, start):
-        guide = make_guide(model, start)
-        engine = SVI(model, guide, optimizer, Trace_ELBO())
-        result = engine.run(key, int(steps), rows, progress_bar=progress_bar)
-        post = guide.sample_posterior(post_key, result.params, sample_shape=(int(draws),))
-        return post, result.losses
-
-    runner = jax.jit(fit) if compiled and not progress_bar else fit
-    return runner(rng_key, posterior_key, data, init_values)
 
 
 def nuts(

@@ -44,13 +44,27 @@ def simulate(
     placeholder = ResponseTable.from_arrays(s_idx, i_idx, np.full(len(s_idx), 0.5),
                                             trials=n_trials)
     problem = Problem(model, placeholder, validate=False)
-    key = jax.random.PRNGKey(seed)
+    n = None if n_trials is None else jnp.asarray(n_trials, problem.dtype)
+    # One compiled program draws the parameters and the responses (op by op, each operation
+    # would compile a program of its own).
+    truth, y = jax.jit(lambda key, data, n: _draw(problem, key, data, n))(
+        jax.random.PRNGKey(seed), problem.data(), n)
+    y = np.asarray(y, dtype=np.float64)
+    table = ResponseTable.from_arrays(s_idx, i_idx, y, trials=n_trials, name="a simulated world")
+    return table, Theta(*(np.asarray(b) for b in truth))
+
+
+def _draw(problem: Problem, key, data, n):
+    """Parameters from the priors (free entries only), then responses from the likelihood;
+    the keys are split in the order of the blocks (subjects, items, globals), their parameters,
+    hierarchical parameters after the globals they read, and the responses last."""
+    d = problem.dtype
     blocks, later = [], []
     for k, (block, init, free, lead) in enumerate((
-            (problem.subject, problem.init_S, problem.free_S, n_subjects),
-            (problem.item, problem.init_I, problem.free_I, n_items),
+            (problem.subject, problem.init_S, problem.free_S, problem.table.n_subjects),
+            (problem.item, problem.init_I, problem.free_I, problem.table.n_items),
             (problem.glob, problem.init_G, problem.free_G, None))):
-        out = np.array(init, dtype=np.float64)
+        out = jnp.asarray(init, d)
         for name, (a, b, _) in block.slices().items():
             p = dict(block.decl)[name]
             if p.prior is None or p.map_only:
@@ -60,25 +74,21 @@ def simulate(
                 later.append((k, a, b, size, free, p.prior))
                 continue
             key, sub = jax.random.split(key)
-            draw = np.asarray(p.prior.sample(sub, size), dtype=np.float64)
-            out[..., a:b] = np.where(free[..., a:b], draw, out[..., a:b])
+            draw = jnp.asarray(p.prior.sample(sub, size), d)
+            out = out.at[..., a:b].set(jnp.where(free[..., a:b], draw, out[..., a:b]))
         blocks.append(out)
     if later:
-        glob = problem.glob.natural(problem.glob.unflatten(jnp.asarray(blocks[2])))
+        glob = problem.glob.natural(problem.glob.unflatten(blocks[2]))
         for k, a, b, size, free, prior in later:
             key, sub = jax.random.split(key)
-            draw = float(glob[prior.loc]) + float(glob[prior.scale]) * np.asarray(
-                jax.random.normal(sub, size, jnp.float64), dtype=np.float64)
-            blocks[k][..., a:b] = np.where(free[..., a:b], draw, blocks[k][..., a:b])
-    blocks = [jnp.asarray(b, problem.dtype) for b in blocks]
+            draw = glob[prior.loc] + glob[prior.scale] * jax.random.normal(sub, size, d)
+            blocks[k] = blocks[k].at[..., a:b].set(
+                jnp.where(free[..., a:b], draw, blocks[k][..., a:b]))
     truth = Theta(*blocks)
-    mu = problem.predict(truth, s_idx, i_idx)
+    mu = problem.predict(truth, data.subject_index, data.item_index)
     if problem.lik_item_names:  # per-item likelihood parameters (a noise per benchmark)
-        lik = problem.likelihood_rows(truth, problem.data())
+        lik = problem.likelihood_rows(truth, data)
     else:
         _, lik = problem.split_globals(truth.globals)
-    key, sub = jax.random.split(key)
-    n = None if n_trials is None else jnp.asarray(n_trials, problem.dtype)
-    y = np.asarray(model.likelihood.sample(sub, mu, n, lik), dtype=np.float64)
-    table = ResponseTable.from_arrays(s_idx, i_idx, y, trials=n_trials, name="a simulated world")
-    return table, Theta(*(np.asarray(b) for b in truth))
+    _, sub = jax.random.split(key)
+    return truth, problem.model.likelihood.sample(sub, mu, n, lik)

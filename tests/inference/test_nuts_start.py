@@ -1,4 +1,4 @@
-"""The NUTS start and (on request) the whole SVI fit run compiled: a handful of programs, not one per operation,
+"""The NUTS start and the SVI fit run compiled: a handful of programs, not one per operation,
 and a start with no finite log density is still refused with a clear error."""
 
 from __future__ import annotations
@@ -108,3 +108,37 @@ def test_compiled_svi_is_one_program_and_fits_a_normal_mean():
     np.testing.assert_allclose(post.mean(axis=0), np.asarray(y).mean(axis=1) * 13 / 14,
                                atol=4 * sd / np.sqrt(400) + 0.02)
     np.testing.assert_allclose(post.std(axis=0), sd, rtol=0.25)
+
+
+def test_svi_sets_up_compiled_and_draws_the_same_posterior():
+    """The default path: the guide's set-up, NumPyro's loop and the draws are three programs
+    (not one per operation), on the same random streams as the one-program fit."""
+    from numpyro.infer.autoguide import AutoNormal
+
+    y = jnp.asarray(np.random.default_rng(3).normal(-1.0, 1.0, size=(7, 11)))
+    args = dict(steps=300, draws=50, rng_key=jax.random.PRNGKey(4),
+                posterior_key=jax.random.PRNGKey(5))
+    with _Compilations() as seen:
+        draws, losses = run_svi(_known_noise, lambda m, _: AutoNormal(m),
+                                numpyro.optim.Adam(0.02), y, **args)
+    # (and NumPyro's map of the fitted scales to positive values, one operation)
+    assert seen.names[:2] == ["jit(set_up)", "jit(scan)"] and seen.names[-1] == "jit(sample)"
+    assert len(seen.names) <= 4, seen.names
+    whole, whole_losses = run_svi(_known_noise, lambda m, _: AutoNormal(m),
+                                  numpyro.optim.Adam(0.02), y, compiled=True, **args)
+    np.testing.assert_allclose(np.asarray(losses), np.asarray(whole_losses), rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(draws["loc"]), np.asarray(whole["loc"]), rtol=1e-9)
+
+
+def test_svi_refuses_a_start_without_finite_density():
+    from numpyro.infer import init_to_value
+    from numpyro.infer.autoguide import AutoNormal
+
+    def half(y):
+        s = numpyro.sample("s", dist.HalfNormal(1.0))
+        numpyro.factor("nowhere", jnp.where(s > 1e9, 0.0, -jnp.inf))
+
+    with pytest.raises(RuntimeError, match="SVI found no start where the model's log density"):
+        run_svi(half, lambda m, _: AutoNormal(m, init_loc_fn=init_to_value(values={"s": 1.0})),
+                numpyro.optim.Adam(0.02), jnp.zeros(3), steps=5, draws=5,
+                rng_key=jax.random.PRNGKey(0), posterior_key=jax.random.PRNGKey(1))
