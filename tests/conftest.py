@@ -15,12 +15,10 @@ os.environ["PLATINUM_JAX_CACHE"] = "off"
 # One persistent XLA compilation cache for the run, in the repository's ignored .cache/ (`make
 # clean` empties it): JAX reads these variables when it is imported, so both xdist workers, the
 # subprocesses the tests start and the notebooks' kernels share it, and a program compiled in one
-# of them is loaded by the others. Every program is kept, however quick to compile: the op-by-op
-# programs NumPyro's set-up runs compile in milliseconds each but by the hundred in every process,
-# and a second process that loads them spent about 9% less CPU on an engine-contract row.
+# of them is loaded by the others. Programs that compile in under 0.1 s are not worth the disk.
 # Set JAX_COMPILATION_CACHE_DIR yourself to put it elsewhere.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(REPO_ROOT / ".cache" / "jax-tests"))
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
 # A size limit makes JAX lock the cache (with the filelock package of the dev extra) while an
 # entry is written, so a worker never reads another's half-written program (a warning, which the
 # tests that turn warnings into errors would fail on).
