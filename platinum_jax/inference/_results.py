@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from .._outputs import atomic_write
 from ._problem import Block, Problem, Theta
 
 __all__ = ["Fit"]
@@ -202,22 +203,13 @@ class Fit:
         """
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        written = [_atomic(out / name, text) for name, text in self.files().items()]
+        written = [atomic_write(out / name, Path.write_text, text)
+                   for name, text in self.files().items()]
         if draws:
             from ._fit_files import DRAWS_FILE, draws_bytes
 
-            written.append(_atomic(out / DRAWS_FILE, draws_bytes(self)))
+            written.append(atomic_write(out / DRAWS_FILE, Path.write_bytes, draws_bytes(self)))
         return written
-
-
-def _atomic(path: Path, content: str | bytes) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    if isinstance(content, bytes):
-        tmp.write_bytes(content)
-    else:
-        tmp.write_text(content)
-    tmp.replace(path)
-    return path
 
 
 def _plain(value):
