@@ -117,7 +117,7 @@ class ThreePL(MeasurementModel):
 
     Prior on the floor (guessing, chance score): ``logit c_i ~ Normal(guessing_loc,
     guessing_scale^2)``, by default ``Normal(-2, 0.75^2)``: median 0.12, 95% of its mass in
-    (0.03, 0.36), 0.4% above 0.5. The floor is weakly identified exactly where it sits
+    (0.03, 0.37), 0.4% above 0.5. The floor is weakly identified exactly where it sits
     highest (easy items, answered wrongly by few subjects): the likelihood there has a ridge
     along which a higher floor trades against a higher difficulty and slope, and a wider prior
     (``Normal(-2, 1)``, 2.3% above 0.5) let a 3PL of 1,000 subjects x 50 items with true floors
