@@ -342,8 +342,8 @@ def stability(model, size, args):
               f"{stats['boundary_fits']} with items at a boundary "
               f"({stats['boundary_items']} items), median time "
               f"{np.median(stats['seconds']) if stats['seconds'] else float('nan'):.2f} s, "
-              f"median r(b) {np.median(stats['b_corr']) if stats['b_corr'] else float('nan'):.4f}",
-              flush=True)
+              f"median r(b) {np.median(stats['b_corr']) if stats['b_corr'] else float('nan'):.4f}"
+              f"; load average {_load()}", flush=True)
     if all(summary[t]["seconds"] for t in summary):
         ours_s = float(np.median(summary["ours"]["seconds"]))
         base_s = float(np.median(summary["theta-irt"]["seconds"]))
@@ -530,7 +530,8 @@ def main():
                 warm += f"  cached {float(res['cached_seconds']):.2f}"
             print(f"{case:<28} {tool:<8} {float(res['seconds']):8.2f} "
                   f"{float(res['peak_mib']):9.0f}  {cells[0]:>14} {cells[1]:>14} "
-                  f"{cells[2]:>14} {nan:>11}{warm}", flush=True)
+                  f"{cells[2]:>14} {nan:>11}{warm}  (load {os.getloadavg()[0]:.2f})",
+                  flush=True)
             if model in ("3pl", "4pl") and "c" in res:
                 c = res["c"]
                 print(f"{'':<28} {tool:<8} guessing: mean {np.mean(c):.3f} (truth "

@@ -37,11 +37,12 @@ def fit_stream(args, responses):
     """``--stream``: the streamed 2PL (:func:`platinum_jax.inference.fit_streamed_2pl`)."""
     from platinum_jax.inference import fit_streamed_2pl
 
-    return fit_streamed_2pl(responses)
+    return fit_streamed_2pl(responses, em=args.em or "scale")
 
 
 def finish_stream(result, written, args) -> int:
-    print(f"model 2pl (bernoulli), method marginal (streamed): marginal log-likelihood "
+    print(f"model 2pl (bernoulli), method marginal (streamed, em "
+          f"{result.diagnostics['em']}): marginal log-likelihood "
           f"{result.diagnostics['marginal_log_lik']:.6g}, converged {result.converged}, "
           f"{result.diagnostics['iterations']} EM steps")
     return list_written(written, result.converged)

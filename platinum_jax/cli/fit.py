@@ -202,6 +202,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="leaderboard scale (2pl, marginal, binary responses in a Parquet "
                         "file): read the file in record batches into one byte per cell and "
                         "fit block by block (memory: the cells, not a frame of the rows)")
+    p.add_argument("--em", choices=("scale", "squarem"), default=None,
+                   help="with --stream, how the EM reaches its fixed point (the estimates "
+                        "are the same to the tolerance): scale (default) follows each EM "
+                        "step with a Newton step along the abilities' common location and "
+                        "scale, the direction plain EM creeps along when subjects answer "
+                        "hundreds or thousands of items (5 to 10 passes over the data where "
+                        "plain EM takes 20 to 100); squarem is plain EM with SQUAREM "
+                        "extrapolation, as --method marginal without --stream: the "
+                        "reference, to check a scale fit against or when its steps are "
+                        "replaced often (fit.json: diagnostics steps_replaced)")
     p.add_argument("--diagnostics", action="store_true",
                    help="also write items_diagnostics.csv and item_curves.png")
 
@@ -209,6 +219,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _check(args) -> None:
+    if args.em is not None and not args.stream:
+        raise ValueError(f"--em {args.em} chooses the EM of --stream fits; add --stream "
+                         "(--model 2pl --method marginal) or drop --em")
     if args.model == "rosetta_bayes" and args.method not in ("svi", "nuts"):
         raise ValueError(f"--model rosetta_bayes is sampled (--method nuts or svi); for "
                          f"--method {args.method} use --model rosetta (least squares)")

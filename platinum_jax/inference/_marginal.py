@@ -61,7 +61,7 @@ same estimates) and differs only in how the steps are computed:
   is observed.
 
 The item penalties (the models' priors on raw parameters: ``log a ~ N(0, 1)``,
-``b ~ N(0, 3^2)``, ``logit c ~ N(-2, 1)``) are kept by default, which makes this Bayes modal
+``b ~ N(0, 3^2)``, ``logit c ~ N(-2, 0.75^2)``) are kept by default, which makes this Bayes modal
 (marginal MAP) estimation: it keeps the 3PL's asymptotes and the discriminations of items
 everyone solves finite.
 

@@ -12,7 +12,8 @@ the item entry ``benchmark`` (the benchmark's position), which :meth:`identify` 
 item, so no fitter moves it; ``mean`` indexes the floors with it. :meth:`from_table` sizes the
 model for the table's benchmarks. The scale is identified by the ability prior
 ``theta ~ Normal(0, 1)``, as in the other IRT models; the floors are fitted as ``logit c_g``
-with the prior ``Normal(-2, 1)`` of the 3PL's item floors.
+with the prior ``Normal(-2, 1)``, wider than the 3PL's ``Normal(-2, 0.75^2)`` on one item's floor:
+a floor shared by a benchmark's items is measured by all of them.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ default).
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import jax
@@ -96,11 +97,50 @@ class TwoPL(MeasurementModel):
         return LogisticCurve("difficulty", "discrimination", shared=False)
 
 
+def _check_prior(model, loc_field: str, scale_field: str) -> None:
+    loc, scale = getattr(model, loc_field), getattr(model, scale_field)
+    if not math.isfinite(loc):
+        raise ValueError(f"{type(model).__name__}.{loc_field} must be a finite number on the "
+                         f"logit scale (got {loc!r}); e.g. math.log(0.25 / 0.75) for 0.25")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"{type(model).__name__}.{scale_field} must be a finite number > 0 "
+                         f"(got {scale!r}); it is the prior's SD on the logit scale")
+
+
+def _guessing(loc: float, scale: float) -> Param:
+    return Param(init=loc, prior=PriorSpec("Normal", loc, scale), transform=jax.nn.sigmoid,
+                 doc="lower asymptote c_i (fitted as logit c_i)")
+
+
 class ThreePL(MeasurementModel):
-    """``P = c_i + (1 - c_i) sigmoid(a_i (theta_s - b_i))``; ``c_i`` fitted as ``logit c_i``."""
+    """``P = c_i + (1 - c_i) sigmoid(a_i (theta_s - b_i))``; ``c_i`` fitted as ``logit c_i``.
+
+    Prior on the floor (guessing, chance score): ``logit c_i ~ Normal(guessing_loc,
+    guessing_scale^2)``, by default ``Normal(-2, 0.75^2)``: median 0.12, 95% of its mass in
+    (0.03, 0.37), 0.4% above 0.5. The floor is weakly identified exactly where it sits
+    highest (easy items, answered wrongly by few subjects): the likelihood there has a ridge
+    along which a higher floor trades against a higher difficulty and slope, and a wider prior
+    (``Normal(-2, 1)``, 2.3% above 0.5) let a 3PL of 1,000 subjects x 50 items with true floors
+    0.2 put an easy item's floor at 0.51 (``benchmarks/bench_irt.py --stability-models 3pl``).
+    This is the logit-normal form of the Beta prior on ``c`` customary in 3PL calibration
+    (BILOG-MG's is centred on the chance rate of the answer format), centred between the floor
+    near 0 of free-response answers and 1/4 of four-option multiple choice. The EM starts each
+    floor at the prior's centre.
+
+    When the answer format is known, centre the prior on its chance rate, e.g. four-option
+    multiple choice: ``ThreePL(guessing_loc=math.log(1 / 3))`` (``logit(1/4)``), or from the
+    registry ``make_model("3pl", guessing_loc=...)``; a larger ``guessing_scale`` lets the data
+    speak more. The values are recorded in the fit's ``fit.json`` (``model``) and read back by
+    ``weights`` and ``score``. Any other prior: subclass and override :meth:`item_params`.
+    """
 
     likelihood: Likelihood = Bernoulli()
+    guessing_loc: float = -2.0
+    guessing_scale: float = 0.75
     name: ClassVar[str] = "3pl"
+
+    def __check_init__(self):
+        _check_prior(self, "guessing_loc", "guessing_scale")
 
     def subject_params(self):
         return _ability()
@@ -109,34 +149,61 @@ class ThreePL(MeasurementModel):
         return {
             "difficulty": _difficulty(),
             "discrimination": _discrimination(),
-            "guessing": Param(init=-2.0, prior=PriorSpec("Normal", -2.0, 1.0), transform=jax.nn.sigmoid,
-                              doc="lower asymptote c_i (fitted as logit c_i)"),
+            "guessing": _guessing(self.guessing_loc, self.guessing_scale),
         }
 
     def mean(self, subject, item, glob):
         p = _logistic(subject, item)
         return item["guessing"] + (1.0 - item["guessing"]) * p
 
+    def describe(self):
+        return {**super().describe(), "guessing_loc": float(self.guessing_loc),
+                "guessing_scale": float(self.guessing_scale)}
+
 
 class FourPL(MeasurementModel):
-    """``P = c_i + (d_i - c_i) sigmoid(a_i (theta_s - b_i))``."""
+    """``P = c_i + (d_i - c_i) sigmoid(a_i (theta_s - b_i))``.
+
+    Priors: the floor's as in :class:`ThreePL` (``logit c_i ~ Normal(guessing_loc,
+    guessing_scale^2)``, default ``Normal(-2, 0.75^2)``) and the ceiling's
+    ``logit d_i ~ Normal(upper_loc, upper_scale^2)``, default ``Normal(3, 1)`` (median 0.95,
+    95% in (0.74, 0.99)). Set them as in :class:`ThreePL`, e.g.
+    ``FourPL(upper_loc=4.0)``; they are recorded in the fit's ``fit.json``.
+    """
 
     likelihood: Likelihood = Bernoulli()
+    guessing_loc: float = -2.0
+    guessing_scale: float = 0.75
+    upper_loc: float = 3.0
+    upper_scale: float = 1.0
     name: ClassVar[str] = "4pl"
+
+    def __check_init__(self):
+        _check_prior(self, "guessing_loc", "guessing_scale")
+        _check_prior(self, "upper_loc", "upper_scale")
 
     def subject_params(self):
         return _ability()
 
     def item_params(self):
         return {
-            **ThreePL().item_params(),
-            "upper": Param(init=3.0, prior=PriorSpec("Normal", 3.0, 1.0), transform=jax.nn.sigmoid,
+            "difficulty": _difficulty(),
+            "discrimination": _discrimination(),
+            "guessing": _guessing(self.guessing_loc, self.guessing_scale),
+            "upper": Param(init=self.upper_loc,
+                           prior=PriorSpec("Normal", self.upper_loc, self.upper_scale),
+                           transform=jax.nn.sigmoid,
                            doc="upper asymptote d_i (fitted as logit d_i)"),
         }
 
     def mean(self, subject, item, glob):
         p = _logistic(subject, item)
         return item["guessing"] + (item["upper"] - item["guessing"]) * p
+
+    def describe(self):
+        return {**super().describe(), "guessing_loc": float(self.guessing_loc),
+                "guessing_scale": float(self.guessing_scale),
+                "upper_loc": float(self.upper_loc), "upper_scale": float(self.upper_scale)}
 
 
 class BetaTwoPL(TwoPL):

@@ -384,3 +384,46 @@ def test_the_closed_form_path_is_a_strategy_a_model_declares():
     theirs = fit(MyTwoPL(), table, method="marginal", nodes=21)
     assert ours.diagnostics["iterations"] == theirs.diagnostics["iterations"]
     np.testing.assert_array_equal(ours.theta.items, theirs.theta.items)
+
+
+@pytest.mark.parametrize("options", [{}, {"guessing_loc": float(np.log(1 / 3)),
+                                          "guessing_scale": 0.5}],
+                         ids=["default-prior", "four-option-prior"])
+def test_3pl_em_reaches_the_penalised_optimum_scipy_finds(options):
+    # The 3PL's floor prior is read from the model's own declaration (its default, or the
+    # user's centred on 1/4), and a NumPy objective with that prior is minimised by SciPy.
+    from scipy.optimize import minimize
+
+    model = ThreePL(**options)
+    prior = model.item_params()["guessing"].prior
+    loc, scale = float(prior.loc), float(prior.scale)
+    table, _, _, _ = _world(60, 6, seed=17, guessing=0.25)
+    n_i = table.n_items
+    x_q, w_q = np.polynomial.hermite_e.hermegauss(21)
+    w_q = w_q / w_q.sum()
+    s, i, y = table.subject_index, table.item_index, table.response
+
+    def objective(x):
+        b, log_a, u = x[:n_i], x[n_i:2 * n_i], x[2 * n_i:]
+        z = np.exp(log_a)[i, None] * (x_q[None, :] - b[i, None])
+        # log p and log(1 - p) of p = c + (1 - c) expit(z), without overflow far out:
+        # 1 - p = (1 - c) expit(-z)
+        log_c, log_1c = -np.logaddexp(0.0, -u)[i, None], -np.logaddexp(0.0, u)[i, None]
+        log_q = log_1c - np.logaddexp(0.0, z)
+        rows = np.where(y[:, None] == 1, np.logaddexp(log_c, log_1c - np.logaddexp(0.0, -z)),
+                        log_q)
+        per_subject = np.zeros((table.n_subjects, len(x_q)))
+        np.add.at(per_subject, s, rows)
+        ll = np.sum(np.log(np.exp(per_subject) @ w_q))
+        return (-ll + np.sum(b**2) / 18.0 + np.sum(log_a**2) / 2.0
+                + np.sum((u - loc) ** 2) / (2.0 * scale**2))
+
+    res = fit(model, table, method="marginal", nodes=21, rule="gauss-hermite", tol=1e-9)
+    assert res.converged
+    ref = minimize(objective, np.concatenate([np.zeros(2 * n_i), np.full(n_i, loc)]),
+                   method="BFGS", options={"gtol": 1e-7})
+    it = res.items
+    ours = np.concatenate([it["difficulty"], np.log(it["discrimination"]),
+                           np.log(it["guessing"] / (1 - it["guessing"]))])
+    np.testing.assert_allclose(ours, ref.x, atol=2e-4)
+    assert objective(ours) <= ref.fun + 1e-7

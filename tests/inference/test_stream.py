@@ -6,6 +6,8 @@ posteriors computed here with NumPy on a grid."""
 
 from __future__ import annotations
 
+import json
+
 import jax
 import numpy as np
 import pandas as pd
@@ -323,3 +325,33 @@ def test_streamed_import_gives_the_pandas_import_table_and_fit(tmp_path, capsys)
     assert main(["import", "tidy", str(src), "--stream", "--out", str(tmp_path / "x.csv")]) == 2
     assert "--stream writes a .parquet file" in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists() and not (tmp_path / "x.csv").exists()
+
+
+def test_cli_stream_em_variants_run_and_agree(tmp_path, capsys):
+    """``fit --stream --em scale|squarem``: both reach plain EM's fixed point (a fit run
+    here far past the default tolerance), each to within the command's tolerance, and
+    ``--em`` without ``--stream`` is refused before anything is written."""
+    from platinum_jax.cli import main
+
+    s, i, y = _world(80, 10, 12)
+    path = tmp_path / "r.parquet"
+    _parquet(path, s, i, y)
+    ref = fit_streamed_2pl(path, tol=1e-10, max_iter=5000, em="squarem")
+    assert ref.converged
+    got = {}
+    for em in ("scale", "squarem"):
+        out = tmp_path / em
+        assert main(["fit", str(path), "--model", "2pl", "--method", "marginal", "--stream",
+                     "--em", em, "--out", str(out)]) == 0
+        assert f"em {em})" in capsys.readouterr().out
+        summary = json.loads((out / "fit.json").read_text())
+        assert summary["diagnostics"]["em"] == em and summary["converged"]
+        got[em] = pd.read_csv(out / "items.csv", index_col="item").loc[ref.items.index]
+        # the default tolerance 1e-4 bounds one EM step; the distance to the fixed point
+        # is that step over (1 - rate), a few times the step at most here
+        np.testing.assert_allclose(got[em].to_numpy(), ref.items.to_numpy(), atol=1e-3)
+    np.testing.assert_allclose(got["scale"].to_numpy(), got["squarem"].to_numpy(), atol=1e-3)
+    assert main(["fit", str(path), "--em", "squarem", "--method", "marginal",
+                 "--out", str(tmp_path / "x")]) == 2
+    assert "add --stream" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

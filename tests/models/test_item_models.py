@@ -107,6 +107,48 @@ def _graded_world(rng, n_s, thresholds, a):
     return theta, (u < above).sum(axis=-1).astype(float)  # cumulative curves are nested
 
 
+@pytest.mark.parametrize("cls", [ThreePL, FourPL], ids=["3pl", "4pl"])
+def test_asymptote_priors_are_options_recorded_and_read_back(cls, tmp_path):
+    """The floor's (and the 4PL's ceiling's) prior is a model option: the declared prior and
+    the EM's starting point follow it, ``fit.json`` records it, ``load_fit`` (what ``weights``
+    and ``score`` call) rebuilds the model with it, and a bad value is named."""
+    from scipy.stats import norm
+
+    from platinum_jax.efficient import load_fit
+    from platinum_jax.inference import fit as fit_any
+
+    # the default floor prior keeps less than 1% of its mass above 0.5 (a two-option floor)
+    default = cls().item_params()["guessing"]
+    assert norm.sf(0.0, float(default.prior.loc), float(default.prior.scale)) < 0.01
+    chance = float(np.log(0.25 / 0.75))  # logit of four-option chance
+    options = {"guessing_loc": chance, "guessing_scale": 0.5}
+    if cls is FourPL:
+        options |= {"upper_loc": 4.0, "upper_scale": 0.8}
+    model = make_model(cls.name, **options)
+    decl = model.item_params()
+    for name in ("guessing", "upper") if cls is FourPL else ("guessing",):
+        loc, scale = options[f"{name}_loc"], options[f"{name}_scale"]
+        assert (float(decl[name].prior.loc), float(decl[name].prior.scale)) == (loc, scale)
+        assert decl[name].init == loc
+        assert model.describe()[f"{name}_loc"] == loc
+    rng = np.random.default_rng(5)
+    y = (rng.random((40, 6)) < _sigmoid(rng.normal(size=(40, 1)) - rng.normal(size=6))
+         ).astype(float)
+    res = fit_any(model, _table(y), method="marginal")
+    out = tmp_path / "fit"
+    out.mkdir()
+    for name, text in res.files().items():
+        (out / name).write_text(text)
+    assert load_fit(out).model == model
+    with pytest.raises(ValueError, match="guessing_scale must be a finite number > 0"):
+        cls(guessing_scale=0.0)
+    with pytest.raises(ValueError, match="guessing_loc must be a finite number"):
+        cls(guessing_loc=float("nan"))
+    if cls is FourPL:
+        with pytest.raises(ValueError, match="upper_scale"):
+            cls(upper_scale=-1.0)
+
+
 def test_graded_thresholds_are_recovered_and_stay_ordered():
     rng = np.random.default_rng(3)
     n_i = 20
