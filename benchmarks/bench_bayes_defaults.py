@@ -255,8 +255,10 @@ def sweep(args) -> int:
             failed += not ok
             print(json.dumps({
                 "name": "bayes_defaults_sweep", "subset": k, "seed": seed, "path": args.path,
-                "dense": args.dense, "z": "plain" if args.plain_z else "polar",
-                "warmup": args.warmup,
+                # the fit path runs `nuts`'s own defaults: 4 x 500 after 500, dense if <= 600
+                "dense": d.get("dense_mass") if args.path == "fit" else args.dense,
+                "z": "plain" if args.plain_z else "polar",
+                "warmup": d.get("warmup") if args.path == "fit" else args.warmup,
                 "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
                 "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
                 "cpu_seconds": round(time.process_time() - cpu, 1),
