@@ -90,6 +90,13 @@ none above 0.3, a non-centred noise scale), with its ``slope_z`` at -0.6 to -3.7
 bound; the capabilities block alone diverges more (likely its estimate: about 200 coordinates
 from the last warmup window of 500 draws). No mass matrix reached every bar, so the default stays
 ``hyper``; the next step is the geometry of a benchmark whose few scores allow a flat slope.
+
+``--path fit`` (``fit --model rosetta_bayes --method nuts``: 4 x 500 draws after 500 warmup
+steps, target acceptance 0.9, a full dense mass matrix up to 600 free coordinates, so on these
+tables) on the full directory with seed 2: 1 divergence, R-hat 1.00, bulk ESS 1,079, tail 1,184
+(204 CPU s, load 13). Those R-hats were rounded to two decimals by ArviZ's summary, which the
+fit path's check read until now (so an R-hat of 1.014 passed its 1.01 bar); it reads the
+unrounded values now.
 """
 
 from __future__ import annotations
