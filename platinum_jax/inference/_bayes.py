@@ -414,7 +414,8 @@ def nuts(
     elapsed = time.perf_counter() - t0
     flat = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
     div = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
-    summary = az.summary(az.from_dict(posterior=flat), kind="diagnostics")
+    # unrounded: ArviZ rounds to two decimals by default, and R-hat 1.014 would read 1.01
+    summary = az.summary(az.from_dict(posterior=flat), kind="diagnostics", round_to="none")
     diagnostics = sampler_diagnostics(summary, int(div.sum()), chains=chains, samples=samples,
                                       chain_method=method, seconds=elapsed)
     diagnostics.update(warmup=warmup, dense_mass=bool(dense_mass))
