@@ -255,8 +255,9 @@ def test_laplace_bootstrap_and_cv_are_labelled(small_2pl):
     lap = laplace(fit, draws=500)
     assert {"ability_sd", "ability_lo", "ability_hi"} <= set(lap.subjects.columns)
     assert (lap.items["discrimination_lo"] > 0).all()  # natural scale, from log draws
-    boot = bootstrap(fit, replicates=16, chunk=8)
-    assert boot.diagnostics["replicates_converged"] >= 12
+    # the replicates, chunk and block of the bootstrap_replicates test below: one program
+    boot = bootstrap(fit, replicates=7, chunk=7, seed=3)
+    assert boot.diagnostics["replicates"] == 7 and boot.diagnostics["replicates_converged"] >= 6
     assert (boot.subjects["ability_sd"] > 0).all()
     cv = cross_validate(TwoPL(likelihood=Bernoulli()), table, folds=4)
     assert list(cv.index) == [0, 1, 2, 3] and cv["n_test"].sum() == table.n_responses
