@@ -127,9 +127,9 @@ def test_cross_validation_predicts_every_response(world):
 
 
 def test_svi_and_nuts_give_labelled_posteriors(world):
-    # The world the MAP tests fit (one set of shapes per model, so its programs compile once):
-    # short chains check the wiring and labels; calibration lives in benchmarks/.
-    name, model, param, table, truth, base, min_corr = world
+    name, model, param, _, _, _, min_corr = world
+    # A smaller world: these check the wiring and labels; calibration lives in benchmarks/.
+    table, truth = simulate(model, 40, 12, seed=5)
     post = nuts(model, table, chains=1, warmup=100, samples=100, seed=1,
                 **NUTS_OPTIONS.get(name, {}))
     _labelled(post.subjects, table.subjects, [param, f"{param}_sd", f"{param}_lo"])
@@ -138,9 +138,10 @@ def test_svi_and_nuts_give_labelled_posteriors(world):
     assert list(idata.posterior[site].coords["subject"].values) == list(table.subjects)
     assert post.diagnostics["rhat_max"] == "unavailable with one chain"
     corr = _corr(name, post.subjects[param], truth.subjects[:, 0])
-    # A hundred draws carry the posterior mean less exactly than the point fit: the bar is the
-    # lower of the world's and what the MAP reaches on the same table, less 0.15.
-    point = _corr(name, base.subjects[param], truth.subjects[:, 0])
+    # So few responses cannot always carry the big world's recovery (a 4PL's abilities from 12
+    # items: the MAP itself correlates about 0.5 with the truth); the bar is the lower of that
+    # and what the point fit reaches on the same table, less 0.15.
+    point = _corr(name, fit_map(model, table).subjects[param], truth.subjects[:, 0])
     assert corr > min(min_corr, point) - 0.15, (name, corr, point)
     assert np.isfinite(loo(post).elpd_loo)
     var = svi(model, table, steps=200, draws=100, seed=1)
