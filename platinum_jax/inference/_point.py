@@ -19,7 +19,7 @@ from platinum_jax.data import ResponseTable
 from platinum_jax.models import Identification, MeasurementModel
 
 from ._map import map_solver
-from ._problem import Data, Problem, Theta
+from ._problem import Problem, Theta
 from ._results import Fit
 
 __all__ = ["fit_map", "laplace", "laplace_covariance", "noise_variance", "objective_hessian",
@@ -149,43 +149,65 @@ def _to_free(problem: Problem, theta: Theta):
     return jnp.concatenate([jnp.asarray(b).ravel()[ix] for b, ix in zip(theta, idx, strict=True)])
 
 
-_SYSTEMS: dict = {}
+_PROGRAMS: dict = {}
 
 
-def _newton_system(problem: Problem):
-    """The jitted per-row Newton blocks of ``problem`` (rows as an argument, not constants
-    folded into the program), kept by problem structure like the solvers."""
+def _laplace_programs(problem: Problem) -> dict:
+    """The compiled pieces of the Laplace path of ``problem``, kept by problem structure like
+    the solvers (the rows come in as an argument, not as constants folded into a program):
+
+    * ``hessian(theta, data)``: the exact Hessian over the free entries, assembled from the
+      solver's per-row Newton blocks (one pass over the responses instead of one per
+      parameter);
+    * ``factor(theta, data)``: its Cholesky factor and the free vector at ``theta``;
+    * ``spread(theta, x0, chol, z, scale)``: the draws ``x0 + scale L^-T z`` mapped back to
+      raw blocks, and the exact sd of every raw entry (``diag H^-1`` as the column norms of
+      ``L^-1``, one triangular solve).
+
+    Each is one program, so a Laplace fit compiles three programs rather than dispatching
+    (and compiling) every small operation on its own.
+    """
     from ._map import _structure_key, gauss_newton_system
 
-    key = _structure_key(problem, "newton_system", None, {})
-    if key is not None and key in _SYSTEMS:
-        return _SYSTEMS[key]
+    key = _structure_key(problem, "laplace", None, {})
+    if key is not None and key in _PROGRAMS:
+        return _PROGRAMS[key]
     bare = copy.copy(problem)
     bare.table = None  # keep no table alive in the cache: the rows come in as ``d``
-    fn = jax.jit(lambda th, d: gauss_newton_system(bare, th, d, "newton"))
-    if key is not None:
-        if len(_SYSTEMS) >= 16:
-            _SYSTEMS.pop(next(iter(_SYSTEMS)))  # the oldest
-        _SYSTEMS[key] = fn
-    return fn
-
-
-def _dense_hessian(problem: Problem, theta: Theta, data: Data):
-    """Exact Hessian of the objective over the free entries, assembled from the per-row blocks
-    of the solver (one pass over the responses instead of one per parameter)."""
-    sys = _newton_system(problem)(theta, data)
-    n_s, p_s = sys.gS.shape
-    n_i, p_i = sys.gI.shape
-    a, b = n_s * p_s, n_i * p_i
-    eye_s, eye_i = jnp.eye(n_s), jnp.eye(n_i)
-    hss = jnp.einsum("ij,iab->iajb", eye_s, sys.HSS).reshape(a, a)
-    hii = jnp.einsum("ij,iab->iajb", eye_i, sys.HII).reshape(b, b)
-    hsi = jnp.transpose(sys.HSI, (0, 2, 1, 3)).reshape(a, b)
-    hsg, hig = sys.HSG.reshape(a, -1), sys.HIG.reshape(b, -1)
-    full = jnp.block([[hss, hsi, hsg], [hsi.T, hii, hig], [hsg.T, hig.T, sys.HGG]])
     free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
                                           (problem.free_S, problem.free_I, problem.free_G)]))
-    return full[np.ix_(free, free)]
+
+    def hessian(theta, data):
+        sys = gauss_newton_system(bare, theta, data, "newton")
+        n_s, p_s = sys.gS.shape
+        n_i, p_i = sys.gI.shape
+        a, b = n_s * p_s, n_i * p_i
+        hss = jnp.einsum("ij,iab->iajb", jnp.eye(n_s), sys.HSS).reshape(a, a)
+        hii = jnp.einsum("ij,iab->iajb", jnp.eye(n_i), sys.HII).reshape(b, b)
+        hsi = jnp.transpose(sys.HSI, (0, 2, 1, 3)).reshape(a, b)
+        hsg, hig = sys.HSG.reshape(a, -1), sys.HIG.reshape(b, -1)
+        full = jnp.block([[hss, hsi, hsg], [hsi.T, hii, hig], [hsg.T, hig.T, sys.HGG]])
+        return full[np.ix_(free, free)]
+
+    def factor(theta, data):
+        return jnp.linalg.cholesky(hessian(theta, data)), _to_free(bare, theta)
+
+    def spread(theta, x0, chol, z, scale):
+        steps = scale * jax.scipy.linalg.solve_triangular(chol.T, z.T, lower=False).T
+        sample = jax.vmap(lambda d: _from_free(bare, theta, x0 + d))(steps)
+        eye = jnp.eye(chol.shape[0], dtype=chol.dtype)
+        linv = jax.scipy.linalg.solve_triangular(chol, eye, lower=True)
+        sd = scale * jnp.sqrt(jnp.sum(linv**2, axis=0))
+        zero = Theta(*(jnp.zeros_like(t) for t in theta))
+        return sample, _from_free(bare, zero, sd)
+
+    programs = {"hessian": jax.jit(hessian), "factor": jax.jit(factor),
+                "spread": jax.jit(spread)}
+    if key is not None:
+        if len(_PROGRAMS) >= 16:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))  # the oldest
+        _PROGRAMS[key] = programs
+    return programs
 
 
 def objective_hessian(fit: Fit) -> jax.Array:
@@ -194,7 +216,7 @@ def objective_hessian(fit: Fit) -> jax.Array:
     the free entries; the matrix whose inverse Laplace scales (float64 advised)."""
     problem = fit.problem
     theta = Theta(*(jnp.asarray(t, problem.dtype) for t in fit.theta))
-    return _dense_hessian(problem, theta, problem.data())
+    return _laplace_programs(problem)["hessian"](theta, problem.data())
 
 
 NOISE_SCALES = ("auto", "residual", "likelihood")
@@ -278,15 +300,14 @@ def _laplace_factor(fit: Fit, max_parameters: int):
             f"{max_parameters}); use bootstrap or SVI for a model this large, or raise the limit"
         )
     theta = Theta(*(jnp.asarray(t, problem.dtype) for t in fit.theta))
-    hess = _dense_hessian(problem, theta, problem.data())
-    chol = jnp.linalg.cholesky(hess)
+    chol, x0 = _laplace_programs(problem)["factor"](theta, problem.data())
     if not bool(jnp.all(jnp.isfinite(chol))):
         raise ValueError(
             "the Hessian of the objective is not positive definite at this fit, so Laplace has "
             "no Gaussian to report: check that the fit converged, and that every free parameter "
             "is pinned down by data or a penalty (an item nobody answered, a missing anchor)"
         )
-    return theta, _to_free(problem, theta), chol
+    return theta, x0, chol
 
 
 def _free_labels(problem: Problem) -> pd.MultiIndex:
@@ -339,15 +360,9 @@ def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int =
     theta, x0, chol = _laplace_factor(fit, max_parameters)
     info = noise_variance(fit, noise_scale)
     scale = float(np.sqrt(info["noise_variance"]))
-    n = x0.shape[0]
-    z = jax.random.normal(jax.random.PRNGKey(seed), (draws, n), problem.dtype)
-    steps = scale * jax.scipy.linalg.solve_triangular(chol.T, z.T, lower=False).T  # ~ N(0, s2 H^-1)
-    sample = jax.vmap(lambda d: _from_free(problem, theta, x0 + d))(steps)
-    # diag(H^-1) = column norms of L^-1: one triangular solve.
-    linv = jax.scipy.linalg.solve_triangular(chol, jnp.eye(n, dtype=chol.dtype), lower=True)
-    sd = scale * jnp.sqrt(jnp.sum(linv**2, axis=0))
-    zero = Theta(*(jnp.zeros_like(t) for t in theta))
-    raw_sd = _from_free(problem, zero, sd)
+    z = jax.random.normal(jax.random.PRNGKey(seed), (draws, x0.shape[0]), problem.dtype)
+    # steps ~ N(0, s^2 H^-1); the sd is exact, not from the draws
+    sample, raw_sd = _laplace_programs(problem)["spread"](theta, x0, chol, z, scale)
     return dataclasses.replace(
         fit, method="laplace", draws=Theta(*(np.asarray(s) for s in sample)),
         raw_sd=Theta(*(np.asarray(s) for s in raw_sd)),
