@@ -178,3 +178,33 @@ def test_mdad_matches_the_closed_form(world):
         out.mdad_ability.iloc[0]
     with pytest.raises(ValueError, match="power"):
         irt_mdad(bank, items, theta, power=1.5)
+
+
+def test_banks_of_one_likelihood_share_the_compiled_simulation(world):
+    """The bank's arrays are arguments of the simulation, not constants: a second bank (here
+    the items' curves in reverse order) reuses the first one's program, and its run is its
+    own: the first item is the second bank's most informative under the prior (NumPy), and a
+    test-taker's whole test equals the one given item by item through the harness API."""
+    import dataclasses
+
+    table, truth, bank, wide = world
+    other = dataclasses.replace(bank, mean=bank.mean[:, ::-1], slope=bank.slope[:, ::-1])
+    one, two = AdaptiveTest(bank, budget=5), AdaptiveTest(other, budget=5)
+    assert two._jit_run is one._jit_run
+    run = simulate_adaptive(two, table)
+    grid = np.asarray(bank.grid)
+    b, a = truth.items[::-1, 0], np.exp(truth.items[::-1, 1])  # the reversed curves
+    p = expit(a[None] * (grid[:, None] - b[None]))
+    prior = np.exp(norm.logpdf(grid))
+    first = other.items[np.argmax((prior / prior.sum()) @ (a ** 2 * p * (1 - p)))]
+    assert set(run.trace[run.trace.step == 0].item) == {first}
+    assert first != simulate_adaptive(one, table).trace.item.iloc[0]
+    name = table.subjects[3]
+    state, asked = two.start(), []
+    while not two.finished(state):
+        item, state = two.next_item(state)
+        asked.append(item)
+        state = two.update(state, item, wide.loc[name, item])
+    mine = run.trace[run.trace.subject == name]
+    assert list(mine.item) == asked
+    assert mine.ability.iloc[-1] == pytest.approx(two.summary(state)["ability"], abs=1e-12)
