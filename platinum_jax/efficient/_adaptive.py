@@ -47,9 +47,9 @@ from platinum_jax.data import ResponseTable
 from ._bank import ItemBank
 from ._estimate import dense_responses
 
-# Compiled simulations, keyed by (likelihood, budget, target_se, randomesque): every array of
-# the bank is an argument, so banks of one likelihood share a program (e.g. the folds of
-# interval_scale) and jit only retraces for new shapes.
+# Compiled simulations, keyed by (likelihood, budget): every array of the bank and every rule
+# but the test length is an argument, so banks of one likelihood share a program (e.g. the
+# folds of interval_scale) and jit only retraces for new shapes.
 _RUNS: dict = {}
 
 __all__ = ["AdaptiveTest", "CatState", "AdaptiveRun", "simulate_adaptive", "sympson_hetter"]
@@ -141,15 +141,18 @@ class AdaptiveTest:
                       onehot=jax.nn.one_hot(gid, len(share), dtype=dtype),
                       share=jnp.asarray(share, dtype), tmask=jnp.asarray(tmask),
                       grid=bank.grid, mean=bank.mean, log_prior=bank.log_prior, lik_g=lik_g,
-                      phi=jnp.asarray(bank.dispersion, dtype), n_target=float(tmask.sum()))
+                      phi=jnp.asarray(bank.dispersion, dtype),
+                      target_se=jnp.asarray(self.target_se, dtype),
+                      randomesque=jnp.asarray(int(self.randomesque), jnp.int32),
+                      n_target=jnp.asarray(float(tmask.sum()), dtype))
         object.__setattr__(self, "_arrays", arrays)
+        # The item-by-item steps also take the arrays as arguments: one program per shape.
         object.__setattr__(self, "_jit_choose", jax.jit(self._choose))
         object.__setattr__(self, "_jit_update", jax.jit(self._update))
         object.__setattr__(self, "_jit_summary", jax.jit(self._summary))
-        # One compiled simulation per likelihood and rule set: the bank's arrays and the rules'
-        # arrays (K, groups) are arguments, so nothing of this bank is baked into the program.
-        static = (bank.fit.problem.model.likelihood, self.budget, float(self.target_se),
-                  int(self.randomesque))
+        # One compiled simulation per likelihood and test length (the scan's length): the
+        # bank's arrays and the other rules (K, groups, target_se, randomesque) are arguments.
+        static = (bank.fit.problem.model.likelihood, self.budget)
         if static not in _RUNS:
             if len(_RUNS) >= 8:  # keep a few compiled simulations, not every rule set ever seen
                 _RUNS.pop(next(iter(_RUNS)))
@@ -172,8 +175,7 @@ class AdaptiveTest:
         elig = elig & (a["onehot"][:, g] > 0)
         key, k_order, k_lottery = jax.random.split(state.key, 3)
         s = jnp.where(elig, score, -jnp.inf)
-        r = min(self.randomesque, s.shape[0])
-        cut = jax.lax.top_k(s, r)[0][-1]
+        cut = jnp.sort(s)[s.shape[0] - a["randomesque"]]  # the randomesque-th largest
         top = elig & (s >= cut)
         prio = jnp.where(top, jnp.max(s) + 1.0 + jax.random.uniform(k_order, s.shape), s)
         passes = jax.random.uniform(k_lottery, s.shape) < k
@@ -198,7 +200,7 @@ class AdaptiveTest:
             observed=state.observed + jnp.where(a["tmask"][item], y, 0.0),
             n_given=state.n_given + 1)
         _, sd, _ = self._summary(state, a)
-        done = (sd <= self.target_se) | (state.n_given >= self.budget)
+        done = (sd <= a["target_se"]) | (state.n_given >= self.budget)
         return state._replace(done=done)
 
     def _summary(self, state: CatState, a=None):
@@ -240,7 +242,7 @@ class AdaptiveTest:
         if not np.any(mask & ~np.asarray(state.given) & ~np.asarray(state.barred)):
             raise ValueError("no item is left to give: every available item was given or "
                              "barred by exposure control; widen available or stop the test")
-        item, state = self._jit_choose(state, jnp.asarray(mask))
+        item, state = self._jit_choose(state, jnp.asarray(mask), None, self._arrays)
         return str(self.bank.items[int(item)]), state
 
     def update(self, state: CatState, item, response, trials=None) -> CatState:
@@ -252,12 +254,12 @@ class AdaptiveTest:
         if not np.isfinite(response):
             raise ValueError(f"response to {item!r} must be a finite number (got {response})")
         n = float(self.bank.trials[i]) if trials is None else float(trials)
-        return self._jit_update(state, jnp.asarray(i), response, n)
+        return self._jit_update(state, jnp.asarray(i), response, n, self._arrays)
 
     def summary(self, state: CatState) -> dict:
         """``ability`` (posterior mean), ``ability_sd``, ``score`` (predicted full-benchmark
         score) and ``n_items`` so far."""
-        m, sd, score = self._jit_summary(state)
+        m, sd, score = self._jit_summary(state, self._arrays)
         return {"ability": float(m), "ability_sd": float(sd), "score": float(score),
                 "n_items": int(state.n_given)}
 
@@ -310,8 +312,7 @@ def _simulate(cat: AdaptiveTest, responses: ResponseTable, seed: int, k=None):
     dtype = cat.bank.mean.dtype
     keys = jax.random.split(jax.random.PRNGKey(seed), len(y))
     k = cat._arrays["k"] if k is None else jnp.asarray(k, dtype)
-    a = {n: v for n, v in cat._arrays.items() if n != "n_target"}
-    a["n_target"] = jnp.asarray(cat._arrays["n_target"], dtype)
+    a = cat._arrays
     out, reached = cat._jit_run(a, k, jnp.asarray(y, dtype), jnp.asarray(tr, dtype),
                                 jnp.asarray(seen), keys)
     return y, [np.asarray(a) for a in out], np.asarray(reached)
