@@ -152,7 +152,12 @@ class AdaptiveTest:
         object.__setattr__(self, "_jit_summary", jax.jit(self._summary))
         # One compiled simulation per likelihood and test length (the scan's length): the
         # bank's arrays and the other rules (K, groups, target_se, randomesque) are arguments.
-        static = (bank.fit.problem.model.likelihood, self.budget)
+        likelihood = bank.fit.problem.model.likelihood
+        try:
+            hash(likelihood)
+            static = (likelihood, self.budget)
+        except TypeError:  # a likelihood holding arrays: one program per bank, as before
+            static = (id(bank), self.budget)
         if static not in _RUNS:
             if len(_RUNS) >= 8:  # keep a few compiled simulations, not every rule set ever seen
                 _RUNS.pop(next(iter(_RUNS)))
