@@ -47,7 +47,10 @@ from platinum_jax.data import ResponseTable
 from ._bank import ItemBank
 from ._estimate import dense_responses
 
-_RUNS: dict = {}  # compiled simulations, keyed by (bank id, budget, target_se, randomesque)
+# Compiled simulations, keyed by (likelihood, budget): every array of the bank and every rule
+# but the test length is an argument, so banks of one likelihood share a program (e.g. the
+# folds of interval_scale) and jit only retraces for new shapes.
+_RUNS: dict = {}
 
 __all__ = ["AdaptiveTest", "CatState", "AdaptiveRun", "simulate_adaptive", "sympson_hetter"]
 
@@ -133,22 +136,33 @@ class AdaptiveTest:
             tmask = np.zeros(n, bool)
             tmask[bank.position(self.target)] = True
         dtype = bank.mean.dtype
+        _, lik_g = bank.fit.problem.split_globals(jnp.asarray(bank.fit.theta.globals, dtype))
         arrays = dict(info=bank.information(), k=jnp.asarray(k, dtype),
                       onehot=jax.nn.one_hot(gid, len(share), dtype=dtype),
                       share=jnp.asarray(share, dtype), tmask=jnp.asarray(tmask),
-                      n_target=float(tmask.sum()))
+                      grid=bank.grid, mean=bank.mean, log_prior=bank.log_prior, lik_g=lik_g,
+                      phi=jnp.asarray(bank.dispersion, dtype),
+                      target_se=jnp.asarray(self.target_se, dtype),
+                      randomesque=jnp.asarray(int(self.randomesque), jnp.int32),
+                      n_target=jnp.asarray(float(tmask.sum()), dtype))
         object.__setattr__(self, "_arrays", arrays)
+        # The item-by-item steps also take the arrays as arguments: one program per shape.
         object.__setattr__(self, "_jit_choose", jax.jit(self._choose))
         object.__setattr__(self, "_jit_update", jax.jit(self._update))
         object.__setattr__(self, "_jit_summary", jax.jit(self._summary))
-        # One compiled simulation per bank and rule set: the arrays (K, groups) are arguments.
-        static = (id(bank), self.budget, float(self.target_se), int(self.randomesque))
-        if static not in _RUNS or _RUNS[static][0] is not bank:
-            if len(_RUNS) >= 8:  # keep a few compiled simulations, not every bank ever seen
+        # One compiled simulation per likelihood and test length (the scan's length): the
+        # bank's arrays and the other rules (K, groups, target_se, randomesque) are arguments.
+        likelihood = bank.fit.problem.model.likelihood
+        try:
+            hash(likelihood)
+            static = (likelihood, self.budget)
+        except TypeError:  # a likelihood holding arrays: one program per bank, as before
+            static = (id(bank), self.budget)
+        if static not in _RUNS:
+            if len(_RUNS) >= 8:  # keep a few compiled simulations, not every rule set ever seen
                 _RUNS.pop(next(iter(_RUNS)))
-            _RUNS[static] = (bank, jax.jit(jax.vmap(partial(_one_test, self),
-                                                    (None, None, 0, 0, 0, 0))))
-        object.__setattr__(self, "_jit_run", _RUNS[static][1])
+            _RUNS[static] = jax.jit(jax.vmap(partial(_one_test, self), (None, None, 0, 0, 0, 0)))
+        object.__setattr__(self, "_jit_run", _RUNS[static])
 
     # -- pure steps (jnp only) ------------------------------------------------------------
     def _choose(self, state: CatState, available, k=None, a=None):
@@ -166,8 +180,7 @@ class AdaptiveTest:
         elig = elig & (a["onehot"][:, g] > 0)
         key, k_order, k_lottery = jax.random.split(state.key, 3)
         s = jnp.where(elig, score, -jnp.inf)
-        r = min(self.randomesque, self.bank.n_items)
-        cut = jax.lax.top_k(s, r)[0][-1]
+        cut = jnp.sort(s)[s.shape[0] - a["randomesque"]]  # the randomesque-th largest
         top = elig & (s >= cut)
         prio = jnp.where(top, jnp.max(s) + 1.0 + jax.random.uniform(k_order, s.shape), s)
         passes = jax.random.uniform(k_lottery, s.shape) < k
@@ -179,26 +192,29 @@ class AdaptiveTest:
         return item, state._replace(barred=barred, reached=reached, key=key)
 
     def _update(self, state: CatState, item, y, trials, a=None):
-        a, bank = self._arrays if a is None else a, self.bank
-        dtype = bank.mean.dtype
-        lp = bank.log_lik(jnp.reshape(jnp.asarray(y, dtype), (1,)),
-                          jnp.reshape(jnp.asarray(trials, dtype), (1,)),
-                          jnp.reshape(item, (1,)))[:, 0]
+        a = self._arrays if a is None else a
+        dtype = a["mean"].dtype
+        # ItemBank.log_lik with the bank's arrays taken from ``a`` (arguments, not constants)
+        mu = a["mean"][:, jnp.reshape(item, (1,))]
+        lp = self.bank.fit.problem.model.likelihood.log_prob(
+            jnp.reshape(jnp.asarray(y, dtype), (1, 1)), mu,
+            jnp.reshape(jnp.asarray(trials, dtype), (1, 1)), a["lik_g"])[:, 0] / a["phi"]
         state = state._replace(
             log_post=state.log_post + lp, given=state.given.at[item].set(True),
             n_group=state.n_group + a["onehot"][item],
             observed=state.observed + jnp.where(a["tmask"][item], y, 0.0),
             n_given=state.n_given + 1)
         _, sd, _ = self._summary(state, a)
-        done = (sd <= self.target_se) | (state.n_given >= self.budget)
+        done = (sd <= a["target_se"]) | (state.n_given >= self.budget)
         return state._replace(done=done)
 
     def _summary(self, state: CatState, a=None):
-        a, grid = self._arrays if a is None else a, self.bank.grid
+        a = self._arrays if a is None else a
+        grid = a["grid"]
         post = jax.nn.softmax(state.log_post)
         m = post @ grid
         sd = jnp.sqrt(jnp.maximum(post @ grid ** 2 - m ** 2, 0.0))
-        rest = jnp.where(a["tmask"] & ~state.given, post @ self.bank.mean, 0.0).sum()
+        rest = jnp.where(a["tmask"] & ~state.given, post @ a["mean"], 0.0).sum()
         return m, sd, (state.observed + rest) / a["n_target"]
 
     # -- the harness API ------------------------------------------------------------------
@@ -206,9 +222,10 @@ class AdaptiveTest:
         """A fresh test at the ability prior; ``key``: an int or a JAX key (the randomness of
         the exposure control)."""
         key = jax.random.PRNGKey(key) if isinstance(key, (int, np.integer)) else key
-        dtype = self.bank.mean.dtype
-        n, c = self.bank.n_items, (self._arrays if a is None else a)["share"].shape[0]
-        return CatState(self.bank.log_prior, jnp.zeros(n, bool), jnp.zeros(n, bool),
+        a = self._arrays if a is None else a
+        dtype = a["mean"].dtype
+        n, c = a["mean"].shape[1], a["share"].shape[0]
+        return CatState(a["log_prior"], jnp.zeros(n, bool), jnp.zeros(n, bool),
                         jnp.zeros(n, bool), jnp.zeros(c, dtype), jnp.zeros((), dtype), jnp.zeros((), jnp.int32),
                         jnp.asarray(False), key)
 
@@ -230,7 +247,7 @@ class AdaptiveTest:
         if not np.any(mask & ~np.asarray(state.given) & ~np.asarray(state.barred)):
             raise ValueError("no item is left to give: every available item was given or "
                              "barred by exposure control; widen available or stop the test")
-        item, state = self._jit_choose(state, jnp.asarray(mask))
+        item, state = self._jit_choose(state, jnp.asarray(mask), None, self._arrays)
         return str(self.bank.items[int(item)]), state
 
     def update(self, state: CatState, item, response, trials=None) -> CatState:
@@ -242,12 +259,12 @@ class AdaptiveTest:
         if not np.isfinite(response):
             raise ValueError(f"response to {item!r} must be a finite number (got {response})")
         n = float(self.bank.trials[i]) if trials is None else float(trials)
-        return self._jit_update(state, jnp.asarray(i), response, n)
+        return self._jit_update(state, jnp.asarray(i), response, n, self._arrays)
 
     def summary(self, state: CatState) -> dict:
         """``ability`` (posterior mean), ``ability_sd``, ``score`` (predicted full-benchmark
         score) and ``n_items`` so far."""
-        m, sd, score = self._jit_summary(state)
+        m, sd, score = self._jit_summary(state, self._arrays)
         return {"ability": float(m), "ability_sd": float(sd), "score": float(score),
                 "n_items": int(state.n_given)}
 
@@ -300,8 +317,7 @@ def _simulate(cat: AdaptiveTest, responses: ResponseTable, seed: int, k=None):
     dtype = cat.bank.mean.dtype
     keys = jax.random.split(jax.random.PRNGKey(seed), len(y))
     k = cat._arrays["k"] if k is None else jnp.asarray(k, dtype)
-    a = {n: v for n, v in cat._arrays.items() if n != "n_target"}
-    a["n_target"] = jnp.asarray(cat._arrays["n_target"], dtype)
+    a = cat._arrays
     out, reached = cat._jit_run(a, k, jnp.asarray(y, dtype), jnp.asarray(tr, dtype),
                                 jnp.asarray(seen), keys)
     return y, [np.asarray(a) for a in out], np.asarray(reached)

@@ -347,7 +347,7 @@ def test_a_misspelt_solver_option_is_named_not_hashed():
     from platinum_jax.inference import Problem, _map, simulate
     from platinum_jax.models import TwoPL
 
-    table, _ = simulate(TwoPL(), 20, 5, seed=0)
+    table, _ = simulate(TwoPL(), 30, 6, seed=0)  # the shape above: one simulation program
     with pytest.raises(TypeError, match=r"unknown solver option\(s\) \['solver_options'\].*max_steps"):
         _map.map_solver(Problem(TwoPL(), table), solver_options={"max_steps": 10})
 

@@ -194,8 +194,10 @@ def test_subset_and_score_commands(tmp_path):
     assert main(["subset", str(fit_dir), "--k", "6", "--method", "anchor", "--data", str(data),
                  "--out", str(tmp_path / "a")]) == 0
     # New subjects answer the subset; their scores come with intervals.
-    new, _ = simulate(TwoPL(), 5, 25, seed=12)
+    # five subjects of a second world of the same shape (its simulation program is the first's)
+    new, _ = simulate(TwoPL(), 60, 25, seed=12)
     frame = new.to_frame()[["subject", "item", "response"]]
+    frame = frame[frame.subject.isin(new.subjects[:5])]
     frame["subject"] = "new_" + frame.subject
     path = tmp_path / "new.csv"
     frame[frame.item.isin(subset.index)].to_csv(path, index=False)
@@ -242,10 +244,14 @@ def test_scale_widens_the_score_interval_about_the_same_mean(world):
         estimate_scores(bank, sub, scale=0.0)
 
 
-def test_interval_scale_is_near_one_when_the_model_is_right():
+def test_interval_scale_is_near_one_when_the_model_is_right(world):
     from platinum_jax.efficient import cross_fitted_banks, interval_scale
 
-    table, _ = simulate(TwoPL(), 120, 20, seed=21)
+    # 120 subjects and 25 items of the 2PL world: each fold's refit is 60 x 25, the shape of
+    # the command test's fit, so the two share one compiled program.
+    frame = world[4]
+    table = ResponseTable.from_frame(frame[frame.subject.isin([f"s{j:03d}" for j in range(120)])
+                                           & frame.item.isin([f"i{i:02d}" for i in range(25)])])
     banks = cross_fitted_banks(TwoPL(), table, folds=2, dispersion=1.0)
     scale, z = interval_scale(banks, 8, method="random")
     assert len(z) == 120

@@ -96,13 +96,14 @@ def test_sympson_hetter_keeps_exposure_under_the_cap(world):
 
 def test_randomesque_spreads_the_first_item(world):
     table, truth, bank, _ = world
-    run = simulate_adaptive(AdaptiveTest(bank, budget=1, randomesque=4), table, seed=2)
+    # budget 5, the length of the exposure test's runs: the rules are arguments of one program
+    run = simulate_adaptive(AdaptiveTest(bank, budget=5, randomesque=4), table, seed=2)
     grid = np.asarray(bank.grid)
     b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
     p = expit(a[None] * (grid[:, None] - b[None]))
     prior = np.exp(norm.logpdf(grid))
     top4 = bank.items[np.argsort(-(prior / prior.sum()) @ (a ** 2 * p * (1 - p)))[:4]]
-    counts = run.trace.item.value_counts()
+    counts = run.trace[run.trace.step == 0].item.value_counts()
     assert set(counts.index) == set(top4)
     tol = 3 * np.sqrt(0.25 * 0.75 / N_SUBJECTS)
     assert np.all(np.abs(counts / N_SUBJECTS - 0.25) <= tol)
@@ -131,7 +132,7 @@ def test_content_balancing_and_stopping(world):
 
 
 def test_cat_command(world, tmp_path):
-    table, _ = simulate(TwoPL(), 60, 20, seed=8)
+    table, _ = simulate(TwoPL(), 60, 25, seed=8)  # the fit shape of the other command tests
     data = tmp_path / "responses.csv"
     table.to_frame()[["subject", "item", "response"]].to_csv(data, index=False)
     assert main(["fit", str(data), "--model", "2pl", "--out", str(tmp_path / "fit")]) == 0
@@ -178,3 +179,33 @@ def test_mdad_matches_the_closed_form(world):
         out.mdad_ability.iloc[0]
     with pytest.raises(ValueError, match="power"):
         irt_mdad(bank, items, theta, power=1.5)
+
+
+def test_banks_of_one_likelihood_share_the_compiled_simulation(world):
+    """The bank's arrays are arguments of the simulation, not constants: a second bank (here
+    the items' curves in reverse order) reuses the first one's program, and its run is its
+    own: the first item is the second bank's most informative under the prior (NumPy), and a
+    test-taker's whole test equals the one given item by item through the harness API."""
+    import dataclasses
+
+    table, truth, bank, wide = world
+    other = dataclasses.replace(bank, mean=bank.mean[:, ::-1], slope=bank.slope[:, ::-1])
+    one, two = AdaptiveTest(bank, budget=5), AdaptiveTest(other, budget=5)
+    assert two._jit_run is one._jit_run
+    run = simulate_adaptive(two, table)
+    grid = np.asarray(bank.grid)
+    b, a = truth.items[::-1, 0], np.exp(truth.items[::-1, 1])  # the reversed curves
+    p = expit(a[None] * (grid[:, None] - b[None]))
+    prior = np.exp(norm.logpdf(grid))
+    first = other.items[np.argmax((prior / prior.sum()) @ (a ** 2 * p * (1 - p)))]
+    assert set(run.trace[run.trace.step == 0].item) == {first}
+    assert first != simulate_adaptive(one, table).trace.item.iloc[0]
+    name = table.subjects[3]
+    state, asked = two.start(), []
+    while not two.finished(state):
+        item, state = two.next_item(state)
+        asked.append(item)
+        state = two.update(state, item, wide.loc[name, item])
+    mine = run.trace[run.trace.subject == name]
+    assert list(mine.item) == asked
+    assert mine.ability.iloc[-1] == pytest.approx(two.summary(state)["ability"], abs=1e-12)

@@ -23,7 +23,16 @@ def world():
     """A 2PL world whose true parameters stand in for the fit (the item model is right)."""
     table, truth = simulate(TwoPL(), N_SUBJECTS, N_ITEMS, seed=7)
     fit = Fit(problem=Problem(TwoPL(), table), method="truth", theta=truth)
-    return truth, item_bank(fit, dispersion=1.0)
+    return truth, item_bank(fit, dispersion=1.0), table
+
+
+def _part(table, subjects, n_items=25):
+    """The responses of ``subjects`` (positions) to the world's first ``n_items`` items: the
+    tests that refit take their data here, so that no second world is simulated and every
+    refit of 60 (or 30) subjects by 25 items is one compiled program."""
+    frame = table.to_frame()[["subject", "item", "response"]]
+    keep = frame.subject.isin(table.subjects[subjects]) & frame.item.isin(table.items[:n_items])
+    return frame[keep]
 
 
 def _frame(theta, b, a, shift, seed):
@@ -37,7 +46,7 @@ def _frame(theta, b, a, shift, seed):
 
 
 def test_combined_score_matches_its_closed_form(world):
-    truth, bank = world
+    truth, bank, _ = world
     b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
     theta = np.random.default_rng(1).standard_normal(4)
     frame = _frame(theta, b, a, np.zeros((4, N_ITEMS)), seed=2)
@@ -81,7 +90,7 @@ def test_combined_score_matches_its_closed_form(world):
 
 
 def test_bad_input_is_named(world):
-    truth, bank = world
+    truth, bank, _ = world
     frame = _frame(np.zeros(2), truth.items[:, 0], np.exp(truth.items[:, 1]),
                    np.zeros((2, N_ITEMS)), seed=4)
     sel = select_items(bank, 5, "random")
@@ -100,7 +109,7 @@ def test_the_bias_spread_follows_how_far_new_models_depart(world, departure):
     own direction each): the item model cannot see it, so the chosen spread must grow, and
     the estimate must beat the item model alone when the departure is real and the plain
     difference estimate when it is not."""
-    truth, bank = world
+    truth, bank, _ = world
     b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
     rng = np.random.default_rng(11)
 
@@ -134,14 +143,14 @@ def test_the_bias_spread_follows_how_far_new_models_depart(world, departure):
         assert errors["shrunk"] < errors["model"]
 
 
-def test_grouped_calibration_folds_keep_each_group_together():
+def test_grouped_calibration_folds_keep_each_group_together(world):
     from platinum_jax.efficient import cross_fitted_banks
 
-    table, _ = simulate(TwoPL(), 40, 12, seed=5)
-    family = pd.Series([f"f{j % 5}" for j in range(40)], index=table.subjects)
+    table = ResponseTable.from_frame(_part(world[2], slice(0, 60)))
+    family = pd.Series([f"f{j % 4}" for j in range(60)], index=table.subjects)
     banks = cross_fitted_banks(TwoPL(), table, folds=2, dispersion=1.0, groups=family)
     held = [set(test.subject) for _, test in banks]
-    assert held[0].isdisjoint(held[1]) and len(held[0] | held[1]) == 40
+    assert held[0].isdisjoint(held[1]) and len(held[0] | held[1]) == 60
     for members in held:  # every family wholly in one fold
         fams = family[sorted(members)]
         assert all((family[family == f].index.isin(sorted(members))).all() for f in set(fams))
@@ -172,7 +181,7 @@ def test_the_interval_form_is_chosen_by_coverage_on_left_out_folds():
 
 
 def test_a_fixed_sd_gives_every_subject_one_width(world):
-    truth, bank = world
+    truth, bank, _ = world
     frame = _frame(np.array([-1.0, 0.0, 1.5]), truth.items[:, 0], np.exp(truth.items[:, 1]),
                    np.zeros((3, N_ITEMS)), seed=9)
     sel = select_items(bank, 8, "random", seed=2)
@@ -186,21 +195,16 @@ def test_a_fixed_sd_gives_every_subject_one_width(world):
         combined_scores(bank, ResponseTable.from_frame(frame), sel, bias_sd=0.05, fixed_sd=0.0)
 
 
-def test_score_combined_command_against_a_synthetic_truth(tmp_path):
-    """Fit on 80 simulated subjects, score 40 new ones from a 10-item random subset with
-    ``score --combined``: the estimate must beat the subset's plain mean against the new
-    subjects' realised mean over all 30 items, its 90% intervals must hold most of them, and
+def test_score_combined_command_against_a_synthetic_truth(world, tmp_path):
+    """Fit on 60 subjects of the 2PL world, score 40 others from a 10-item random subset
+    with ``score --combined``: the estimate must beat the subset's plain mean against the new
+    subjects' realised mean over all 25 items, its 90% intervals must hold most of them, and
     the command must write what the library gives for the calibration it recorded."""
     import json
 
     from platinum_jax.cli import main
     from platinum_jax.efficient._io import load_fit
-    from platinum_jax.inference import simulate
-
-    table, _ = simulate(TwoPL(), 120, 30, seed=21)
-    frame = table.to_frame()[["subject", "item", "response"]]
-    new_ids = table.subjects[80:]
-    old, new = frame[~frame.subject.isin(new_ids)], frame[frame.subject.isin(new_ids)]
+    old, new = _part(world[2], slice(60, 120)), _part(world[2], slice(120, 160))
     data, fit_dir = tmp_path / "old.csv", tmp_path / "fit"
     old.to_csv(data, index=False)
     assert main(["fit", str(data), "--model", "2pl", "--out", str(fit_dir)]) == 0
@@ -227,7 +231,7 @@ def test_score_combined_command_against_a_synthetic_truth(tmp_path):
     assert cal["form"] in ("studentised", "absolute")
     # the written scores are the library's for the recorded calibration
     bank = item_bank(load_fit(fit_dir, str(data)), dispersion=1.0)
-    assert cal["calibration_models"] == 80  # every old subject answered every item
+    assert cal["calibration_models"] == 60  # every old subject answered every item
     lib = combined_scores(bank, ResponseTable.from_frame(seen), subset,
                           bias_sd=cal["bias_sd"], scale=cal["scale"], fixed_sd=cal["fixed_sd"])
     assert scores.score.to_numpy() == pytest.approx(lib.score.to_numpy(), abs=1e-9)
