@@ -418,9 +418,7 @@ def cross_validate(
     train = jnp.asarray(np.stack([assign != k for k in range(folds)]), problem.dtype)
     res = map_solver(problem, batched="data", **solver_options)(
         problem.start(), dataclasses.replace(data, weight=train * data.weight))
-    pred = np.asarray(jax.vmap(lambda th: problem.expected(th, data.subject_index,
-                                                           data.item_index))(res.theta))
-    loglik = np.asarray(jax.vmap(lambda th: problem.pointwise_log_lik(th, data))(res.theta))
+    pred, loglik = (np.asarray(a) for a in _fold_predictions(problem)(res.theta, data))
     rows, oof = [], np.empty(n)
     y = np.asarray(table.response)
     for k in range(folds):
@@ -433,6 +431,29 @@ def cross_validate(
     out = pd.DataFrame(rows).set_index("fold")
     out.attrs["predictions"] = oof
     return out
+
+
+def _fold_predictions(problem: Problem):
+    """One compiled program per problem structure: every fold's mean response and pointwise
+    log-likelihood at every row, from the folds' stacked parameters."""
+    from ._map import _structure_key
+
+    key = _structure_key(problem, "fold_predictions", None, {})
+    if key is not None and key in _PROGRAMS:
+        return _PROGRAMS[key]
+    bare = copy.copy(problem)
+    bare.table = None
+
+    def run(thetas, data):
+        return jax.vmap(lambda th: (bare.expected(th, data.subject_index, data.item_index),
+                                    bare.pointwise_log_lik(th, data)))(thetas)
+
+    fn = jax.jit(run)
+    if key is not None:
+        if len(_PROGRAMS) >= 16:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+        _PROGRAMS[key] = fn
+    return fn
 
 
 # ---------------------------------------------------------------------- new subjects
