@@ -402,9 +402,10 @@ def test_posterior_optimal_weights_match_numpy(nuts_fit, synth):
 def test_deprecated_posterior_weights_equal_the_one_pipeline(nuts_fit):
     # The old name is a shim over the one pipeline: the same draws give the same frame, and
     # posterior_decisions on those primitives gives the same posterior of v*.
-    names = ["b2", "b4"]
-    M = np.array([[2.0, 0.5], [0.5, 1.0]])
-    w, r = np.array([1.0, 3.0]), 25.0
+    # three benchmarks, as in test_posterior_optimal_weights_match_numpy: one compiled program
+    names = ["b2", "b4", "b5"]
+    M = np.array([[2.0, 0.5, 0.0], [0.5, 1.0, 0.3], [0.0, 0.3, 1.5]])
+    w, r = np.array([1.0, 3.0, 0.5]), 25.0
     with pytest.warns(DeprecationWarning, match="weights_table"):
         old = posterior_optimal_weights(nuts_fit, M, w, r, threshold=1.0, benchmarks=names)
     prims = primitives_from_stitching(nuts_fit, w, M=M, benchmarks=names)
@@ -414,7 +415,7 @@ def test_deprecated_posterior_weights_equal_the_one_pipeline(nuts_fit):
     np.testing.assert_allclose(decided["mean"].to_numpy(), old["mean"].to_numpy(), rtol=1e-12)
     np.testing.assert_allclose(decided["sd"].to_numpy(), old["sd"].to_numpy(), rtol=1e-10)
     # and both are v* = (M + r Sigma)^-1 M w per draw (NumPy, independently)
-    sig2 = nuts_fit.idata.posterior["noise_variance"].sel(benchmark=names).values.reshape(-1, 2)
+    sig2 = nuts_fit.idata.posterior["noise_variance"].sel(benchmark=names).values.reshape(-1, 3)
     v = np.stack([np.linalg.solve(M + r * np.diag(s), M @ w) for s in sig2])
     np.testing.assert_allclose(decided["mean"].to_numpy(), v.mean(0), rtol=1e-10)
     np.testing.assert_allclose(old["p_platinum"].to_numpy(), (v >= 1.0).mean(0))
@@ -452,12 +453,24 @@ def test_svi_recovers_truth_and_compare_likelihoods(svi_beta, nuts_fit, synth):
     assert cmp_w.loc["gaussian", "elpd_waic"] == pytest.approx(waic, rel=1e-6)
 
 
+# One SVI run shape for the Gaussian low-rank fits of this file (this test and the two CLI
+# tests below): the same anchor, steps and draws compile one set of programs, which the
+# compilation cache then hands to the others.
+LOWRANK_ANCHOR = BenchmarkAnchor("b2", 0.5, 2.0)
+LOWRANK_CLI = ["--anchor-benchmark", "b2", "--anchor-difficulty", "0.5", "--anchor-slope", "2",
+               "--method", "svi", "--svi-guide", "lowrank", "--svi-steps", "800",
+               "--samples", "200"]
+
+
 def test_svi_lowrank_guide(synth):
     table, truth = synth
     fit = fit_stitching_bayes(
-        table, ANCHOR, method="svi", svi_guide="lowrank", svi_steps=800, samples=200, seed=2
+        table, LOWRANK_ANCHOR, method="svi", svi_guide="lowrank", svi_steps=800, samples=200,
+        seed=2,
     )
     assert fit.info["svi_guide"] == "lowrank"
+    # The anchor b2 (D = 0.5, alpha = 2) maps the truth's scale (b0: D = 0, alpha = 1) by a
+    # positive affine map, which leaves the correlation unchanged.
     assert np.corrcoef(fit.capabilities["mean"].reindex(truth.index), truth)[0, 1] > 0.95
     groups = set(fit.idata.groups())
     assert {"posterior", "log_likelihood", "posterior_predictive", "observed_data"} <= groups
@@ -469,17 +482,24 @@ def test_svi_lowrank_guide(synth):
 
 
 def test_model_anchor_fixes_two_capabilities(synth):
+    import jax
     from numpyro import handlers
 
     table, _ = synth
     model, data = stitching_model(table, ModelAnchor(("m00", "m01"), (0.0, 1.0)))
-    tr = handlers.trace(handlers.seed(model, 0)).get_trace(data)
-    cap = np.asarray(tr["capability"]["value"])
+
+    def sites(key, rows):
+        tr = handlers.trace(handlers.seed(model, key)).get_trace(rows)
+        return {name: site["value"] for name, site in tr.items()}
+
+    # one traced program for the prior draw (run op by op it compiles each op on its own)
+    tr = jax.jit(sites)(jax.random.PRNGKey(0), data)
+    cap = np.asarray(tr["capability"])
     assert cap[0] == 0.0 and cap[1] == 1.0
-    assert tr["capability_z"]["value"].shape == (table.n_models - 2,)
-    assert tr["intercept"]["value"].shape == (table.n_benchmarks,)  # every difficulty is free
+    assert tr["capability_z"].shape == (table.n_models - 2,)
+    assert tr["intercept"].shape == (table.n_benchmarks,)  # every difficulty is free
     assert "anchor_intercept" not in tr  # the scale is sampled, not taken from a benchmark
-    assert tr["y"]["value"].shape == (table.n_scores,)
+    assert tr["y"].shape == (table.n_scores,)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -546,8 +566,8 @@ def test_cli_stitch_bayes_flag_writes_outputs(tmp_path, synth):
     csv = tmp_path / "scores.csv"
     table.data[["model", "benchmark", "score"]].to_csv(csv, index=False)
     out = tmp_path / "out"
-    argv = ["stitch", str(csv), "--bayes", "--anchor-benchmark", "b0", "--method", "svi"]
-    argv += ["--svi-steps", "600", "--samples", "100", "--out", str(out)]
+    # the run shape of test_svi_lowrank_guide (LOWRANK_CLI): its programs, from the cache
+    argv = ["stitch", str(csv), "--bayes", *LOWRANK_CLI, "--out", str(out)]
     assert main(argv) == 0
     caps = pd.read_csv(out / "capabilities.csv")
     assert list(caps.columns[:5]) == ["model", "mean", "sd", "hdi_3%", "hdi_97%"]
@@ -556,14 +576,14 @@ def test_cli_stitch_bayes_flag_writes_outputs(tmp_path, synth):
     assert np.corrcoef(mean, truth)[0, 1] > 0.95
     bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
     assert sorted(bench.index) == [f"b{b}" for b in range(6)]
-    assert bench.loc["b0", "difficulty_mean"] == 0.0 and bench.loc["b0", "slope_mean"] == 1.0
+    assert bench.loc["b2", "difficulty_mean"] == 0.5 and bench.loc["b2", "slope_mean"] == 2.0
     summ = pd.read_csv(out / "summary.csv")
     assert {"variable", "name", "mean", "sd", "r_hat", "ess_bulk"} <= set(summ.columns)
     assert not (out / "fit.json").exists()  # the least-squares outputs are not written
     import arviz as az
 
     back = az.from_netcdf(out / "posterior.nc")
-    assert back.posterior["capability"].shape == (1, 100, table.n_models)
+    assert back.posterior["capability"].shape == (1, 200, table.n_models)
 
 
 def test_cli_stitch_bayes_reads_epoch_raw(tmp_path, epoch_dir, capsys):
@@ -600,9 +620,8 @@ def test_cli_stitch_bayes_anchor_options(tmp_path, synth, capsys):
     csv = tmp_path / "scores.csv"
     table.data[["model", "benchmark", "score"]].to_csv(csv, index=False)
     out = tmp_path / "out"
-    argv = ["stitch-bayes", str(csv), "--anchor-benchmark", "b2", "--anchor-difficulty", "0.5"]
-    argv += ["--anchor-slope", "2", "--method", "svi", "--svi-guide", "lowrank"]
-    assert main([*argv, "--svi-steps", "200", "--samples", "20", "--out", str(out)]) == 0
+    # the run shape of test_svi_lowrank_guide (LOWRANK_CLI): its programs, from the cache
+    assert main(["stitch-bayes", str(csv), *LOWRANK_CLI, "--out", str(out)]) == 0
     assert "SVI (lowrank guide)" in capsys.readouterr().out
     bench = pd.read_csv(out / "benchmarks.csv", index_col="benchmark")
     assert bench.loc["b2", "difficulty_mean"] == 0.5 and bench.loc["b2", "slope_mean"] == 2.0
