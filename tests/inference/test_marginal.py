@@ -1,6 +1,11 @@
 """Marginal estimation over abilities (EM over a quadrature grid, EAP abilities).
 
 Expected numbers come from SciPy quadrature written here, or from a synthetic truth drawn here.
+
+A compiled EM is specific to the model, the world's shape and the number of nodes, so tests
+whose checks do not depend on the world share one: ``_shared_world`` (150 subjects, 12 items,
+30% missing) for the comparisons of paths and against SciPy's optimiser on 21 nodes, and
+``_recovery_world`` for the recovery checks and the command line on the default rule.
 """
 
 from __future__ import annotations
@@ -35,6 +40,14 @@ def _world(n_s, n_i, seed, *, missing=0.0, guessing=None):
     p = c[i] + (1 - c[i]) * expit(a[i] * (theta[s] - b[i]))
     y = (rng.random(len(s)) < p).astype(float)
     return ResponseTable.from_arrays(s, i, y), theta, b, a
+
+
+def _shared_world():
+    return _world(150, 12, seed=21, missing=0.3)
+
+
+def _recovery_world(missing):
+    return _world(800, 25, seed=7, missing=missing)
 
 
 def _quad_loglik(table, prob):
@@ -128,8 +141,8 @@ def test_dense_and_row_e_steps_agree(missing):
 
 @pytest.mark.parametrize("missing", [0.0, 0.3])
 def test_2pl_recovery_and_eap(missing):
-    table, theta, b, a = _world(800, 25, seed=7, missing=missing)
-    res = fit(TwoPL(), table, method="marginal", nodes=31)
+    table, theta, b, a = _recovery_world(missing)
+    res = fit(TwoPL(), table, method="marginal")
     assert res.converged and res.method == "marginal"
     items = res.items
     assert np.corrcoef(items["difficulty"], b)[0, 1] > 0.97
@@ -224,13 +237,14 @@ def test_accelerated_em_reaches_the_optimum_scipy_finds(model):
     # written independently in NumPy, lands.
     from scipy.optimize import minimize
 
-    table, _, _, _ = _world(60, 8, seed=13, missing=0.2)
+    table, _, _, _ = _shared_world()
+    n_i = table.n_items
     cls = {"1pl": OnePL, "2pl": TwoPL}[model]
     res = fit(cls(), table, method="marginal", nodes=21, rule="gauss-hermite",
               tol=1e-9)
     assert res.converged
     objective = _numpy_objective(table, 21, model)
-    n_x = 16 if model == "2pl" else 9
+    n_x = 2 * n_i if model == "2pl" else n_i + 1
     ref = minimize(objective, np.zeros(n_x), method="BFGS", options={"gtol": 1e-8})
     b = res.items["difficulty"].to_numpy()
     if model == "2pl":
@@ -240,7 +254,7 @@ def test_accelerated_em_reaches_the_optimum_scipy_finds(model):
     np.testing.assert_allclose(ours, ref.x, atol=1e-4)
     assert objective(ours) <= ref.fun + 1e-7
     # the reported marginal log-likelihood is the NumPy one at the estimates
-    penalty = np.sum(ours[:8] ** 2) / 18.0 + np.sum(ours[8:] ** 2) / 2.0
+    penalty = np.sum(ours[:n_i] ** 2) / 18.0 + np.sum(ours[n_i:] ** 2) / 2.0
     assert res.diagnostics["marginal_log_lik"] == pytest.approx(-(objective(ours) - penalty),
                                                                 rel=1e-10)
 
@@ -265,7 +279,7 @@ def test_fast_logistic_path_equals_the_generic_path(model, missing, monkeypatch)
     # 1PL runs on one row per raw score (its sufficient statistic) instead of one per subject.
     from platinum_jax.inference import _marginal_layout
 
-    table, _, b, a = _world(150, 12, seed=21, missing=missing)
+    table, _, b, a = _shared_world() if missing == 0.3 else _world(150, 12, 21, missing=missing)
     cls = {"1pl": OnePL, "2pl": TwoPL}[model]
     se = _difficulty_se(table, b, a)
 
@@ -335,7 +349,7 @@ def test_command_line_marginal(tmp_path):
 
     from platinum_jax.cli import main
 
-    table, theta, b, _ = _world(300, 20, seed=21, missing=0.2)
+    table, theta, b, _ = _recovery_world(0.3)
     path = tmp_path / "responses.csv"
     table.to_frame().to_csv(path, index=False)
     out = tmp_path / "irt"
@@ -379,7 +393,7 @@ def test_the_closed_form_path_is_a_strategy_a_model_declares():
             return 0.5 * super().mean(subject, item, glob)
 
     assert TwoPL().logistic_curve() is not None and Shifted().logistic_curve() is None
-    table, _, _, _ = _world(120, 10, seed=4, missing=0.2)
+    table, _, _, _ = _shared_world()
     ours = fit(TwoPL(), table, method="marginal", nodes=21)
     theirs = fit(MyTwoPL(), table, method="marginal", nodes=21)
     assert ours.diagnostics["iterations"] == theirs.diagnostics["iterations"]
