@@ -111,15 +111,24 @@ def test_even_rule_resolves_subjects_with_many_items():
         marginal_log_likelihood(problem, items, np.zeros(0), rule="simpson")
 
 
-def test_default_rule_keeps_the_scale_of_the_exact_marginal_fit():
+@pytest.fixture(scope="module")
+def many_items():
+    """A world with 300 items per subject (240 answered on average) and its fit by the default
+    rule: the table and the fit."""
+    table, _, _, _ = _world(600, 300, seed=22, missing=0.2)
+    return table, fit(TwoPL(), table, method="marginal")
+
+
+def test_default_rule_keeps_the_scale_of_the_exact_marginal_fit(many_items):
     """A coarse rule does not only add noise: it shrinks the fitted scale. Against a fit on 201
     nodes (the integral, for these purposes), 300 items per subject: the default keeps the
     difficulties' scale and location to 1e-3; 31 Gauss-Hermite nodes shrink the scale by over
     10%."""
-    table, _, _, _ = _world(600, 300, seed=22, missing=0.2)
+    table, default = many_items
     exact = fit(TwoPL(), table, method="marginal", nodes=201).items["difficulty"]
     for kwargs, ok in (({}, True), ({"nodes": 31, "rule": "gauss-hermite"}, False)):
-        got = fit(TwoPL(), table, method="marginal", **kwargs).items["difficulty"]
+        got = (default if not kwargs
+               else fit(TwoPL(), table, method="marginal", **kwargs)).items["difficulty"]
         scale, _ = np.polyfit(got, exact, 1)
         shift = float(np.mean(exact - got))
         if ok:
@@ -168,10 +177,9 @@ def test_2pl_recovery_and_eap(missing):
         assert subj["ability_sd"].iloc[s] == pytest.approx(np.sqrt(m2 - m1**2), abs=1e-6)
 
 
-def test_eap_sd_of_a_subject_with_many_items():
-    # 250 items: a posterior far narrower than the Gauss-Hermite spacing still gets its SD
-    table, _, _, _ = _world(40, 250, seed=9)
-    res = fit(TwoPL(), table, method="marginal")
+def test_eap_sd_of_a_subject_with_many_items(many_items):
+    # about 240 items: a posterior far narrower than the Gauss-Hermite spacing gets its SD
+    table, res = many_items
     bh = res.items["difficulty"].to_numpy()
     ah = res.items["discrimination"].to_numpy()
     rows = table.subject_index == 3
