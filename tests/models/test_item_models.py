@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.inference import Problem, fit_map, simulate
+from platinum_jax.inference import Problem, fit_map
 from platinum_jax.models import (
     Beta,
     BetaTwoPL,
@@ -301,7 +301,7 @@ def test_hierarchical_item_and_benchmark_rows_in_one_fit():
 
 
 def test_hierarchical_needs_groups():
-    table, _ = simulate(OnePL(), 10, 4, seed=0)
+    table = _table(np.random.default_rng(0).integers(0, 2, (10, 4)).astype(float))
     with pytest.raises(ValueError, match="group column"):
         HierarchicalTwoPL.for_table(table)
     with pytest.raises(ValueError, match="no group column and the model no item_groups"):
