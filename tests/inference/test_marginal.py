@@ -1,6 +1,11 @@
 """Marginal estimation over abilities (EM over a quadrature grid, EAP abilities).
 
 Expected numbers come from SciPy quadrature written here, or from a synthetic truth drawn here.
+
+A compiled EM is specific to the model, the world's shape and the number of nodes, so tests
+whose checks do not depend on the world share one: ``_shared_world`` (150 subjects, 12 items,
+30% missing) for the comparisons of paths and against SciPy's optimiser on 21 nodes, and
+``_recovery_world`` for the recovery checks and the command line on the default rule.
 """
 
 from __future__ import annotations
@@ -35,6 +40,14 @@ def _world(n_s, n_i, seed, *, missing=0.0, guessing=None):
     p = c[i] + (1 - c[i]) * expit(a[i] * (theta[s] - b[i]))
     y = (rng.random(len(s)) < p).astype(float)
     return ResponseTable.from_arrays(s, i, y), theta, b, a
+
+
+def _shared_world():
+    return _world(150, 12, seed=21, missing=0.3)
+
+
+def _recovery_world(missing):
+    return _world(800, 25, seed=7, missing=missing)
 
 
 def _quad_loglik(table, prob):
@@ -98,15 +111,24 @@ def test_even_rule_resolves_subjects_with_many_items():
         marginal_log_likelihood(problem, items, np.zeros(0), rule="simpson")
 
 
-def test_default_rule_keeps_the_scale_of_the_exact_marginal_fit():
+@pytest.fixture(scope="module")
+def many_items():
+    """A world with 300 items per subject (240 answered on average) and its fit by the default
+    rule: the table and the fit."""
+    table, _, _, _ = _world(600, 300, seed=22, missing=0.2)
+    return table, fit(TwoPL(), table, method="marginal")
+
+
+def test_default_rule_keeps_the_scale_of_the_exact_marginal_fit(many_items):
     """A coarse rule does not only add noise: it shrinks the fitted scale. Against a fit on 201
     nodes (the integral, for these purposes), 300 items per subject: the default keeps the
     difficulties' scale and location to 1e-3; 31 Gauss-Hermite nodes shrink the scale by over
     10%."""
-    table, _, _, _ = _world(600, 300, seed=22, missing=0.2)
+    table, default = many_items
     exact = fit(TwoPL(), table, method="marginal", nodes=201).items["difficulty"]
     for kwargs, ok in (({}, True), ({"nodes": 31, "rule": "gauss-hermite"}, False)):
-        got = fit(TwoPL(), table, method="marginal", **kwargs).items["difficulty"]
+        got = (default if not kwargs
+               else fit(TwoPL(), table, method="marginal", **kwargs)).items["difficulty"]
         scale, _ = np.polyfit(got, exact, 1)
         shift = float(np.mean(exact - got))
         if ok:
@@ -128,8 +150,8 @@ def test_dense_and_row_e_steps_agree(missing):
 
 @pytest.mark.parametrize("missing", [0.0, 0.3])
 def test_2pl_recovery_and_eap(missing):
-    table, theta, b, a = _world(800, 25, seed=7, missing=missing)
-    res = fit(TwoPL(), table, method="marginal", nodes=31)
+    table, theta, b, a = _recovery_world(missing)
+    res = fit(TwoPL(), table, method="marginal")
     assert res.converged and res.method == "marginal"
     items = res.items
     assert np.corrcoef(items["difficulty"], b)[0, 1] > 0.97
@@ -155,10 +177,9 @@ def test_2pl_recovery_and_eap(missing):
         assert subj["ability_sd"].iloc[s] == pytest.approx(np.sqrt(m2 - m1**2), abs=1e-6)
 
 
-def test_eap_sd_of_a_subject_with_many_items():
-    # 250 items: a posterior far narrower than the Gauss-Hermite spacing still gets its SD
-    table, _, _, _ = _world(40, 250, seed=9)
-    res = fit(TwoPL(), table, method="marginal")
+def test_eap_sd_of_a_subject_with_many_items(many_items):
+    # about 240 items: a posterior far narrower than the Gauss-Hermite spacing gets its SD
+    table, res = many_items
     bh = res.items["difficulty"].to_numpy()
     ah = res.items["discrimination"].to_numpy()
     rows = table.subject_index == 3
@@ -224,13 +245,14 @@ def test_accelerated_em_reaches_the_optimum_scipy_finds(model):
     # written independently in NumPy, lands.
     from scipy.optimize import minimize
 
-    table, _, _, _ = _world(60, 8, seed=13, missing=0.2)
+    table, _, _, _ = _shared_world()
+    n_i = table.n_items
     cls = {"1pl": OnePL, "2pl": TwoPL}[model]
     res = fit(cls(), table, method="marginal", nodes=21, rule="gauss-hermite",
               tol=1e-9)
     assert res.converged
     objective = _numpy_objective(table, 21, model)
-    n_x = 16 if model == "2pl" else 9
+    n_x = 2 * n_i if model == "2pl" else n_i + 1
     ref = minimize(objective, np.zeros(n_x), method="BFGS", options={"gtol": 1e-8})
     b = res.items["difficulty"].to_numpy()
     if model == "2pl":
@@ -240,7 +262,7 @@ def test_accelerated_em_reaches_the_optimum_scipy_finds(model):
     np.testing.assert_allclose(ours, ref.x, atol=1e-4)
     assert objective(ours) <= ref.fun + 1e-7
     # the reported marginal log-likelihood is the NumPy one at the estimates
-    penalty = np.sum(ours[:8] ** 2) / 18.0 + np.sum(ours[8:] ** 2) / 2.0
+    penalty = np.sum(ours[:n_i] ** 2) / 18.0 + np.sum(ours[n_i:] ** 2) / 2.0
     assert res.diagnostics["marginal_log_lik"] == pytest.approx(-(objective(ours) - penalty),
                                                                 rel=1e-10)
 
@@ -265,7 +287,7 @@ def test_fast_logistic_path_equals_the_generic_path(model, missing, monkeypatch)
     # 1PL runs on one row per raw score (its sufficient statistic) instead of one per subject.
     from platinum_jax.inference import _marginal_layout
 
-    table, _, b, a = _world(150, 12, seed=21, missing=missing)
+    table, _, b, a = _shared_world() if missing == 0.3 else _world(150, 12, 21, missing=missing)
     cls = {"1pl": OnePL, "2pl": TwoPL}[model]
     se = _difficulty_se(table, b, a)
 
@@ -335,7 +357,7 @@ def test_command_line_marginal(tmp_path):
 
     from platinum_jax.cli import main
 
-    table, theta, b, _ = _world(300, 20, seed=21, missing=0.2)
+    table, theta, b, _ = _recovery_world(0.3)
     path = tmp_path / "responses.csv"
     table.to_frame().to_csv(path, index=False)
     out = tmp_path / "irt"
@@ -379,7 +401,7 @@ def test_the_closed_form_path_is_a_strategy_a_model_declares():
             return 0.5 * super().mean(subject, item, glob)
 
     assert TwoPL().logistic_curve() is not None and Shifted().logistic_curve() is None
-    table, _, _, _ = _world(120, 10, seed=4, missing=0.2)
+    table, _, _, _ = _shared_world()
     ours = fit(TwoPL(), table, method="marginal", nodes=21)
     theirs = fit(MyTwoPL(), table, method="marginal", nodes=21)
     assert ours.diagnostics["iterations"] == theirs.diagnostics["iterations"]

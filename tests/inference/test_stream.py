@@ -23,6 +23,11 @@ from platinum_jax.models import TwoPL
 jax.config.update("jax_enable_x64", True)
 
 
+# One shape for the command-line tests: the streamed fit's compiled passes depend on the
+# matrix's shape, not on its cells, so the default fit is compiled once for all of them.
+CLI_SHAPE = (80, 10)
+
+
 def _world(n_s, n_i, seed, missing=0.3):
     rng = np.random.default_rng(seed)
     theta = rng.normal(size=n_s)
@@ -140,7 +145,7 @@ def test_scoring_against_frozen_items_matches_a_numpy_posterior():
 def test_cli_stream_writes_the_python_fit(tmp_path, capsys):
     from platinum_jax.cli import main
 
-    s, i, y = _world(60, 8, 5)
+    s, i, y = _world(*CLI_SHAPE, 5)
     path = tmp_path / "r.parquet"
     _parquet(path, s, i, y)
     out = tmp_path / "irt"
@@ -292,7 +297,7 @@ def test_scale_em_reaches_plain_em_fixed_point_in_fewer_passes(nodes):
 def test_streamed_import_gives_the_pandas_import_table_and_fit(tmp_path, capsys):
     from platinum_jax.cli import main
 
-    s, i, y = _world(70, 9, 11)
+    s, i, y = _world(*CLI_SHAPE, 11)
     src = tmp_path / "r.parquet"
     _parquet(src, s, i, y, row_group=37)
     # the streamed import and the pandas one, then the streamed fit of each
@@ -333,7 +338,7 @@ def test_cli_stream_em_variants_run_and_agree(tmp_path, capsys):
     ``--em`` without ``--stream`` is refused before anything is written."""
     from platinum_jax.cli import main
 
-    s, i, y = _world(80, 10, 12)
+    s, i, y = _world(*CLI_SHAPE, 12)
     path = tmp_path / "r.parquet"
     _parquet(path, s, i, y)
     ref = fit_streamed_2pl(path, tol=1e-10, max_iter=5000, em="squarem")

@@ -1,5 +1,10 @@
 """Item diagnostics: infit/outfit, information and curves against NumPy formulas written here,
-saturated items, the PNG, and ``platinum-jax fit --diagnostics`` on the LiveCodeBench data."""
+saturated items, the PNG, and ``platinum-jax fit --diagnostics`` on the LiveCodeBench data.
+
+The worlds are drawn here with NumPy in the shapes the command-line tests fit (26 subjects by
+30 items, every cell observed), so each model's fit is compiled once for both; the 2PL's world
+has missing cells, and the saturated items are that world with two items' responses replaced.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import pytest
 
 from platinum_jax.cli import main
 from platinum_jax.data import ResponseTable
-from platinum_jax.inference import fit_map, simulate
+from platinum_jax.inference import fit_map
 from platinum_jax.models import GradedResponse, MultidimensionalTwoPL, ThreePL, TwoPL
 from platinum_jax.models.diagnostics import (
     item_curves,
@@ -23,14 +28,33 @@ from platinum_jax.models.diagnostics import (
 LCB = Path(__file__).resolve().parents[3] / "shared" / "data" / "item-level" / "livecodebench"
 
 
+# The LiveCodeBench subset of the command-line tests below: 26 models by 30 items, complete.
+N_SUBJECTS, N_ITEMS = 26, 30
+
+
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _world(seed, *, categories=2, density=1.0):
+    """Responses of a logistic truth drawn here (``categories`` ordered categories, from
+    nested cumulative curves), as a table with a share ``density`` of the cells observed."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=N_SUBJECTS)
+    a = np.exp(rng.normal(0.0, 0.3, N_ITEMS))
+    steps = np.sort(rng.normal(size=(N_ITEMS, categories - 1)), axis=1)
+    above = _sigmoid(a[None, :, None] * (theta[:, None, None] - steps[None]))  # P(Y >= k)
+    y = (rng.random((N_SUBJECTS, N_ITEMS))[..., None] < above).sum(axis=-1).astype(float)
+    s, i = np.meshgrid(np.arange(N_SUBJECTS), np.arange(N_ITEMS), indexing="ij")
+    keep = rng.random(s.shape) < density
+    keep[np.arange(N_SUBJECTS), np.arange(N_SUBJECTS) % N_ITEMS] = True  # no empty subject
+    keep[np.arange(N_ITEMS) % N_SUBJECTS, np.arange(N_ITEMS)] = True  # nor item
+    return ResponseTable.from_arrays(s[keep], i[keep], y[keep])
+
+
 @pytest.fixture(scope="module")
 def twopl_fit():
-    table, _ = simulate(TwoPL(), 60, 10, seed=21, density=0.8)
-    return fit_map(TwoPL(), table)
+    return fit_map(TwoPL(), _world(21, density=0.8))
 
 
 def test_infit_outfit_match_the_numpy_formula(twopl_fit):
@@ -74,14 +98,14 @@ def test_information_and_curves_match_closed_forms(twopl_fit):
     fine = np.linspace(-6, 6, 2401)
     diag = item_diagnostics(fit, fine)
     inside = np.abs(b) < 5.5
+    assert inside.sum() >= N_ITEMS // 2
     np.testing.assert_allclose(diag["ability_at_max_information"][inside], b[inside], atol=0.006)
     # (grid step 0.005: a steep item's peak is missed by at most (a * 0.0025)^2 / 4 relative)
     np.testing.assert_allclose(diag["max_information"][inside], a[inside] ** 2 / 4, rtol=5e-3)
 
 
 def test_three_pl_curve_has_its_floor():
-    table, _ = simulate(ThreePL(), 50, 8, seed=3)
-    fit = fit_map(ThreePL(), table)
+    fit = fit_map(ThreePL(), _world(3))
     grid = np.array([-8.0, 0.0, 2.0])
     it = fit.items
     want = it["guessing"].to_numpy() + (1 - it["guessing"].to_numpy()) * _sigmoid(
@@ -92,8 +116,7 @@ def test_three_pl_curve_has_its_floor():
 
 def test_graded_diagnostics_match_numpy():
     model = GradedResponse(categories=3)
-    table, _ = simulate(model, 50, 6, seed=4)
-    fit = fit_map(model, table)
+    fit = fit_map(model, _world(4, categories=3))
     t = fit.table
     a = fit.items["discrimination"].to_numpy()
     thr = fit.items[["threshold[0]", "threshold[1]"]].to_numpy()
@@ -130,22 +153,24 @@ def test_graded_diagnostics_match_numpy():
         np.testing.assert_allclose(info[t.items[j]][ok], want[ok], rtol=1e-6)
 
 
-def test_saturated_items_are_flagged():
-    rng = np.random.default_rng(0)
-    y = (rng.random((30, 5)) < 0.5).astype(float)
-    y[:, 1] = 1.0  # every subject solves item 1
-    y[:, 3] = 0.0  # no subject solves item 3
-    s, i = np.meshgrid(np.arange(30), np.arange(5), indexing="ij")
-    table = ResponseTable.from_arrays(s.ravel(), i.ravel(), y.ravel())
+def test_saturated_items_are_flagged(twopl_fit):
+    t = twopl_fit.table
+    y = t.response.copy()
+    y[t.item_index == 1] = 1.0  # every subject who answered item 1 solves it
+    y[t.item_index == 3] = 0.0  # no subject solves item 3
+    table = ResponseTable.from_arrays(t.subject_index, t.item_index, y)
     diag = item_diagnostics(fit_map(TwoPL(), table))
-    assert diag["solved_by_all"].tolist() == [False, True, False, False, False]
-    assert diag["solved_by_none"].tolist() == [False, False, False, True, False]
+    # the other items, by NumPy: solved by all (none) when their observed mean is 1 (0)
+    mean = pd.Series(y).groupby(t.item_index).mean().to_numpy()
+    assert diag["solved_by_all"].tolist() == list(mean == 1.0)
+    assert diag["solved_by_none"].tolist() == list(mean == 0.0)
+    assert diag["solved_by_all"].iloc[1] and diag["solved_by_none"].iloc[3]
+    assert diag["solved_by_all"].sum() + diag["solved_by_none"].sum() < N_ITEMS
 
 
 def test_multidimensional_model_gets_fit_statistics_but_no_curves():
     model = MultidimensionalTwoPL(dims=2)
-    table, _ = simulate(model, 40, 6, seed=5)
-    fit = fit_map(model, table)
+    fit = fit_map(model, _world(5))
     diag = item_diagnostics(fit)
     assert {"infit", "outfit"} <= set(diag.columns)
     assert "max_information" not in diag.columns
