@@ -19,11 +19,8 @@ from platinum_jax.sweeps._axes import (
     ConceptShift,
     CostScale,
     NoiseScale,
-    PrimitiveSamples,
-    RandomPrimitives,
     RiskAversion,
     WelfareShift,
-    wishart_noise,
 )
 from platinum_jax.sweeps._fast import SweepPoint
 from platinum_jax.sweeps._grid import grid_size, sweep
@@ -41,6 +38,7 @@ from platinum_jax.sweeps._plots import (
     plot_weight_curves,
     plot_weight_heatmaps,
 )
+from platinum_jax.sweeps._random_axes import PrimitiveSamples, RandomPrimitives, wishart_noise
 from platinum_jax.sweeps._shard import points_mesh
 from platinum_jax.sweeps._store import ChunkStore, NetCDFStore, ZarrStore
 
