@@ -8,9 +8,7 @@ package reads the integer arrays of a :class:`ResponseTable`; the labels stay he
 Memory: the arrays are ``int32`` indices and ``float64`` values (about 16 bytes a response plus 8
 per optional column), so 10 million responses take well under 1 GB.
 
-Longer than the package's 500-line guide: the table and its one validation pass (every check a
-reader relies on, with its message) are kept together so that no other module builds or checks
-a table.
+The validation pass of the rows and the duplicate rules are in ``_frame_checks.py``.
 """
 
 from __future__ import annotations
@@ -18,47 +16,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from platinum_jax._names import UnknownNameError, close_matches_message, normalise_names
+from platinum_jax._names import UnknownNameError, close_matches_message
+
+from ._frame_checks import (
+    OPTIONAL,
+    Duplicates,
+    check_duplicate_rule,
+    check_frame,
+    reduce_duplicates,
+)
 
 __all__ = ["ResponseTable"]
 
-Duplicates = Literal["error", "mean", "max", "min", "first", "last"]
-_DUPLICATE_RULES = ("error", "mean", "max", "min", "first", "last")
-_OPTIONAL = ("trials", "se", "weight")
-# Accepted spellings: the package's stitching tables say model/benchmark/score.
-_ALIASES = {"model": "subject", "score": "response"}
-
-
-def _rename_aliases(df: pd.DataFrame, name: str) -> pd.DataFrame:
-    cols = set(df.columns)
-    mapping = {a: c for a, c in _ALIASES.items() if a in cols and c not in cols}
-    if "item" not in cols and "benchmark" in cols:
-        mapping["benchmark"] = "item"  # benchmark-level scores: each benchmark is one item
-    elif "group" not in cols and "benchmark" in cols:
-        mapping["benchmark"] = "group"  # item-level scores: the benchmark groups the items
-    for alias, canonical in _ALIASES.items():
-        if alias in cols and canonical in cols:
-            raise ValueError(
-                f"{name} has both {alias!r} and {canonical!r} columns; keep one of them "
-                f"({alias!r} is read as {canonical!r})"
-            )
-    return df.rename(columns=mapping)
-
-
-def _rows(frame: pd.DataFrame, mask: np.ndarray, column: str, limit: int = 6) -> str:
-    idx = np.flatnonzero(mask)
-    parts = [
-        f"row {i}: ({frame['subject'].iat[i]!r}, {frame['item'].iat[i]!r}, "
-        f"{column}={frame[column].iat[i]!r})"
-        for i in idx[:limit]
-    ]
-    more = f" ... and {len(idx) - limit} more" if len(idx) > limit else ""
-    return "; ".join(parts) + more
 
 
 _NUMPY_COMPONENTS_UP_TO = 1_000_000  # responses; above, SciPy's csgraph labels components
@@ -144,10 +117,9 @@ class ResponseTable:
                 negative or non-integer trials, negative standard errors or weights, an item
                 that lies in two groups, duplicates under ``duplicates="error"``.
         """
-        if duplicates not in _DUPLICATE_RULES:
-            raise ValueError(f"duplicates={duplicates!r} is not one of {_DUPLICATE_RULES}")
+        check_duplicate_rule(duplicates)  # before the data: a wrong option is said first
         frame = cls.checked_frame(df, name=name)
-        frame = _reduce_duplicates(frame, duplicates, name)
+        frame = reduce_duplicates(frame, duplicates, name)
         return cls._from_clean(frame, name)
 
     @staticmethod
@@ -156,74 +128,14 @@ class ResponseTable:
         ``subject, item, response[, group, trials, se, weight]`` (aliases renamed), names
         normalised, numbers checked, rows in the order of ``df`` (so a caller can keep its own
         columns beside them). Raises as :meth:`from_frame` does."""
-        if not isinstance(df, pd.DataFrame):
-            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(df).__name__}")
-        frame = _rename_aliases(df, name)
-        # messages name a column as the file spells it ("model name(s)" for a model column)
-        spelt = {new: old for old, new in zip(df.columns, frame.columns, strict=True)}
-        missing = [c for c in ("subject", "item", "response") if c not in frame.columns]
-        if missing:
-            raise ValueError(
-                f"{name} lacks the column(s) {missing}; a response table needs columns "
-                "subject, item, response (model/benchmark/score are accepted as aliases) and "
-                f"optionally group, trials, se, weight (found {list(df.columns)})"
-            )
-        if len(frame) == 0:
-            raise ValueError(f"{name} has no rows; a response table needs at least one response")
-        keep = ["subject", "item", "response"] + [
-            c for c in ("group", *_OPTIONAL) if c in frame.columns
-        ]
-        frame = frame.loc[:, keep].reset_index(drop=True)
-        for col in ("subject", "item") + (("group",) if "group" in frame.columns else ()):
-            bad = frame[col].isna().to_numpy()
-            if bad.any():
-                raise ValueError(
-                    f"{name}: {int(bad.sum())} row(s) have no {spelt.get(col, col)} (rows "
-                    f"{[int(i) for i in np.flatnonzero(bad)[:8]]}); fill in or drop those rows"
-                )
-            # "m04" and "m04 " are one subject here as in every reader (said, not silent).
-            frame[col] = normalise_names(frame[col], what=str(spelt.get(col, col)),
-                                         source=name).astype(str)
-        for col in ("response", *_OPTIONAL):
-            if col not in frame.columns:
-                continue
-            raw = frame[col]
-            values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
-            bad = ~np.isfinite(values)
-            if bad.any():
-                what = "non-numeric, NaN or infinite"
-                raise ValueError(
-                    f"{name}: {int(bad.sum())} {col} value(s) are {what}: "
-                    f"{_rows(frame, bad, col)}; fix or drop those rows (strip '%' signs and "
-                    "divide by 100 for percentages)"
-                )
-            frame[col] = values
-        if "trials" in frame.columns:
-            t = frame["trials"].to_numpy()
-            bad = (t < 1) | (t != np.round(t))
-            if bad.any():
-                raise ValueError(
-                    f"{name}: trials must be whole numbers >= 1 (the attempts behind each "
-                    f"response): {_rows(frame, bad, 'trials')}"
-                )
-        for col in ("se", "weight"):
-            if col in frame.columns and (frame[col].to_numpy() < 0).any():
-                bad = frame[col].to_numpy() < 0
-                raise ValueError(f"{name}: negative {col}: {_rows(frame, bad, col)}")
-        if "weight" in frame.columns and not (frame["weight"].to_numpy() > 0).any():
-            raise ValueError(f"{name}: every weight is 0, so no response counts and a fit would "
-                             "return its prior alone; give some rows a positive weight or drop "
-                             "the weight column")
-        return frame
+        return check_frame(df, name)
 
     @staticmethod
     def reduce_duplicates(frame: pd.DataFrame, duplicates: Duplicates = "error", *,
                           name: str = "the response table") -> pd.DataFrame:
         """One row per (subject, item) of a :meth:`checked_frame` by the rule ``duplicates``
         (as :meth:`from_frame` applies it; ``"error"`` names the repeated pairs)."""
-        if duplicates not in _DUPLICATE_RULES:
-            raise ValueError(f"duplicates={duplicates!r} is not one of {_DUPLICATE_RULES}")
-        return _reduce_duplicates(frame, duplicates, name)
+        return reduce_duplicates(frame, duplicates, name)
 
     @classmethod
     def _from_clean(cls, frame: pd.DataFrame, name: str) -> ResponseTable:
@@ -459,7 +371,7 @@ class ResponseTable:
         )
         if self.groups is not None:
             out["group"] = self.groups[self.item_group[self.item_index]]
-        for c in _OPTIONAL:
+        for c in OPTIONAL:
             if getattr(self, c) is not None:
                 out[c] = getattr(self, c)
         return out
@@ -566,37 +478,3 @@ def _position(index: pd.Index, name: str, kind: str) -> int:
         return int(index.get_loc(name))
     except KeyError:
         raise UnknownNameError(close_matches_message(kind, name, list(index))) from None
-
-
-def _reduce_duplicates(frame: pd.DataFrame, rule: str, name: str) -> pd.DataFrame:
-    dup = frame.duplicated(["subject", "item"], keep=False).to_numpy()
-    if not dup.any():
-        return frame
-    if rule == "error":
-        pairs = frame.loc[dup, ["subject", "item"]].drop_duplicates().head(5)
-        shown = "; ".join(f"({r.subject!r}, {r.item!r})" for r in pairs.itertuples())
-        raise ValueError(
-            f"{name}: {int(dup.sum())} rows repeat a (subject, item) pair, e.g. {shown}; pass "
-            "duplicates='mean'|'max'|'min'|'first'|'last' (CLI: --duplicates) to reduce them"
-        )
-    pooled = rule == "mean" and "trials" in frame.columns
-    if pooled:  # a mean of fractions over different trials: pool the successes
-        frame = frame.assign(_successes=frame["response"] * frame["trials"])
-    grouped = frame.groupby(["subject", "item"], sort=False, as_index=False)
-    if rule in ("first", "last"):
-        return grouped.nth(0 if rule == "first" else -1).reset_index(drop=True)
-    agg = {"response": rule}
-    if pooled:
-        agg["_successes"] = "sum"
-    if "group" in frame.columns:
-        agg["group"] = "first"
-    if "trials" in frame.columns:
-        agg["trials"] = "sum" if rule == "mean" else "first"
-    if "se" in frame.columns:
-        agg["se"] = "mean"
-    if "weight" in frame.columns:
-        agg["weight"] = "sum" if rule == "mean" else "first"
-    out = grouped.agg(agg).reset_index(drop=True)
-    if pooled:
-        out["response"] = out.pop("_successes") / out["trials"]
-    return out
