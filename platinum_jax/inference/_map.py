@@ -382,6 +382,33 @@ def _structure_key(problem: Problem, batched, compiler_options, options):
             tuple(sorted(options.items())))
 
 
+def per_structure(cache: dict, problem: Problem, tag, build, *, compiler_options=None,
+                  options: dict | None = None, limit: int = _MAX_SOLVERS, keep=None):
+    """``build(bare)``, a compiled program for ``problem``, kept in ``cache`` by problem
+    structure (:func:`_structure_key` with ``tag``), so a second call for an equal problem
+    returns the same program. ``bare`` is ``problem`` without its table: a kept program holds
+    no table alive and reads its rows from an argument. ``keep`` wraps a program before it is
+    kept; once ``limit`` are kept the oldest goes. A structure that cannot be hashed (a model
+    with array fields, an unhashable option) is built afresh every time."""
+    try:
+        key = _structure_key(problem, tag, compiler_options, options or {})
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in cache:
+        return cache[key]
+    bare = copy.copy(problem)
+    bare.table = None
+    fn = build(bare)
+    if key is not None:
+        if keep is not None:
+            fn = keep(fn)
+        if len(cache) >= limit:
+            cache.pop(next(iter(cache)))  # the oldest
+        cache[key] = fn
+    return fn
+
+
 _PLAIN = (bool, int, float, str, type(None), np.bool_, np.integer, np.floating)
 
 
@@ -452,28 +479,21 @@ def map_solver(problem: Problem, *, batched: str | None = None,
     if unknown:
         raise TypeError(f"unknown solver option(s) {unknown}; the Levenberg-Marquardt solver "
                         f"takes {sorted(_SOLVER_OPTIONS)} as keywords")
-    try:
-        key = _structure_key(problem, batched, compiler_options, options)
-        hash(key)
-    except TypeError:  # an option value that cannot be hashed: build afresh
-        key = None
-    if key is not None and key in _SOLVERS:
-        return _SOLVERS[key]
-    bare = copy.copy(problem)
-    bare.table = None  # the solver reads data only from its argument; keep no table alive
-    fn = functools.partial(solve_map, bare, **options)
-    if batched == "theta":
-        fn = jax.vmap(fn, in_axes=(0, None))
-    elif batched == "data":
-        fn = jax.vmap(fn, in_axes=(None, Data(None, None, None, None, 0)))
-    fn = jax.jit(fn, compiler_options=compiler_options)
     from platinum_jax._runtime import disk_cached, executables_directory
 
-    if key is not None:
+    def build(bare):
+        fn = functools.partial(solve_map, bare, **options)
+        if batched == "theta":
+            fn = jax.vmap(fn, in_axes=(0, None))
+        elif batched == "data":
+            fn = jax.vmap(fn, in_axes=(None, Data(None, None, None, None, 0)))
+        return jax.jit(fn, compiler_options=compiler_options)
+
+    def keep(fn):
         # Kept in memory whether or not the disk cache is on (a library session, a test run).
-        if executables_directory() is not None:
-            fn = disk_cached(fn, _disk_key(problem, batched, compiler_options, options))
-        if len(_SOLVERS) >= _MAX_SOLVERS:
-            _SOLVERS.pop(next(iter(_SOLVERS)))  # the oldest
-        _SOLVERS[key] = fn
-    return fn
+        if executables_directory() is None:
+            return fn
+        return disk_cached(fn, _disk_key(problem, batched, compiler_options, options))
+
+    return per_structure(_SOLVERS, problem, batched, build, compiler_options=compiler_options,
+                         options=options, keep=keep)

@@ -7,7 +7,6 @@ solver still runs but stops at float32 precision.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 import jax
@@ -18,7 +17,7 @@ import pandas as pd
 from platinum_jax.data import ResponseTable
 from platinum_jax.models import Identification, MeasurementModel
 
-from ._map import map_solver
+from ._map import gauss_newton_system, map_solver, per_structure
 from ._problem import Problem, Theta
 from ._results import Fit
 
@@ -167,15 +166,12 @@ def _laplace_programs(problem: Problem) -> dict:
     Each is one program, so a Laplace fit compiles three programs rather than dispatching
     (and compiling) every small operation on its own.
     """
-    from ._map import _structure_key, gauss_newton_system
+    return per_structure(_PROGRAMS, problem, "laplace", _build_laplace_programs, limit=16)
 
-    key = _structure_key(problem, "laplace", None, {})
-    if key is not None and key in _PROGRAMS:
-        return _PROGRAMS[key]
-    bare = copy.copy(problem)
-    bare.table = None  # keep no table alive in the cache: the rows come in as ``d``
+
+def _build_laplace_programs(bare: Problem) -> dict:
     free = np.flatnonzero(np.concatenate([np.asarray(f).ravel() for f in
-                                          (problem.free_S, problem.free_I, problem.free_G)]))
+                                          (bare.free_S, bare.free_I, bare.free_G)]))
 
     def hessian(theta, data):
         sys = gauss_newton_system(bare, theta, data, "newton")
@@ -201,13 +197,7 @@ def _laplace_programs(problem: Problem) -> dict:
         zero = Theta(*(jnp.zeros_like(t) for t in theta))
         return sample, _from_free(bare, zero, sd)
 
-    programs = {"hessian": jax.jit(hessian), "factor": jax.jit(factor),
-                "spread": jax.jit(spread)}
-    if key is not None:
-        if len(_PROGRAMS) >= 16:
-            _PROGRAMS.pop(next(iter(_PROGRAMS)))  # the oldest
-        _PROGRAMS[key] = programs
-    return programs
+    return {"hessian": jax.jit(hessian), "factor": jax.jit(factor), "spread": jax.jit(spread)}
 
 
 def objective_hessian(fit: Fit) -> jax.Array:
@@ -436,24 +426,14 @@ def cross_validate(
 def _fold_predictions(problem: Problem):
     """One compiled program per problem structure: every fold's mean response and pointwise
     log-likelihood at every row, from the folds' stacked parameters."""
-    from ._map import _structure_key
+    def build(bare):
+        def run(thetas, data):
+            return jax.vmap(lambda th: (bare.expected(th, data.subject_index, data.item_index),
+                                        bare.pointwise_log_lik(th, data)))(thetas)
 
-    key = _structure_key(problem, "fold_predictions", None, {})
-    if key is not None and key in _PROGRAMS:
-        return _PROGRAMS[key]
-    bare = copy.copy(problem)
-    bare.table = None
+        return jax.jit(run)
 
-    def run(thetas, data):
-        return jax.vmap(lambda th: (bare.expected(th, data.subject_index, data.item_index),
-                                    bare.pointwise_log_lik(th, data)))(thetas)
-
-    fn = jax.jit(run)
-    if key is not None:
-        if len(_PROGRAMS) >= 16:
-            _PROGRAMS.pop(next(iter(_PROGRAMS)))
-        _PROGRAMS[key] = fn
-    return fn
+    return per_structure(_PROGRAMS, problem, "fold_predictions", build, limit=16)
 
 
 # ---------------------------------------------------------------------- new subjects

@@ -10,7 +10,6 @@ is bounded by ``chunk`` solves and ``block`` results, whatever ``R``.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 
@@ -20,7 +19,7 @@ import numpy as np
 
 from platinum_jax.models import MeasurementModel
 
-from ._map import _SOLVER_OPTIONS, MAPResult, _structure_key, solve_map
+from ._map import _SOLVER_OPTIONS, MAPResult, per_structure, solve_map
 from ._point import fit_map
 from ._problem import Problem, Theta
 from ._results import Fit
@@ -51,40 +50,30 @@ def resample_counts(seed: int, replicates: int, n: int) -> np.ndarray:
 def _replicate_solver(problem: Problem, chunk: int, options: dict):
     """Jitted ``(theta0, data, keys) -> MAPResult`` (leading axis: one refit per key), kept by
     problem structure like :func:`~platinum_jax.inference.map_solver`'s solvers."""
-    key = _structure_key(problem, ("bootstrap", chunk), None, options)
-    try:
-        hash(key)
-    except TypeError:
-        key = None
-    if key is not None and key in _REPLICATE_SOLVERS:
-        return _REPLICATE_SOLVERS[key]
-    bare = copy.copy(problem)
-    bare.table = None  # the solver reads data only from its argument
-    solve = functools.partial(solve_map, bare, **options)
+    def build(bare):
+        solve = functools.partial(solve_map, bare, **options)
 
-    def run(theta0, data, keys):
-        n = data.weight.shape[0]
+        def run(theta0, data, keys):
+            n = data.weight.shape[0]
 
-        def one(k):
-            w = _counts(k, n, data.weight.dtype) * data.weight
-            return solve(theta0, dataclasses.replace(data, weight=w))
+            def one(k):
+                w = _counts(k, n, data.weight.dtype) * data.weight
+                return solve(theta0, dataclasses.replace(data, weight=w))
 
-        # lax.map over chunks of a vmap (keys padded to whole chunks, the padding dropped);
-        # spelled out because lax.map's own batch_size cannot reshape a block of size 0
-        # (a model with no globals).
-        m = keys.shape[0]
-        n_chunks = -(-m // chunk)
-        padded = jnp.concatenate([keys, keys[:n_chunks * chunk - m]])
-        out = jax.lax.map(jax.vmap(one), padded.reshape((n_chunks, chunk) + keys.shape[1:]))
-        return jax.tree_util.tree_map(
-            lambda a: a.reshape((n_chunks * chunk,) + a.shape[2:])[:m], out)
+            # lax.map over chunks of a vmap (keys padded to whole chunks, the padding dropped);
+            # spelled out because lax.map's own batch_size cannot reshape a block of size 0
+            # (a model with no globals).
+            m = keys.shape[0]
+            n_chunks = -(-m // chunk)
+            padded = jnp.concatenate([keys, keys[:n_chunks * chunk - m]])
+            out = jax.lax.map(jax.vmap(one), padded.reshape((n_chunks, chunk) + keys.shape[1:]))
+            return jax.tree_util.tree_map(
+                lambda a: a.reshape((n_chunks * chunk,) + a.shape[2:])[:m], out)
 
-    fn = jax.jit(run)
-    if key is not None:
-        if len(_REPLICATE_SOLVERS) >= _MAX_SOLVERS:
-            _REPLICATE_SOLVERS.pop(next(iter(_REPLICATE_SOLVERS)))
-        _REPLICATE_SOLVERS[key] = fn
-    return fn
+        return jax.jit(run)
+
+    return per_structure(_REPLICATE_SOLVERS, problem, ("bootstrap", chunk), build,
+                         options=options)
 
 
 def bootstrap_replicates(
