@@ -136,11 +136,11 @@ class AdaptiveTest:
             tmask = np.zeros(n, bool)
             tmask[bank.position(self.target)] = True
         dtype = bank.mean.dtype
-        _, lik_g = bank.fit.problem.split_globals(jnp.asarray(bank.fit.theta.globals, dtype))
         arrays = dict(info=bank.information(), k=jnp.asarray(k, dtype),
                       onehot=jax.nn.one_hot(gid, len(share), dtype=dtype),
                       share=jnp.asarray(share, dtype), tmask=jnp.asarray(tmask),
-                      grid=bank.grid, mean=bank.mean, log_prior=bank.log_prior, lik_g=lik_g,
+                      grid=bank.grid, mean=bank.mean, log_prior=bank.log_prior,
+                      lik_g=bank.likelihood_globals,
                       phi=jnp.asarray(bank.dispersion, dtype),
                       target_se=jnp.asarray(self.target_se, dtype),
                       randomesque=jnp.asarray(int(self.randomesque), jnp.int32),
@@ -194,11 +194,11 @@ class AdaptiveTest:
     def _update(self, state: CatState, item, y, trials, a=None):
         a = self._arrays if a is None else a
         dtype = a["mean"].dtype
-        # ItemBank.log_lik with the bank's arrays taken from ``a`` (arguments, not constants)
-        mu = a["mean"][:, jnp.reshape(item, (1,))]
-        lp = self.bank.fit.problem.model.likelihood.log_prob(
-            jnp.reshape(jnp.asarray(y, dtype), (1, 1)), mu,
-            jnp.reshape(jnp.asarray(trials, dtype), (1, 1)), a["lik_g"])[:, 0] / a["phi"]
+        # the bank's arrays from ``a``: arguments of the program, not constants in it
+        lp = self.bank.log_lik(jnp.reshape(jnp.asarray(y, dtype), (1,)),
+                               jnp.reshape(jnp.asarray(trials, dtype), (1,)),
+                               jnp.reshape(item, (1,)), mean=a["mean"], lik_g=a["lik_g"],
+                               dispersion=a["phi"])[:, 0]
         state = state._replace(
             log_post=state.log_post + lp, given=state.given.at[item].set(True),
             n_group=state.n_group + a["onehot"][item],

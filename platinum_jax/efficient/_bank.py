@@ -71,14 +71,23 @@ class ItemBank:
         var = self.variance(self.mean, n[None, :])
         return self.slope ** 2 / jnp.maximum(var, jnp.finfo(self.mean.dtype).tiny)
 
-    def log_lik(self, y, trials, item_index):
-        """Log-likelihood of responses ``y`` (with ``trials``) on items ``item_index`` at every
-        grid ability, divided by ``phi``: ``(G, *y.shape)``."""
+    @property
+    def likelihood_globals(self):
+        """The fit's global parameters that the likelihood reads (e.g. a noise or precision)."""
         problem = self.fit.problem
-        _, lik_g = problem.split_globals(jnp.asarray(self.fit.theta.globals, self.mean.dtype))
-        mu = self.mean[:, item_index]
-        lp = problem.model.likelihood.log_prob(y[None], mu, trials[None], lik_g)
-        return lp / self.dispersion
+        return problem.split_globals(jnp.asarray(self.fit.theta.globals, self.mean.dtype))[1]
+
+    def log_lik(self, y, trials, item_index, *, mean=None, lik_g=None, dispersion=None):
+        """Log-likelihood of responses ``y`` (with ``trials``) on items ``item_index`` at every
+        grid ability, divided by ``phi``: ``(G, *y.shape)``. ``mean``, ``lik_g`` and
+        ``dispersion`` default to the bank's own; a compiled caller passes them as arguments
+        so that banks of one likelihood share its program."""
+        mean = self.mean if mean is None else mean
+        lik_g = self.likelihood_globals if lik_g is None else lik_g
+        dispersion = self.dispersion if dispersion is None else dispersion
+        lp = self.fit.problem.model.likelihood.log_prob(y[None], mean[:, item_index],
+                                                        trials[None], lik_g)
+        return lp / dispersion
 
     def position(self, names) -> np.ndarray:
         """Positions of item labels, with a clear error for unknown ones."""
