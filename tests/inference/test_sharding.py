@@ -54,7 +54,7 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_two_devices_match_one():
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+    env = {**os.environ, "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2",
            "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
                           text=True, timeout=600)

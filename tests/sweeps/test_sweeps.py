@@ -486,7 +486,7 @@ print(json.dumps(out))
 
 
 def test_sharded_sweep_equals_single_device():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+    env = dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4",
                JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", _SHARD_SCRIPT], capture_output=True, text=True,
                           env=env, cwd=REPO, timeout=300)
