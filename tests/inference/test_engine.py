@@ -285,10 +285,12 @@ def test_cv_takes_the_callers_fold_labels(small_2pl):
         cross_validate(model, table, folds=4, steps=3)
 
 
-def test_cv_refits_in_the_bootstraps_program_equal_one_vmapped_solve(small_2pl):
+def test_cv_refits_in_the_bootstraps_program_equal_one_solve_per_fold(small_2pl):
     """The folds refitted by the bootstrap's program (padded to its chunk, a lax.map of
-    vmapped solves) are the refits of one vmapped solve over the folds' row weights, written
-    out here: the same solver on the same weights, so equal up to rounding (1e-10)."""
+    vmapped solves) are the MAP solver's refits of each fold's row weights, one at a time
+    (the fixture's compiled solver). Vmapped and single solves round differently and each
+    stops once its gradient is under gtol = 1e-9, so the two agree to about gtol over the
+    smallest curvature of the objective: 1e-6 on probabilities leaves a wide margin."""
     import dataclasses
 
     import jax.numpy as jnp
@@ -302,18 +304,18 @@ def test_cv_refits_in_the_bootstraps_program_equal_one_vmapped_solve(small_2pl):
     cv = cross_validate(model, table, folds=labels, chunk=7)
     problem = Problem(model, table)
     data = problem.data()
-    train = jnp.asarray(np.stack([labels != k for k in range(4)]), jnp.float64)
-    ref = map_solver(problem, batched="data")(
-        problem.start(), dataclasses.replace(data, weight=train * data.weight))
-    assert np.asarray(ref.converged).all() and cv["converged"].all()
-    pred = np.stack([np.asarray(problem.expected(type(ref.theta)(*(t[k] for t in ref.theta)),
-                                                 data.subject_index, data.item_index))
-                     for k in range(4)])
+    solve = map_solver(problem)
+    oof = np.empty(table.n_responses)
+    for k in range(4):
+        w = jnp.asarray(labels != k, jnp.float64) * data.weight
+        ref = solve(problem.start(), dataclasses.replace(data, weight=w))
+        assert bool(ref.converged) and bool(cv.loc[k, "converged"])
+        pred = np.asarray(problem.expected(ref.theta, data.subject_index, data.item_index))
+        oof[labels == k] = pred[labels == k]
+    np.testing.assert_allclose(cv.attrs["predictions"], oof, rtol=0, atol=1e-6)
     y = np.asarray(table.response)
-    oof = pred[labels, np.arange(table.n_responses)]
-    np.testing.assert_allclose(cv.attrs["predictions"], oof, rtol=1e-10, atol=1e-12)
     mse = [np.mean((oof[labels == k] - y[labels == k]) ** 2) for k in range(4)]
-    np.testing.assert_allclose(cv["mse"], mse, rtol=1e-10)
+    np.testing.assert_allclose(cv["mse"], mse, rtol=1e-5)
 
 
 def test_multidimensional_loadings_recovered_up_to_rotation():
