@@ -119,7 +119,8 @@ def test_laplace_and_bootstrap_give_intervals(world):
 
 def test_cross_validation_predicts_every_response(world):
     _, model, _, table, _, _, _ = world
-    cv = cross_validate(model, table, folds=3)
+    # three folds padded to the bootstrap's chunk of 8 above: one compiled refit program
+    cv = cross_validate(model, table, folds=3, chunk=8)
     assert cv["n_test"].sum() == table.n_responses
     oof = cv.attrs["predictions"]
     assert oof.shape == (table.n_responses,) and np.isfinite(oof).all()
@@ -127,9 +128,10 @@ def test_cross_validation_predicts_every_response(world):
 
 
 def test_svi_and_nuts_give_labelled_posteriors(world):
-    name, model, param, _, _, _, min_corr = world
-    # A smaller world: these check the wiring and labels; calibration lives in benchmarks/.
-    table, truth = simulate(model, 40, 12, seed=5)
+    name, model, param, table, truth, base, min_corr = world
+    # The world's own table: its MAP fit is NUTS's start (one compiled solver for the model,
+    # not a second for a smaller table). These check the wiring and labels; calibration lives
+    # in benchmarks/.
     post = nuts(model, table, chains=1, warmup=100, samples=100, seed=1,
                 **NUTS_OPTIONS.get(name, {}))
     _labelled(post.subjects, table.subjects, [param, f"{param}_sd", f"{param}_lo"])
@@ -138,10 +140,9 @@ def test_svi_and_nuts_give_labelled_posteriors(world):
     assert list(idata.posterior[site].coords["subject"].values) == list(table.subjects)
     assert post.diagnostics["rhat_max"] == "unavailable with one chain"
     corr = _corr(name, post.subjects[param], truth.subjects[:, 0])
-    # So few responses cannot always carry the big world's recovery (a 4PL's abilities from 12
-    # items: the MAP itself correlates about 0.5 with the truth); the bar is the lower of that
-    # and what the point fit reaches on the same table, less 0.15.
-    point = _corr(name, fit_map(model, table).subjects[param], truth.subjects[:, 0])
+    # 100 draws of one short chain: the posterior mean may trail the MAP's recovery a little;
+    # the bar is the lower of the world's and the point fit's on the same table, less 0.15.
+    point = _corr(name, base.subjects[param], truth.subjects[:, 0])
     assert corr > min(min_corr, point) - 0.15, (name, corr, point)
     assert np.isfinite(loo(post).elpd_loo)
     var = svi(model, table, steps=200, draws=100, seed=1)
