@@ -128,10 +128,11 @@ def test_cross_validation_predicts_every_response(world):
 
 
 def test_svi_and_nuts_give_labelled_posteriors(world):
-    name, model, param, table, truth, base, min_corr = world
-    # The world's own table: its MAP fit is NUTS's start (one compiled solver for the model,
-    # not a second for a smaller table). These check the wiring and labels; calibration lives
-    # in benchmarks/.
+    name, model, param, _, _, _, min_corr = world
+    # A smaller world: these check the wiring and labels; calibration lives in benchmarks/.
+    # (Sampling the world's own table instead saves this world's programs but costs more:
+    # NUTS on 120 x 20 responses ran several times longer than the two compilations it saved.)
+    table, truth = simulate(model, 40, 12, seed=5)
     post = nuts(model, table, chains=1, warmup=100, samples=100, seed=1,
                 **NUTS_OPTIONS.get(name, {}))
     _labelled(post.subjects, table.subjects, [param, f"{param}_sd", f"{param}_lo"])
@@ -140,9 +141,10 @@ def test_svi_and_nuts_give_labelled_posteriors(world):
     assert list(idata.posterior[site].coords["subject"].values) == list(table.subjects)
     assert post.diagnostics["rhat_max"] == "unavailable with one chain"
     corr = _corr(name, post.subjects[param], truth.subjects[:, 0])
-    # 100 draws of one short chain: the posterior mean may trail the MAP's recovery a little;
-    # the bar is the lower of the world's and the point fit's on the same table, less 0.15.
-    point = _corr(name, base.subjects[param], truth.subjects[:, 0])
+    # So few responses cannot always carry the big world's recovery (a 4PL's abilities from 12
+    # items: the MAP itself correlates about 0.5 with the truth); the bar is the lower of that
+    # and what the point fit reaches on the same table, less 0.15.
+    point = _corr(name, fit_map(model, table).subjects[param], truth.subjects[:, 0])
     assert corr > min(min_corr, point) - 0.15, (name, corr, point)
     assert np.isfinite(loo(post).elpd_loo)
     var = svi(model, table, steps=200, draws=100, seed=1)
