@@ -94,8 +94,9 @@ def fold_refits(problem: Problem, theta0: Theta, data, labels: np.ndarray, folds
     held = np.zeros(m, np.int32)
     held[:folds] = np.arange(folds)
     res = _replicate_solver(problem, chunk, options)(
-        theta0, data, _keys(0, m), jnp.asarray(labels, jnp.int32), jnp.asarray(held))
-    return jax.tree_util.tree_map(lambda a: a[:folds], res)
+        theta0, data, _keys(0, m), np.asarray(labels, np.int32), held)
+    # host arrays: slicing device arrays would dispatch (and compile) one program per leaf
+    return jax.tree_util.tree_map(lambda a: np.asarray(a)[:folds], res)
 
 
 def bootstrap_replicates(
@@ -143,7 +144,7 @@ def bootstrap_replicates(
         from tqdm.auto import tqdm
 
         blocks = tqdm(blocks, desc=f"bootstrap ({replicates} refits)", unit="block")
-    labels, held = jnp.zeros(data.weight.shape, jnp.int32), jnp.full((block,), -1, jnp.int32)
+    labels, held = np.zeros(data.weight.shape, np.int32), np.full((block,), -1, np.int32)
     outs = [jax.tree_util.tree_map(np.asarray, solve(start, data, keys[k * block:(k + 1) * block],
                                                      labels, held))
             for k in blocks]
