@@ -330,8 +330,12 @@ def solve_map(
         theta_scale = jnp.max(jnp.abs(jnp.concatenate([t.ravel() for t in theta])))
         small_grad = gnorm <= gtol
         # Relative to |cost|: a Gaussian likelihood with a free noise has a negative objective.
-        small_gain = accept & ((sys.cost - new_cost)
-                               <= ftol * jnp.maximum(jnp.abs(sys.cost), 1e-300))
+        floor = ftol * jnp.maximum(jnp.abs(sys.cost), 1e-300)
+        # A rejected step converges too when both its actual and its predicted change are
+        # under ftol (MINPACK's rule): at the minimum the cost's rounding can refuse every step.
+        small_gain = (accept & ((sys.cost - new_cost) <= floor)) | (
+            ok & jnp.isfinite(new_cost) & (jnp.abs(sys.cost - new_cost) <= floor)
+            & (predicted <= floor))
         small_step = accept & (jnp.max(jnp.abs(step_vec)) <= xtol * (theta_scale + xtol))
         stuck = mu_next > 1e16 * diag_max
         done = small_grad | small_gain | small_step | stuck

@@ -17,7 +17,7 @@ import pandas as pd
 from platinum_jax.data import ResponseTable
 from platinum_jax.models import Identification, MeasurementModel
 
-from ._map import gauss_newton_system, map_solver, per_structure
+from ._map import _SOLVER_OPTIONS, gauss_newton_system, map_solver, per_structure
 from ._problem import Problem, Theta
 from ._results import Fit
 
@@ -377,6 +377,7 @@ def cross_validate(
     *,
     folds: int | np.ndarray = 10,
     seed: int = 0,
+    chunk: int | None = None,
     **solver_options,
 ) -> pd.DataFrame:
     """K-fold cross-validation over responses: each fold is refitted with its rows weighted 0
@@ -386,7 +387,15 @@ def cross_validate(
 
     ``folds`` is the number of folds (rows assigned at random by ``seed``) or the fold label
     ``0..K-1`` of every row of ``table`` (a design of the caller's, e.g. a paper's split).
+    ``chunk``: refits vmapped together (default: every fold at once); the folds are padded to
+    whole chunks. The refits run in :func:`bootstrap`'s compiled program, so a bootstrap of
+    ``R <= block`` replicates and a cross-validation with the same ``chunk`` whose padded folds
+    number ``R`` compile it once between them.
     """
+    unknown = sorted(set(solver_options) - _SOLVER_OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown solver option(s) {unknown}; the cross-validation's refits "
+                        f"take {sorted(_SOLVER_OPTIONS)} as keywords")
     n = table.n_responses
     if np.ndim(folds) == 0:
         if folds < 2:
@@ -403,11 +412,14 @@ def cross_validate(
         if assign.min() < 0 or folds < 2 or len(np.unique(assign)) != folds:
             raise ValueError(f"folds: labels must be 0..K-1 with every fold used and K >= 2 "
                              f"(got {sorted(set(assign.tolist()))[:10]})")
+    chunk = folds if chunk is None else chunk
+    if chunk < 1:
+        raise ValueError(f"chunk must be positive (got {chunk})")
+    from ._resample import fold_refits
+
     problem = _problem(model, table)
     data = problem.data()
-    train = jnp.asarray(np.stack([assign != k for k in range(folds)]), problem.dtype)
-    res = map_solver(problem, batched="data", **solver_options)(
-        problem.start(), dataclasses.replace(data, weight=train * data.weight))
+    res = fold_refits(problem, problem.start(), data, assign, folds, chunk, solver_options)
     pred, loglik = (np.asarray(a) for a in _fold_predictions(problem)(res.theta, data))
     rows, oof = [], np.empty(n)
     y = np.asarray(table.response)

@@ -48,25 +48,34 @@ def resample_counts(seed: int, replicates: int, n: int) -> np.ndarray:
 
 
 def _replicate_solver(problem: Problem, chunk: int, options: dict):
-    """Jitted ``(theta0, data, keys) -> MAPResult`` (leading axis: one refit per key), kept by
-    problem structure like :func:`~platinum_jax.inference.map_solver`'s solvers."""
+    """Jitted ``(theta0, data, keys, labels, held) -> MAPResult`` (leading axis: one refit per
+    key), kept by problem structure like :func:`~platinum_jax.inference.map_solver`'s solvers.
+
+    Refit ``j`` weights the rows by a bootstrap resample drawn from ``keys[j]`` where
+    ``held[j] < 0``, and otherwise leaves out the rows whose fold label (``labels``, one per
+    row) is ``held[j]``: the bootstrap and cross-validation run one compiled program, so a
+    session that does both with the same number of refits per call compiles it once."""
     def build(bare):
         solve = functools.partial(solve_map, bare, **options)
 
-        def run(theta0, data, keys):
+        def run(theta0, data, keys, labels, held):
             n = data.weight.shape[0]
+            dtype = data.weight.dtype
 
-            def one(k):
-                w = _counts(k, n, data.weight.dtype) * data.weight
-                return solve(theta0, dataclasses.replace(data, weight=w))
+            def one(k, h):
+                w = jnp.where(h < 0, _counts(k, n, dtype), (labels != h).astype(dtype))
+                return solve(theta0, dataclasses.replace(data, weight=w * data.weight))
 
-            # lax.map over chunks of a vmap (keys padded to whole chunks, the padding dropped);
-            # spelled out because lax.map's own batch_size cannot reshape a block of size 0
-            # (a model with no globals).
+            # lax.map over chunks of a vmap (refits padded to whole chunks, the padding
+            # dropped); spelled out because lax.map's own batch_size cannot reshape a block of
+            # size 0 (a model with no globals).
             m = keys.shape[0]
             n_chunks = -(-m // chunk)
-            padded = jnp.concatenate([keys, keys[:n_chunks * chunk - m]])
-            out = jax.lax.map(jax.vmap(one), padded.reshape((n_chunks, chunk) + keys.shape[1:]))
+            pad = n_chunks * chunk - m
+            padded = (jnp.concatenate([keys, keys[:pad]]).reshape((n_chunks, chunk)
+                                                                  + keys.shape[1:]),
+                      jnp.concatenate([held, held[:pad]]).reshape((n_chunks, chunk)))
+            out = jax.lax.map(lambda kh: jax.vmap(one)(*kh), padded)
             return jax.tree_util.tree_map(
                 lambda a: a.reshape((n_chunks * chunk,) + a.shape[2:])[:m], out)
 
@@ -74,6 +83,20 @@ def _replicate_solver(problem: Problem, chunk: int, options: dict):
 
     return per_structure(_REPLICATE_SOLVERS, problem, ("bootstrap", chunk), build,
                          options=options)
+
+
+def fold_refits(problem: Problem, theta0: Theta, data, labels: np.ndarray, folds: int,
+                chunk: int, options: dict) -> MAPResult:
+    """Fold ``k``'s refit (rows labelled ``k`` at weight 0) for ``k < folds``, from
+    ``theta0``, by the bootstrap's compiled program: the folds padded to whole ``chunk``s
+    (repeats of the first, dropped), ``chunk`` vmapped refits at a time."""
+    m = -(-folds // chunk) * chunk
+    held = np.zeros(m, np.int32)
+    held[:folds] = np.arange(folds)
+    res = _replicate_solver(problem, chunk, options)(
+        theta0, data, _keys(0, m), np.asarray(labels, np.int32), held)
+    # host arrays: slicing device arrays would dispatch (and compile) one program per leaf
+    return jax.tree_util.tree_map(lambda a: np.asarray(a)[:folds], res)
 
 
 def bootstrap_replicates(
@@ -121,7 +144,9 @@ def bootstrap_replicates(
         from tqdm.auto import tqdm
 
         blocks = tqdm(blocks, desc=f"bootstrap ({replicates} refits)", unit="block")
-    outs = [jax.tree_util.tree_map(np.asarray, solve(start, data, keys[k * block:(k + 1) * block]))
+    labels, held = np.zeros(data.weight.shape, np.int32), np.full((block,), -1, np.int32)
+    outs = [jax.tree_util.tree_map(np.asarray, solve(start, data, keys[k * block:(k + 1) * block],
+                                                     labels, held))
             for k in blocks]
     return jax.tree_util.tree_map(lambda *a: np.concatenate(a)[:replicates], *outs)
 

@@ -259,7 +259,8 @@ def test_laplace_bootstrap_and_cv_are_labelled(small_2pl):
     boot = bootstrap(fit, replicates=7, chunk=7, seed=3)
     assert boot.diagnostics["replicates"] == 7 and boot.diagnostics["replicates_converged"] >= 6
     assert (boot.subjects["ability_sd"] > 0).all()
-    cv = cross_validate(TwoPL(likelihood=Bernoulli()), table, folds=4)
+    # 4 folds padded to the bootstrap's chunk of 7: its compiled program refits them
+    cv = cross_validate(TwoPL(likelihood=Bernoulli()), table, folds=4, chunk=7)
     assert list(cv.index) == [0, 1, 2, 3] and cv["n_test"].sum() == table.n_responses
     assert cv["converged"].all() and (cv["mse"] < 0.25).all()
 
@@ -270,14 +271,51 @@ def test_cv_takes_the_callers_fold_labels(small_2pl):
     n = table.n_responses
     # the random split of folds=4, seed=4, rebuilt with NumPy, given as labels: the same folds
     labels = np.random.default_rng(4).permutation(np.arange(n) % 4)
-    by_count = cross_validate(model, table, folds=4, seed=4)
-    by_label = cross_validate(model, table, folds=labels)
+    by_count = cross_validate(model, table, folds=4, seed=4, chunk=7)
+    by_label = cross_validate(model, table, folds=labels, chunk=7)
     pd.testing.assert_frame_equal(by_count, by_label)
     np.testing.assert_array_equal(by_label["n_test"], np.bincount(labels))
     with pytest.raises(ValueError, match="one integer fold label per response"):
         cross_validate(model, table, folds=labels[:-1])
     with pytest.raises(ValueError, match="every fold used"):
         cross_validate(model, table, folds=np.where(labels == 1, 2, labels))
+    with pytest.raises(ValueError, match="chunk must be positive"):
+        cross_validate(model, table, folds=4, chunk=0)
+    with pytest.raises(TypeError, match=r"unknown solver option\(s\) \['steps'\]"):
+        cross_validate(model, table, folds=4, steps=3)
+
+
+def test_cv_refits_in_the_bootstraps_program_equal_one_solve_per_fold(small_2pl):
+    """The folds refitted by the bootstrap's program (padded to its chunk, a lax.map of
+    vmapped solves) are the MAP solver's refits of each fold's row weights, one at a time
+    (the fixture's compiled solver). Vmapped and single solves round differently and each
+    stops once its gradient is under gtol = 1e-9, so the two agree to about gtol over the
+    smallest curvature of the objective: 1e-6 on probabilities leaves a wide margin."""
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    from platinum_jax.inference import Problem
+    from platinum_jax.inference._map import map_solver
+
+    table, _ = small_2pl
+    model = TwoPL(likelihood=Bernoulli())
+    labels = np.random.default_rng(4).permutation(np.arange(table.n_responses) % 4)
+    cv = cross_validate(model, table, folds=labels, chunk=7)
+    problem = Problem(model, table)
+    data = problem.data()
+    solve = map_solver(problem)
+    oof = np.empty(table.n_responses)
+    for k in range(4):
+        w = jnp.asarray(labels != k, jnp.float64) * data.weight
+        ref = solve(problem.start(), dataclasses.replace(data, weight=w))
+        assert bool(ref.converged) and bool(cv.loc[k, "converged"])
+        pred = np.asarray(problem.expected(ref.theta, data.subject_index, data.item_index))
+        oof[labels == k] = pred[labels == k]
+    np.testing.assert_allclose(cv.attrs["predictions"], oof, rtol=0, atol=1e-6)
+    y = np.asarray(table.response)
+    mse = [np.mean((oof[labels == k] - y[labels == k]) ** 2) for k in range(4)]
+    np.testing.assert_allclose(cv["mse"], mse, rtol=1e-5)
 
 
 def test_multidimensional_loadings_recovered_up_to_rotation():

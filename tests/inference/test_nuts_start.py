@@ -56,7 +56,8 @@ def test_the_nuts_start_is_one_program_and_samples_the_posterior():
     kernel = _compiled_init_nuts()(_model)
     key, args = jax.random.PRNGKey(0), (jnp.asarray(y),)
     with _Compilations() as seen:
-        state = kernel.init(key, 50, model_args=args)
+        # the warm-up of the run below: the same start program, which the run then reuses
+        state = kernel.init(key, 200, model_args=args)
     # NumPyro's own start dispatches each operation eagerly: well over a hundred programs for
     # this model; compiled, the start is one program.
     assert seen.names == ["jit(<lambda>)"], seen.names
@@ -115,8 +116,9 @@ def test_svi_sets_up_compiled_and_draws_the_same_posterior():
     (not one per operation), on the same random streams as the one-program fit."""
     from numpyro.infer.autoguide import AutoNormal
 
-    y = jnp.asarray(np.random.default_rng(3).normal(-1.0, 1.0, size=(7, 11)))
-    args = dict(steps=300, draws=50, rng_key=jax.random.PRNGKey(4),
+    # The shapes, steps and draws of the test above, so its one-program fit is reused here.
+    y = jnp.asarray(np.random.default_rng(3).normal(-1.0, 1.0, size=(7, 13)))
+    args = dict(steps=1500, draws=400, rng_key=jax.random.PRNGKey(4),
                 posterior_key=jax.random.PRNGKey(5))
     with _Compilations() as seen:
         draws, losses = run_svi(_known_noise, lambda m, _: AutoNormal(m),
