@@ -97,23 +97,34 @@ def _with_responses(problem: Problem, y):
     return dataclasses.replace(problem.data(), response=jnp.asarray(y))
 
 
+def _world_simulator(model, design: ResponseTable, problem: Problem,
+                     extra: Callable | None) -> Callable:
+    """``key -> {site: value}``: one draw of the parameters from the prior and of ``y`` given
+    them, as one compiled program (the design's rows are its argument, so every world of a
+    run reuses it; run op by op, NumPyro's handlers compile each operation on its own)."""
+    from numpyro.infer import Predictive
+
+    from ._bayes import numpyro_model
+
+    npm = numpyro_model(problem, plain_names=True)
+    rows = _with_responses(problem, design.response)
+
+    @jax.jit
+    def draw(key, rows):
+        one = {k: v[0] for k, v in Predictive(npm, num_samples=1)(key, rows,
+                                                                   observed=False).items()}
+        return one if extra is None else {**one, **extra(problem, one)}
+
+    return lambda key: {k: np.asarray(v) for k, v in draw(key, rows).items()}
+
+
 def simulate_world(key, model, design: ResponseTable, *, problem: Problem | None = None,
                    extra: Callable | None = None) -> dict[str, np.ndarray]:
     """One draw of every parameter from ``model``'s prior on ``design`` and of the responses
     ``y`` given them: ``{site: value}`` (sampled and derived sites, plain names, and what
     ``extra(problem, values)`` adds)."""
-    from numpyro.infer import Predictive
-
-    from ._bayes import numpyro_model
-
     problem = _problem(model, design) if problem is None else problem
-    npm = numpyro_model(problem, plain_names=True)
-    draw = Predictive(npm, num_samples=1)(key, _with_responses(problem, design.response),
-                                          observed=False)
-    one = {k: v[0] for k, v in draw.items()}
-    if extra is not None:
-        one = {**one, **extra(problem, one)}
-    return {k: np.asarray(v) for k, v in one.items()}
+    return _world_simulator(model, design, problem, extra)(key)
 
 
 def run_sbc(
@@ -161,8 +172,9 @@ def run_sbc(
     rows = []
     keys = jax.random.split(jax.random.PRNGKey(seed), 2 * n_worlds)
     sampled = None
+    simulate = _world_simulator(model, design, problem, extra)
     for w in range(n_worlds):
-        truth = simulate_world(keys[2 * w], model, design, problem=problem, extra=extra)
+        truth = simulate(keys[2 * w])
         draws, diverging, sites = sampler(keys[2 * w + 1], _with_responses(problem, truth["y"]))
         sampled = sites if sampled is None else sampled
         n_div = int(np.asarray(diverging).sum())
