@@ -345,6 +345,9 @@ def _assert_nominal_coverage(inside: np.ndarray, level: float = 0.9) -> None:
     assert abs(inside.mean() - level) < 3 * se, (inside.mean(), se)
 
 
+HETEROSCEDASTIC_SEEDS = (87, 91, 102)
+
+
 def test_heteroscedastic_fit_recovers_item_noise_and_covers_the_true_weights():
     """Worlds whose benchmarks differ tenfold in noise sd: the per-item noise is recovered and
     the 90% intervals of v* cover the true weights at about the nominal rate."""
@@ -354,7 +357,9 @@ def test_heteroscedastic_fit_recovers_item_noise_and_covers_the_true_weights():
     from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
 
     inside, log_ratio = [], []
-    for seed in range(3):
+    # Three worlds with the same number of scores (739; the scored share is random), so the
+    # three fits are one compiled program.
+    for seed in HETEROSCEDASTIC_SEEDS:
         world = weights_world(100, 24, 0.3, noise=(0.01, 0.1), shared=0.0, seed=seed)
         table = ResponseTable.from_frame(world.scores)
         model = Rosetta(anchor=BenchmarkAnchor("b000"), likelihood=Gaussian())
