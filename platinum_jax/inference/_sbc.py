@@ -199,6 +199,34 @@ def run_sbc(
     return pd.DataFrame(rows, columns=cols)
 
 
+def _sampler_functions(npm, example):
+    """The sampled sites' shapes (``{site: ShapeDtypeStruct}``, unconstrained) and NumPyro's
+    potential-energy and constraining functions of ``npm`` (each built from the data it is
+    given), from NumPyro's ``initialize_model`` traced abstractly. Run on arrays, it runs the
+    model and its gradient op by op, compiling each operation on its own (several hundred
+    programs for a measurement model); traced, it compiles nothing. Where the constraining
+    function keeps something computed in that trace (a support whose bounds depend on the
+    data), it cannot be used outside it, and the model is initialised on arrays instead."""
+    from numpyro.infer.util import initialize_model
+
+    def init(rows):
+        info, potential_gen, postprocess_gen, _ = initialize_model(
+            jax.random.PRNGKey(0), npm, model_args=(rows,), dynamic_args=True)
+        found.update(potential_gen=potential_gen, postprocess_gen=postprocess_gen,
+                     shapes={k: jax.ShapeDtypeStruct(v.shape, v.dtype)
+                             for k, v in info.z.items()})
+        return 0
+
+    found = {}
+    jax.eval_shape(init, example)
+    start = {k: jnp.zeros(v.shape, v.dtype) for k, v in found["shapes"].items()}
+    try:
+        jax.eval_shape(lambda rows: found["postprocess_gen"](rows)(start), example)
+    except jax.errors.UnexpectedTracerError:
+        init(example)
+    return found["shapes"], found["potential_gen"], found["postprocess_gen"]
+
+
 def _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mass, extra):
     """``(key, data) -> (draws, diverging, sampled sites)``: one NUTS chain, compiled once
     for every world.
@@ -207,14 +235,10 @@ def _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mas
     so a new world reuses the compiled program; warmup adapts the step size and mass matrix.
     """
     from numpyro.infer.hmc import hmc
-    from numpyro.infer.util import initialize_model
 
-    example = problem.data()
-    info, potential_gen, postprocess_gen, _ = initialize_model(
-        jax.random.PRNGKey(0), npm, model_args=(example,), dynamic_args=True
-    )
+    shapes, potential_gen, postprocess_gen = _sampler_functions(npm, problem.data())
     init_kernel, sample_kernel = hmc(potential_fn_gen=potential_gen, algo="NUTS")
-    sampled = frozenset(info.z)
+    sampled = frozenset(shapes)
 
     def constrained(data, z):
         values = {**z, **postprocess_gen(data)(z)}
@@ -223,7 +247,7 @@ def _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mas
     @jax.jit
     def run(key, data):
         k_init, k_run = jax.random.split(key)
-        leaves, tree = jax.tree_util.tree_flatten(info.z)
+        leaves, tree = jax.tree_util.tree_flatten(shapes)
         starts = jax.random.split(k_init, len(leaves))
         # NumPyro's init_to_uniform: uniform on (-2, 2) in the unconstrained space.
         z0 = tree.unflatten([jax.random.uniform(k, x.shape, minval=-2.0, maxval=2.0)
