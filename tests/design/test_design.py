@@ -588,7 +588,10 @@ def test_subject_bootstrap_covers_the_true_weights_in_a_small_world():
     from platinum_jax.design import bootstrap_subjects
     from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
 
-    world = weights_world(100, 24, 0.3, noise=(0.01, 0.1), shared=0.0, seed=0)
+    # a world of the heteroscedastic test above: the bootstrap's full-data fit with noise
+    # weights is the program that test compiled
+    world = weights_world(100, 24, 0.3, noise=(0.01, 0.1), shared=0.0,
+                          seed=HETEROSCEDASTIC_SEEDS[0])
     table = ResponseTable.from_frame(world.scores)
     model = Rosetta(anchor=BenchmarkAnchor("b000"), likelihood=Gaussian())
     w = welfare_from_items(world.items, world.items[:3])
