@@ -97,23 +97,34 @@ def _with_responses(problem: Problem, y):
     return dataclasses.replace(problem.data(), response=jnp.asarray(y))
 
 
+def _world_simulator(model, design: ResponseTable, problem: Problem,
+                     extra: Callable | None) -> Callable:
+    """``key -> {site: value}``: one draw of the parameters from the prior and of ``y`` given
+    them, as one compiled program (the design's rows are its argument, so every world of a
+    run reuses it; run op by op, NumPyro's handlers compile each operation on its own)."""
+    from numpyro.infer import Predictive
+
+    from ._bayes import numpyro_model
+
+    npm = numpyro_model(problem, plain_names=True)
+    rows = _with_responses(problem, design.response)
+
+    @jax.jit
+    def draw(key, rows):
+        one = {k: v[0] for k, v in Predictive(npm, num_samples=1)(key, rows,
+                                                                   observed=False).items()}
+        return one if extra is None else {**one, **extra(problem, one)}
+
+    return lambda key: {k: np.asarray(v) for k, v in draw(key, rows).items()}
+
+
 def simulate_world(key, model, design: ResponseTable, *, problem: Problem | None = None,
                    extra: Callable | None = None) -> dict[str, np.ndarray]:
     """One draw of every parameter from ``model``'s prior on ``design`` and of the responses
     ``y`` given them: ``{site: value}`` (sampled and derived sites, plain names, and what
     ``extra(problem, values)`` adds)."""
-    from numpyro.infer import Predictive
-
-    from ._bayes import numpyro_model
-
     problem = _problem(model, design) if problem is None else problem
-    npm = numpyro_model(problem, plain_names=True)
-    draw = Predictive(npm, num_samples=1)(key, _with_responses(problem, design.response),
-                                          observed=False)
-    one = {k: v[0] for k, v in draw.items()}
-    if extra is not None:
-        one = {**one, **extra(problem, one)}
-    return {k: np.asarray(v) for k, v in one.items()}
+    return _world_simulator(model, design, problem, extra)(key)
 
 
 def run_sbc(
@@ -161,8 +172,9 @@ def run_sbc(
     rows = []
     keys = jax.random.split(jax.random.PRNGKey(seed), 2 * n_worlds)
     sampled = None
+    simulate = _world_simulator(model, design, problem, extra)
     for w in range(n_worlds):
-        truth = simulate_world(keys[2 * w], model, design, problem=problem, extra=extra)
+        truth = simulate(keys[2 * w])
         draws, diverging, sites = sampler(keys[2 * w + 1], _with_responses(problem, truth["y"]))
         sampled = sites if sampled is None else sampled
         n_div = int(np.asarray(diverging).sum())
@@ -187,6 +199,34 @@ def run_sbc(
     return pd.DataFrame(rows, columns=cols)
 
 
+def _sampler_functions(npm, example):
+    """The sampled sites' shapes (``{site: ShapeDtypeStruct}``, unconstrained) and NumPyro's
+    potential-energy and constraining functions of ``npm`` (each built from the data it is
+    given), from NumPyro's ``initialize_model`` traced abstractly. Run on arrays, it runs the
+    model and its gradient op by op, compiling each operation on its own (several hundred
+    programs for a measurement model); traced, it compiles nothing. Where the constraining
+    function keeps something computed in that trace (a support whose bounds depend on the
+    data), it cannot be used outside it, and the model is initialised on arrays instead."""
+    from numpyro.infer.util import initialize_model
+
+    def init(rows):
+        info, potential_gen, postprocess_gen, _ = initialize_model(
+            jax.random.PRNGKey(0), npm, model_args=(rows,), dynamic_args=True)
+        found.update(potential_gen=potential_gen, postprocess_gen=postprocess_gen,
+                     shapes={k: jax.ShapeDtypeStruct(v.shape, v.dtype)
+                             for k, v in info.z.items()})
+        return 0
+
+    found = {}
+    jax.eval_shape(init, example)
+    start = {k: jnp.zeros(v.shape, v.dtype) for k, v in found["shapes"].items()}
+    try:
+        jax.eval_shape(lambda rows: found["postprocess_gen"](rows)(start), example)
+    except jax.errors.UnexpectedTracerError:
+        init(example)
+    return found["shapes"], found["potential_gen"], found["postprocess_gen"]
+
+
 def _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mass, extra):
     """``(key, data) -> (draws, diverging, sampled sites)``: one NUTS chain, compiled once
     for every world.
@@ -195,14 +235,10 @@ def _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mas
     so a new world reuses the compiled program; warmup adapts the step size and mass matrix.
     """
     from numpyro.infer.hmc import hmc
-    from numpyro.infer.util import initialize_model
 
-    example = problem.data()
-    info, potential_gen, postprocess_gen, _ = initialize_model(
-        jax.random.PRNGKey(0), npm, model_args=(example,), dynamic_args=True
-    )
+    shapes, potential_gen, postprocess_gen = _sampler_functions(npm, problem.data())
     init_kernel, sample_kernel = hmc(potential_fn_gen=potential_gen, algo="NUTS")
-    sampled = frozenset(info.z)
+    sampled = frozenset(shapes)
 
     def constrained(data, z):
         values = {**z, **postprocess_gen(data)(z)}
@@ -211,7 +247,7 @@ def _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mas
     @jax.jit
     def run(key, data):
         k_init, k_run = jax.random.split(key)
-        leaves, tree = jax.tree_util.tree_flatten(info.z)
+        leaves, tree = jax.tree_util.tree_flatten(shapes)
         starts = jax.random.split(k_init, len(leaves))
         # NumPyro's init_to_uniform: uniform on (-2, 2) in the unconstrained space.
         z0 = tree.unflatten([jax.random.uniform(k, x.shape, minval=-2.0, maxval=2.0)

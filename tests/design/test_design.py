@@ -345,6 +345,9 @@ def _assert_nominal_coverage(inside: np.ndarray, level: float = 0.9) -> None:
     assert abs(inside.mean() - level) < 3 * se, (inside.mean(), se)
 
 
+HETEROSCEDASTIC_SEEDS = (87, 91, 102)
+
+
 def test_heteroscedastic_fit_recovers_item_noise_and_covers_the_true_weights():
     """Worlds whose benchmarks differ tenfold in noise sd: the per-item noise is recovered and
     the 90% intervals of v* cover the true weights at about the nominal rate."""
@@ -354,7 +357,9 @@ def test_heteroscedastic_fit_recovers_item_noise_and_covers_the_true_weights():
     from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
 
     inside, log_ratio = [], []
-    for seed in range(3):
+    # Three worlds with the same number of scores (739; the scored share is random), so the
+    # three fits are one compiled program.
+    for seed in HETEROSCEDASTIC_SEEDS:
         world = weights_world(100, 24, 0.3, noise=(0.01, 0.1), shared=0.0, seed=seed)
         table = ResponseTable.from_frame(world.scores)
         model = Rosetta(anchor=BenchmarkAnchor("b000"), likelihood=Gaussian())
@@ -433,22 +438,35 @@ def test_weights_command_reads_a_stitch_bayes_directory(tmp_path):
                  str(tmp_path / "x")]) == 2
 
 
+# The run shape of the low-rank SVI fits in tests/stitching/test_bayes.py (LOWRANK_CLI there): a
+# full table of 60 models x 6 benchmarks, the third benchmark anchored at D = 0.5, alpha = 2,
+# 800 steps and 200 draws. The same shapes and options trace the same programs, so the run's
+# compilation cache hands this test the programs those fits compiled.
+STITCH_BAYES_SHAPE = ["--anchor-benchmark", "b002", "--anchor-difficulty", "0.5",
+                      "--anchor-slope", "2", "--method", "svi", "--svi-guide", "lowrank",
+                      "--svi-steps", "800", "--samples", "200"]
+
+
 @pytest.mark.slow
 def test_stitch_bayes_output_feeds_the_weights_command(tmp_path):
     from platinum_jax.cli import main
 
-    world = weights_world(40, 6, 0.8, noise=(0.01, 0.03), shared=0.0, seed=4)
-    scores = world.scores.rename(columns={"subject": "model", "item": "benchmark",
-                                          "response": "score"})
-    # Scores are fractions: the few noisy ones outside [0, 1] are left out of this table.
-    scores[scores["score"].between(0, 1)].to_csv(tmp_path / "scores.csv", index=False)
-    assert main(["stitch-bayes", str(tmp_path / "scores.csv"), "--anchor-benchmark", "b000",
-                 "--method", "svi", "--svi-steps", "50", "--samples", "50",
+    # Scores from sigmoid(alpha_b (C_m - D_b)) plus a little noise, every pair scored.
+    rng = np.random.default_rng(4)
+    C, D = rng.normal(0.5, 1.0, 60), rng.normal(0.5, 0.8, 6)
+    alpha = np.exp(rng.normal(0.3, 0.3, 6))
+    mu = 1 / (1 + np.exp(-alpha * (C[:, None] - D)))
+    items = [f"b{b:03d}" for b in range(6)]
+    scores = pd.DataFrame({"model": np.repeat([f"m{m:02d}" for m in range(60)], 6),
+                           "benchmark": np.tile(items, 60),
+                           "score": np.clip(mu + 0.01 * rng.normal(size=mu.shape), 0, 1).ravel()})
+    scores.to_csv(tmp_path / "scores.csv", index=False)
+    assert main(["stitch-bayes", str(tmp_path / "scores.csv"), *STITCH_BAYES_SHAPE,
                  "--out", str(tmp_path / "bayes")]) == 0
-    assert main(["weights", str(tmp_path / "bayes"), "--target", "b001,b002", "--out",
+    assert main(["weights", str(tmp_path / "bayes"), "--target", "b001,b003", "--out",
                  str(tmp_path / "w")]) == 0
     got = pd.read_csv(tmp_path / "w" / "weights.csv", index_col="item")
-    assert sorted(got.index) == world.items
+    assert sorted(got.index) == items
     assert np.isfinite(got[["mean", "lo", "hi"]].to_numpy()).all()
 
 
@@ -570,7 +588,10 @@ def test_subject_bootstrap_covers_the_true_weights_in_a_small_world():
     from platinum_jax.design import bootstrap_subjects
     from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
 
-    world = weights_world(100, 24, 0.3, noise=(0.01, 0.1), shared=0.0, seed=0)
+    # a world of the heteroscedastic test above: the bootstrap's full-data fit with noise
+    # weights is the program that test compiled
+    world = weights_world(100, 24, 0.3, noise=(0.01, 0.1), shared=0.0,
+                          seed=HETEROSCEDASTIC_SEEDS[0])
     table = ResponseTable.from_frame(world.scores)
     model = Rosetta(anchor=BenchmarkAnchor("b000"), likelihood=Gaussian())
     w = welfare_from_items(world.items, world.items[:3])

@@ -135,3 +135,24 @@ def test_small_sbc_run_of_a_2pl_is_calibrated():
     # the entries of a world share its items, so allow about 4 sd.
     assert 0.8 <= abilities["in_90"].mean() <= 0.98
     assert 0.8 <= result["in_90"].mean() <= 0.98
+
+
+def test_a_world_is_numpyros_prior_predictive_draw():
+    """simulate_world (one compiled program) draws what NumPyro's Predictive draws op by op
+    from the same key: the same values up to rounding in the last bits."""
+    import jax
+    from numpyro.infer import Predictive
+
+    from platinum_jax.inference import numpyro_model, simulate_world
+    from platinum_jax.inference._sbc import _problem, _with_responses
+    from platinum_jax.models import TwoPL
+
+    design = dataclasses.replace(sbc_design(30, 5, 150, se_share=0.0, seed=3), se=None)
+    problem = _problem(TwoPL(), design)
+    key = jax.random.PRNGKey(4)
+    eager = Predictive(numpyro_model(problem, plain_names=True), num_samples=1)(
+        key, _with_responses(problem, design.response), observed=False)
+    got = simulate_world(key, TwoPL(), design)
+    assert set(got) == set(eager) and {"ability", "difficulty", "y"} <= set(got)
+    for site, value in eager.items():
+        np.testing.assert_allclose(got[site], np.asarray(value)[0], rtol=1e-12, atol=1e-300)
