@@ -357,7 +357,10 @@ def test_bootstrap_replicates_refit_on_their_resample_in_any_chunking(small_2pl)
     res = bootstrap_replicates(fit, reps, seed=3, chunk=2, block=3)
     one = bootstrap_replicates(fit, reps, seed=3, chunk=7, block=7)
     assert np.asarray(res.converged).all() and res.theta.items.shape[0] == reps
-    np.testing.assert_allclose(res.theta.items, one.theta.items, atol=1e-8)
+    # Each chunking stops on its own iterate once a step changes the cost by under ftol * |cost|
+    # (about 1e-10 here), which pins the parameters to about 1e-7 (4e-8 seen with the suite's
+    # XLA flags): well inside the gradient bound below, and far below what a wrong resample moves.
+    np.testing.assert_allclose(res.theta.items, one.theta.items, atol=1e-6)
     problem = fit.problem
     data = problem.data()
     free = [np.asarray(f, bool) for f in (problem.free_S, problem.free_I, problem.free_G)]
