@@ -52,25 +52,36 @@ def grid_posterior(bank: ItemBank, y, trials, seen):
     trials = jnp.asarray(trials, dtype)
     seen = jnp.asarray(seen, bool)
     idx = jnp.broadcast_to(jnp.arange(bank.n_items), y.shape)
-    return _posterior_fn(bank)(y, trials, seen, idx)
+    return _posterior_fn(bank)(y, trials, seen, idx, bank.mean, bank.likelihood_globals,
+                               jnp.asarray(bank.dispersion, dtype), bank.log_prior)
 
 
-_POSTERIORS: dict = {}  # one compiled posterior per bank (a few kept), reused across calls
+# One compiled posterior per likelihood (a few kept): the bank's arrays are its arguments, not
+# constants in it, so every bank of one likelihood and shape (a refit, a bank loaded again by
+# another command) shares the program.
+_POSTERIORS: dict = {}
 
 
 def _posterior_fn(bank: ItemBank):
-    hit = _POSTERIORS.get(id(bank))
-    if hit is not None and hit[0] is bank:
+    likelihood = bank.fit.problem.model.likelihood
+    try:
+        key = (likelihood, str(bank.mean.dtype))
+        hash(key)
+    except TypeError:  # a likelihood holding arrays: one program per bank
+        key = (id(bank),)
+    hit = _POSTERIORS.get(key)
+    if hit is not None and (len(key) > 1 or hit[0] is bank):
         return hit[1]
 
-    def one(y_s, n_s, m_s, i_s):
-        lp = bank.log_lik(y_s, n_s, i_s)  # (G, N)
-        return bank.log_prior + jnp.sum(jnp.where(m_s[None], lp, 0.0), axis=1)
+    def one(y_s, n_s, m_s, i_s, mean, lik_g, phi, log_prior):
+        lp = bank.log_lik(y_s, n_s, i_s, mean=mean, lik_g=lik_g, dispersion=phi)  # (G, N)
+        return log_prior + jnp.sum(jnp.where(m_s[None], lp, 0.0), axis=1)
 
-    fn = jax.jit(lambda *a: jax.nn.softmax(jax.vmap(one)(*a), axis=1))
+    fn = jax.jit(lambda y, n, m, i, *arrays: jax.nn.softmax(
+        jax.vmap(one, (0, 0, 0, 0) + (None,) * len(arrays))(y, n, m, i, *arrays), axis=1))
     if len(_POSTERIORS) >= 16:
         _POSTERIORS.pop(next(iter(_POSTERIORS)))
-    _POSTERIORS[id(bank)] = (bank, fn)
+    _POSTERIORS[key] = (bank, fn)
     return fn
 
 

@@ -41,6 +41,38 @@ __all__ = ["item_diagnostics", "item_curves", "item_information", "plot_item_cur
 
 DEFAULT_GRID = np.linspace(-4.0, 4.0, 81)
 
+# Compiled programs kept by model structure (the model, the data sizes, the float type): the
+# fitted parameters are their arguments, not constants baked into them, so the diagnostics of a
+# refit, a bootstrap replicate or a second table of the same sizes reuse the program (and a
+# persistent compilation cache finds it across processes). The oldest goes past the limit.
+_PROGRAMS: dict = {}
+_MAX_PROGRAMS = 32
+
+
+def _program(tag: str, prob, build):
+    """``build(bare)`` compiled once per ``(tag, model structure)`` (the model, the data sizes,
+    the float type and which entries are free); ``bare`` is ``prob`` without its table, so a
+    kept program holds no table alive. A model that cannot be hashed (array fields) gets a
+    fresh program each time."""
+    import copy
+
+    try:
+        fixed = tuple(np.asarray(m).tobytes() for m in (prob.free_S, prob.free_I, prob.free_G))
+        key = (tag, type(prob.model), prob.model, prob.info, str(prob.dtype), fixed)
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in _PROGRAMS:
+        return _PROGRAMS[key]
+    bare = copy.copy(prob)
+    bare.table = None
+    fn = build(bare)
+    if key is not None:
+        if len(_PROGRAMS) >= _MAX_PROGRAMS:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+        _PROGRAMS[key] = fn
+    return fn
+
 
 def _problem_theta(fit):
     prob = fit.problem
@@ -69,8 +101,8 @@ def item_diagnostics(fit, grid=None) -> pd.DataFrame:
     prob, theta = _problem_theta(fit)
     t = fit.table
     trials = None if t.trials is None else jnp.asarray(t.trials, prob.dtype)
-    mean, var = jax.jit(prob.moments)(theta, jnp.asarray(t.subject_index),
-                                      jnp.asarray(t.item_index), trials)
+    moments = _program("moments", prob, lambda bare: jax.jit(bare.moments))
+    mean, var = moments(theta, jnp.asarray(t.subject_index), jnp.asarray(t.item_index), trials)
     mean, var = np.asarray(mean), np.asarray(var)
     y = np.asarray(t.response)
     n_i = t.n_items
@@ -110,18 +142,10 @@ def _scalar_ability(prob) -> str | None:
     return None
 
 
-def _curve_fn(prob, theta):
-    """``ability -> (mean output (n_items, ...), d mean / d ability)`` at the fitted items."""
-    why = _scalar_ability(prob)
-    if why is not None:
-        raise ValueError(why)
-    items, glob = theta.items, theta.globals
-
-    def mean_at(ability):
-        s_row = jnp.reshape(ability, (1,))
-        return jax.vmap(lambda i_row: prob.mean(s_row, i_row, glob))(items)
-
-    return mean_at, jax.jacfwd(mean_at)
+def _mean_at(prob, ability, items, glob):
+    """The mean output of every item ``(n_items, ...)`` at one ``ability``."""
+    s_row = jnp.reshape(ability, (1,))
+    return jax.vmap(lambda i_row: prob.mean(s_row, i_row, glob))(items)
 
 
 def _grid(grid):
@@ -131,32 +155,40 @@ def _grid(grid):
     return g
 
 
+def _build_curves(prob):
+    """``(grid, items, globals) -> expected response (n_grid, n_items)``, compiled."""
+    lik_model = prob.model.likelihood
+
+    def expected(a, items, glob):
+        _, lik = prob.split_globals(glob)
+        return lik_model.moments(_mean_at(prob, a, items, glob), None, lik)[0]
+
+    return jax.jit(jax.vmap(expected, in_axes=(0, None, None)))
+
+
 def item_curves(fit, grid=None) -> pd.DataFrame:
     """Item characteristic curves: the expected response of every item (columns) at every
     ability of ``grid`` (rows, default -4..4), at the fit's point estimate."""
     prob, theta = _problem_theta(fit)
     g = _grid(grid)
-    mean_at, _ = _curve_fn(prob, theta)
-    _, lik = prob.split_globals(theta.globals)
-    lik_model = prob.model.likelihood
-    expected = jax.jit(jax.vmap(lambda a: lik_model.moments(mean_at(a), None, lik)[0]))(
-        jnp.asarray(g, prob.dtype))
+    why = _scalar_ability(prob)
+    if why is not None:
+        raise ValueError(why)
+    curves = _program("curves", prob, _build_curves)
+    expected = curves(jnp.asarray(g, prob.dtype), theta.items, theta.globals)
     return pd.DataFrame(np.asarray(expected), index=pd.Index(g, name="ability"),
                         columns=fit.table.items)
 
 
-def item_information(fit, grid=None) -> pd.DataFrame:
-    """Fisher information of one response to every item (columns) about the ability, at every
-    ability of ``grid`` (rows), plus the column ``test`` (their sum over items)."""
-    prob, theta = _problem_theta(fit)
-    g = _grid(grid)
-    mean_at, dmean = _curve_fn(prob, theta)
+def _build_information(prob):
+    """``(grid, items, globals) -> information (n_grid, n_items)``, compiled."""
     lik_model = prob.model.likelihood
-    _, lik = prob.split_globals(theta.globals)
     tiny = jnp.finfo(prob.dtype).tiny
 
-    def at(a):
-        mu, d = mean_at(a), dmean(a)
+    def at(a, items, glob):
+        _, lik = prob.split_globals(glob)
+        mu = _mean_at(prob, a, items, glob)
+        d = jax.jacfwd(lambda x: _mean_at(prob, x, items, glob))(a)
         if isinstance(lik_model, Categorical):  # mu = log p: sum_k p_k'^2 / p_k = sum p (log p)'^2
             return jnp.sum(jnp.exp(mu) * d**2, axis=-1)
         if isinstance(lik_model, Gaussian) or mu.ndim == 1:
@@ -164,7 +196,19 @@ def item_information(fit, grid=None) -> pd.DataFrame:
             return d**2 / jnp.maximum(var, tiny)
         raise ValueError(f"information is not defined for likelihood {lik_model.name!r}")
 
-    info = np.asarray(jax.jit(jax.vmap(at))(jnp.asarray(g, prob.dtype)))
+    return jax.jit(jax.vmap(at, in_axes=(0, None, None)))
+
+
+def item_information(fit, grid=None) -> pd.DataFrame:
+    """Fisher information of one response to every item (columns) about the ability, at every
+    ability of ``grid`` (rows), plus the column ``test`` (their sum over items)."""
+    prob, theta = _problem_theta(fit)
+    g = _grid(grid)
+    why = _scalar_ability(prob)
+    if why is not None:
+        raise ValueError(why)
+    information = _program("information", prob, _build_information)
+    info = np.asarray(information(jnp.asarray(g, prob.dtype), theta.items, theta.globals))
     out = pd.DataFrame(info, index=pd.Index(g, name="ability"), columns=fit.table.items)
     out["test"] = info.sum(axis=1)
     return out

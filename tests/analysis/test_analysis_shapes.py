@@ -10,6 +10,8 @@ from scipy import stats
 
 from platinum_jax import analysis as an
 
+# One frontier size and one set of NUTS settings for every comparison here (the command line's
+# too): the frontier's data are arguments of the compiled sampler, so each shape compiles once.
 N = 24
 TINY = {"num_warmup": 150, "num_samples": 150, "num_chains": 2}
 
@@ -92,8 +94,10 @@ def test_cli_shapes_on_saved_capabilities(tmp_path):
     caps.rename_axis("model").to_csv(path)
     out = tmp_path / "shapes"
     argv = ["analyze", "shapes", str(path), "--capabilities", str(path), "--top-n", str(N),
-            "--eci-replicates", "0", "--shapes", "linear", "--shape-warmup", "60",
-            "--shape-samples", "60", "--shape-chains", "2", "--out", str(out)]
+            "--eci-replicates", "0", "--shapes", "linear",
+            "--shape-warmup", str(TINY["num_warmup"]), "--shape-samples",
+            str(TINY["num_samples"]), "--shape-chains", str(TINY["num_chains"]),
+            "--out", str(out)]
     assert main(argv) == 0
     cmp = pd.read_csv(out / "shapes_compare.csv", index_col=0)
     assert list(cmp.index) == ["linear"] and (out / "shapes.png").is_file()

@@ -64,6 +64,39 @@ def test_grid_posterior_and_score_match_numpy(world):
         assert est.loc[name, "n_observed"] == 15
 
 
+def test_banks_of_one_likelihood_share_the_compiled_posterior(world):
+    """The bank's arrays are arguments of the grid posterior, not constants: a second bank (the
+    items' curves in reverse order, another dispersion) reuses the first one's program, and its
+    posterior is its own (NumPy, tempered by the dispersion)."""
+    import dataclasses
+
+    from platinum_jax.efficient import grid_posterior
+    from platinum_jax.efficient._estimate import _posterior_fn
+
+    _, truth, _, bank, frame = world
+    other = dataclasses.replace(bank, mean=bank.mean[:, ::-1], slope=bank.slope[:, ::-1],
+                                dispersion=2.0)
+    assert _posterior_fn(other) is _posterior_fn(bank)
+    grid = np.asarray(bank.grid)
+    sub = frame[frame.subject.isin(["s000", "s001", "s002"])
+                & frame.item.isin(sorted(frame.item.unique())[:15])]
+    table = ResponseTable.from_frame(sub)
+    y, tr, seen = (np.zeros((3, N_ITEMS)), np.ones((3, N_ITEMS)), np.zeros((3, N_ITEMS), bool))
+    pos = [int(i[1:]) for i in table.items]
+    y[table.subject_index, np.asarray(pos)[table.item_index]] = table.response
+    seen[table.subject_index, np.asarray(pos)[table.item_index]] = True
+    for b_, phi, post in ((bank, 1.0, grid_posterior(bank, y, tr, seen)),
+                          (other, 2.0, grid_posterior(other, y, tr, seen))):
+        flip = slice(None, None, -1) if b_ is other else slice(None)
+        b, a = truth.items[flip, 0], np.exp(truth.items[flip, 1])
+        z = a[None] * (grid[:, None] - b[None])
+        for s in range(3):
+            ll = (y[s] * log_expit(z) + (1 - y[s]) * log_expit(-z))[:, seen[s]].sum(1) / phi
+            log = norm.logpdf(grid) + ll
+            want = np.exp(log - log.max())
+            np.testing.assert_allclose(np.asarray(post)[s], want / want.sum(), atol=1e-12)
+
+
 def test_intervals_cover_the_known_truth(world):
     _, truth, _, bank, frame = world
     rng = np.random.default_rng(0)

@@ -201,8 +201,10 @@ def test_eap_sd_of_a_subject_with_many_items(many_items):
 
 
 def test_marginal_beats_joint_map_on_discriminations_with_few_subjects():
-    table, _, _, a = _world(120, 40, seed=11)
-    marg = fit(TwoPL(), table, method="marginal")
+    # the shared world (150 subjects, about 8 of its 12 items each) on its 21 nodes: the EM
+    # compiled for the comparisons of paths below
+    table, _, _, a = _shared_world()
+    marg = fit(TwoPL(), table, method="marginal", nodes=21)
     joint = fit_map(TwoPL(), table)
 
     def rmse(f):
@@ -314,12 +316,14 @@ def test_fast_logistic_path_equals_the_generic_path(model, missing, monkeypatch)
 
 
 def test_1pl_shared_discrimination_recovered():
+    # A complete 1PL runs on one row per raw score: 12 items on 21 nodes is the program the
+    # complete case of the comparison of paths below compiles, whatever the number of subjects.
     rng = np.random.default_rng(2)
-    n_s, n_i, a = 1500, 15, 1.6
+    n_s, n_i, a = 1500, 12, 1.6
     theta, b = rng.normal(size=n_s), rng.normal(size=n_i)
     s, i = np.divmod(np.arange(n_s * n_i), n_i)
     y = (rng.random(len(s)) < expit(a * (theta[s] - b[i]))).astype(float)
-    res = fit(OnePL(), ResponseTable.from_arrays(s, i, y), method="marginal")
+    res = fit(OnePL(), ResponseTable.from_arrays(s, i, y), method="marginal", nodes=21)
     assert res.converged
     assert res.globals.loc["discrimination", "value"] == pytest.approx(a, rel=0.08)
     assert np.sqrt(np.mean((res.items["difficulty"] - b) ** 2)) < 0.1

@@ -1,6 +1,6 @@
-"""Sharded responses give the one-device answer: the first-order MAP path and SVI on two CPU
-devices, in a subprocess (the device count must be set before JAX starts, and this test
-process has started it already)."""
+"""Sharded responses give the one-device answer: the first-order MAP path, SVI and the streamed
+2PL EM (fit and scoring) on two CPU devices, in one subprocess for all of them (the device
+count must be set before JAX starts, and this test process has started it already)."""
 
 from __future__ import annotations
 
@@ -48,19 +48,44 @@ SCRIPT = textwrap.dedent("""
     for name, mesh_opt in (("svi_one", None), ("svi_two", True)):
         fit = svi(TwoPL(), table, steps=100, draws=20, mesh=mesh_opt)
         out[name] = {"ability": fit.subjects["ability"].tolist()}
+
+    # The streamed 2PL: the blocked EM and the scoring against frozen items.
+    from platinum_jax.data import CodedResponses
+    from platinum_jax.inference import fit_streamed_2pl, score_streamed_2pl
+
+    rng = np.random.default_rng(6)
+    n_s, n_i = 700, 10
+    theta, b, a = rng.normal(size=n_s), rng.normal(size=n_i), np.exp(rng.normal(0, 0.3, n_i))
+    s, i = np.divmod(np.arange(n_s * n_i), n_i)
+    keep = rng.random(s.size) > 0.4
+    s, i = s[keep], i[keep]
+    y = (rng.random(s.size) < 1 / (1 + np.exp(-a[i] * (theta[s] - b[i])))).astype(np.int8)
+    codes = CodedResponses.from_arrays(s, i, y)
+    for name, mesh_opt in (("stream_one", None), ("stream_two", True)):
+        res = fit_streamed_2pl(codes, tol=1e-8, block_cells=256 * n_i, mesh=mesh_opt)
+        sc = score_streamed_2pl(codes, res.items, mesh=mesh_opt)
+        out[name] = {"items": res.items.to_numpy().tolist(),
+                     "ability": res.subjects["ability"].tolist(),
+                     "score": sc.to_numpy().tolist(), "devices": res.diagnostics["devices"]}
     print("RESULT " + json.dumps(out))
 """)
 
 
-@pytest.mark.slow
-def test_two_devices_match_one():
+@pytest.fixture(scope="module")
+def two_devices():
+    """What :data:`SCRIPT` printed, run once on two CPU devices."""
     env = {**os.environ, "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2",
            "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    out = json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.mark.slow
+def test_two_devices_match_one(two_devices):
+    out = two_devices
     n = out["n_responses"]
     # padded to a multiple of two devices, the padding weighted zero
     assert out["shards"] == [(n + 1) // 2] * 2
@@ -74,3 +99,11 @@ def test_two_devices_match_one():
     np.testing.assert_allclose(two["items"], one["items"], atol=1e-8)
     np.testing.assert_allclose(out["svi_two"]["ability"], out["svi_one"]["ability"],
                                atol=1e-8)
+
+
+@pytest.mark.slow
+def test_streamed_em_on_two_devices_matches_one(two_devices):
+    one, two = two_devices["stream_one"], two_devices["stream_two"]
+    assert one["devices"] == 1 and two["devices"] == 2
+    for key in ("items", "ability", "score"):
+        np.testing.assert_allclose(two[key], one[key], atol=1e-8)

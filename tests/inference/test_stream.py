@@ -2,7 +2,8 @@
 scoring against frozen items.
 
 Held against the package's other paths (the pandas reader, the marginal EM) and against
-posteriors computed here with NumPy on a grid."""
+posteriors computed here with NumPy on a grid. The streamed EM on two devices is held against
+one device in tests/inference/test_sharding.py, in the one subprocess that starts two."""
 
 from __future__ import annotations
 
@@ -161,53 +162,6 @@ def test_cli_stream_writes_the_python_fit(tmp_path, capsys):
                  "--out", str(tmp_path / "x")]) == 2
     assert "--stream fits --model 2pl --method marginal" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
-
-
-SHARDED = """
-import json
-import jax
-jax.config.update("jax_enable_x64", True)
-import numpy as np
-from platinum_jax.data import CodedResponses
-from platinum_jax.inference import fit_streamed_2pl, score_streamed_2pl
-
-assert jax.device_count() == 2, jax.devices()
-rng = np.random.default_rng(6)
-n_s, n_i = 700, 10
-theta, b, a = rng.normal(size=n_s), rng.normal(size=n_i), np.exp(rng.normal(0, 0.3, n_i))
-s, i = np.divmod(np.arange(n_s * n_i), n_i)
-keep = rng.random(s.size) > 0.4
-s, i = s[keep], i[keep]
-y = (rng.random(s.size) < 1 / (1 + np.exp(-a[i] * (theta[s] - b[i])))).astype(np.int8)
-codes = CodedResponses.from_arrays(s, i, y)
-out = {}
-for name, mesh in (("one", None), ("two", True)):
-    res = fit_streamed_2pl(codes, tol=1e-8, block_cells=256 * n_i, mesh=mesh)
-    sc = score_streamed_2pl(codes, res.items, mesh=mesh)
-    out[name] = {"items": res.items.to_numpy().tolist(), "ability": res.subjects["ability"].tolist(),
-                 "score": sc.to_numpy().tolist(), "devices": res.diagnostics["devices"]}
-print("RESULT " + json.dumps(out))
-"""
-
-
-@pytest.mark.slow
-def test_two_devices_match_one():
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2",
-           "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    import json
-
-    out = json.loads(line[len("RESULT "):])
-    assert out["one"]["devices"] == 1 and out["two"]["devices"] == 2
-    for key in ("items", "ability", "score"):
-        np.testing.assert_allclose(out["two"][key], out["one"][key], atol=1e-8)
 
 
 def test_expanded_step_maximises_its_objective():

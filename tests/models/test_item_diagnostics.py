@@ -104,6 +104,26 @@ def test_information_and_curves_match_closed_forms(twopl_fit):
     np.testing.assert_allclose(diag["max_information"][inside], a[inside] ** 2 / 4, rtol=5e-3)
 
 
+def test_fits_of_one_structure_share_the_programs_and_keep_their_own_parameters(
+        twopl_fit, saturated_fit):
+    # Two fits of one model and table shape: the curves and information come from one compiled
+    # program each (the parameters are its arguments), and each fit's numbers are its own.
+    from platinum_jax.models import diagnostics
+
+    grid = np.array([-1.0, 0.5, 2.0])
+    for fit in (twopl_fit, saturated_fit, twopl_fit):
+        b = fit.items["difficulty"].to_numpy()
+        a = fit.items["discrimination"].to_numpy()
+        p = _sigmoid(a * (grid[:, None] - b))
+        np.testing.assert_allclose(item_curves(fit, grid).to_numpy(), p, rtol=1e-10)
+        np.testing.assert_allclose(item_information(fit, grid)[list(fit.table.items)],
+                                   a**2 * p * (1 - p), rtol=1e-9)
+    kept = [k[0] for k in diagnostics._PROGRAMS
+            if k[1] is TwoPL and k[3] == twopl_fit.problem.info and k[0] != "moments"]
+    assert sorted(kept) == ["curves", "information"]
+    assert not np.allclose(twopl_fit.items["difficulty"], saturated_fit.items["difficulty"])
+
+
 def test_three_pl_curve_has_its_floor():
     fit = fit_map(ThreePL(), _world(3))
     grid = np.array([-8.0, 0.0, 2.0])
@@ -153,13 +173,20 @@ def test_graded_diagnostics_match_numpy():
         np.testing.assert_allclose(info[t.items[j]][ok], want[ok], rtol=1e-6)
 
 
-def test_saturated_items_are_flagged(twopl_fit):
+@pytest.fixture(scope="module")
+def saturated_fit(twopl_fit):
+    """The 2PL world with item 1 solved by every subject who answered it and item 3 by none."""
     t = twopl_fit.table
     y = t.response.copy()
-    y[t.item_index == 1] = 1.0  # every subject who answered item 1 solves it
-    y[t.item_index == 3] = 0.0  # no subject solves item 3
-    table = ResponseTable.from_arrays(t.subject_index, t.item_index, y)
-    diag = item_diagnostics(fit_map(TwoPL(), table))
+    y[t.item_index == 1] = 1.0
+    y[t.item_index == 3] = 0.0
+    return fit_map(TwoPL(), ResponseTable.from_arrays(t.subject_index, t.item_index, y))
+
+
+def test_saturated_items_are_flagged(saturated_fit):
+    y = saturated_fit.table.response
+    t = saturated_fit.table
+    diag = item_diagnostics(saturated_fit)
     # the other items, by NumPy: solved by all (none) when their observed mean is 1 (0)
     mean = pd.Series(y).groupby(t.item_index).mean().to_numpy()
     assert diag["solved_by_all"].tolist() == list(mean == 1.0)
