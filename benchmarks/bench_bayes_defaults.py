@@ -183,6 +183,66 @@ def all_coordinates(idata) -> dict:
     return out
 
 
+def divergence_curvature(idata, table, *, n_typical: int = 4, top: int = 6) -> list[dict]:
+    """Where the divergent transitions of a ``fit_stitching_bayes`` run on ``table`` (its
+    ``idata``) meet a sharp curvature: at each divergent draw and at ``n_typical`` ordinary
+    ones, the largest eigenvalue of the Hessian of the negative log posterior in the
+    unconstrained coordinates, whitened by the covariance of the draws (1 = as curved as the
+    posterior is wide; a dense mass matrix sees exactly this), and the ``top`` coordinates of
+    its eigenvector. A value far above the typical draws' marks a funnel: a region narrower
+    than the step size the rest of the posterior allows."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.flatten_util import ravel_pytree
+    from numpyro import handlers
+    from numpyro.infer.util import potential_energy, unconstrain_fn
+
+    from platinum_jax.inference import numpyro_model
+    from platinum_jax.inference._rosetta_bayes import stitching_problem
+
+    problem, _ = stitching_problem(table)
+    model, data = numpyro_model(problem, plain_names=True), problem.data()
+    trace = handlers.trace(handlers.seed(model, 0)).get_trace(data)
+    sites = [k for k, v in trace.items() if v["type"] == "sample" and not v["is_observed"]]
+    post = idata.posterior
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+
+    def unconstrained(c, d):
+        point = {k: jnp.asarray(post[k].values[c, d]) for k in sites}
+        return unconstrain_fn(model, (data,), {}, point)
+
+    first = unconstrained(0, 0)
+    _, unravel = ravel_pytree(first)
+    labels = []
+    for k in sorted(first):  # ravel_pytree flattens a dict in sorted key order
+        var = post[k]
+        coord = [str(x) for x in var.coords[var.dims[2]].values] if var.ndim > 2 else [""]
+        n = int(np.size(first[k]))
+        labels += [f"{k}[{x}]" for x in (coord if len(coord) == n else range(n))]
+    spread = np.stack([ravel_pytree(unconstrained(c, d))[0]
+                       for c in range(n_chain) for d in range(0, n_draw, max(n_draw // 60, 1))])
+    chol = np.linalg.cholesky(np.cov(spread.T) + 1e-10 * np.eye(spread.shape[1]))
+    hessian = jax.jit(jax.hessian(
+        lambda f: potential_energy(model, (data,), {}, unravel(f))))
+    div = np.asarray(idata.sample_stats["diverging"].values)
+    rng = np.random.default_rng(0)
+    picks = [(int(c), int(d), True) for c, d in zip(*np.nonzero(div), strict=True)]
+    picks += [(int(rng.integers(n_chain)), int(rng.integers(n_draw)), False)
+              for _ in range(n_typical)]
+    out = []
+    for c, d, divergent in picks:
+        h = np.asarray(hessian(ravel_pytree(unconstrained(c, d))[0]))
+        vals, vecs = np.linalg.eigh(chol.T @ h @ chol)
+        direction = chol @ vecs[:, -1]
+        direction /= np.abs(direction).max()
+        order = np.argsort(-np.abs(direction))[:top]
+        out.append({"chain": c, "draw": d, "divergent": divergent,
+                    "curvature_max": round(float(vals[-1]), 1),
+                    "direction": {labels[i]: round(float(direction[i]), 2) for i in order}})
+    return out
+
+
 def _dense_mass(name: str):
     """The mass matrix of ``--dense``: the default's (``hyper``), a full dense one (``full``),
     the default's with the capabilities' directions in the scale block (``capabilities``), the
@@ -277,6 +337,10 @@ def sweep(args) -> int:
                 "rhat_max_summary": round(float(d["rhat_max"]), 4),
                 "ess_bulk_min": round(every["ess_bulk_min"], 1),
                 "ess_tail_min": round(every["ess_tail_min"], 1), "ok": ok}), flush=True)
+            if args.diagnose and args.path != "fit" and d["divergences"]:
+                for row in divergence_curvature(fit.idata, table):
+                    print(json.dumps({"name": "bayes_defaults_curvature", "subset": k,
+                                      "seed": seed, **row}), flush=True)
     return 1 if failed else 0
 
 
@@ -305,6 +369,9 @@ def main(argv=None) -> int:
                         "of `fit --model rosetta_bayes --method nuts`")
     parser.add_argument("--warmup", type=int, default=1000,
                         help="--sweep: warmup steps (default 1000, the default's)")
+    parser.add_argument("--diagnose", action="store_true",
+                        help="--sweep: after a run with divergences, the curvature at each "
+                        "divergent draw and its direction (divergence_curvature)")
     args = parser.parse_args(argv)
     if args.sweep:
         return sweep(args)

@@ -395,6 +395,9 @@ class RosettaBayes(MeasurementModel):
         priors: :class:`Priors`.
         polar_scale: sample the standardised capabilities in polar form (default; see
             :class:`Priors`) or, False, as they are.
+        noise_scaled: Gaussian likelihood: sample the intercept of a benchmark with few scores
+            and no standard errors relative to its noise scale (opt-in; see
+            :mod:`platinum_jax.models._rosetta_noise`).
 
     The declared priors of ``capability``, ``difficulty`` and ``slope`` (wide normals) serve
     point fits only; Bayesian fits sample the reparameterisation.
@@ -404,6 +407,7 @@ class RosettaBayes(MeasurementModel):
     likelihood: Likelihood = NoisyGaussian()
     priors: Priors = Priors()
     polar_scale: bool = True
+    noise_scaled: bool = False
     name: ClassVar[str] = "rosetta_bayes"
 
     def subject_params(self):
@@ -474,9 +478,14 @@ class RosettaBayes(MeasurementModel):
             anchor_k = int(table.items.get_loc(self.anchor.benchmark))
         elif not isinstance(self.anchor, ModelAnchor):  # pragma: no cover - checked by identify
             raise TypeError(f"anchor must be a BenchmarkAnchor or ModelAnchor, got {self.anchor!r}")
-        return RosettaReparameterisation(
+        rep = RosettaReparameterisation(
             priors=self.priors, n_models=m, n_benchmarks=b, free_capability=free_c,
             free_difficulty=free_d, free_slope=free_s, fixed_capability=fix_c,
             fixed_difficulty=fix_d, fixed_slope=fix_s, anchor_benchmark=anchor_k,
             model_index=np.asarray(table.subject_index), benchmark_index=np.asarray(table.item_index),
             polar=bool(self.polar_scale))
+        if self.noise_scaled and isinstance(self.likelihood, NoisyGaussian):
+            from ._rosetta_noise import scaled_noise
+
+            return scaled_noise(rep, table, self.likelihood.centred_min)
+        return rep
