@@ -89,7 +89,32 @@ none above 0.3, a non-centred noise scale), with its ``slope_z`` at -0.6 to -3.7
 -1.2) and the difficulty it implies at 2.6 to 23 (mean 3.8), a flat-slope corner the priors alone
 bound; the capabilities block alone diverges more (likely its estimate: about 200 coordinates
 from the last warmup window of 500 draws). No mass matrix reached every bar, so the default stays
-``hyper``; the next step is the geometry of a benchmark whose few scores allow a flat slope.
+``hyper``.
+
+The subsets' divergences are a funnel, not the slow direction. ``--diagnose`` prints, at each
+divergent draw and a few ordinary ones, the largest eigenvalue of the Hessian of the negative
+log posterior whitened by the draws' covariance (``divergence_curvature``; about 1 where the
+posterior is Gaussian) and its direction. Subset 2, full dense, seed 2: 68, 131 and 787 at
+divergent draws, 21 and 26 at ordinary ones, each time along ScienceQA's intercept, noise and
+slope (3 scores, no standard errors: the scores pin the intercept to about sigma_b, which only
+the prior bounds; the intercept's conditional sd moves from 0.03 to 1.0 across sigma_b's
+range). The flat slope of Factorio seen in two divergent draws was where that chain stood.
+Two geometries against it: the noise of benchmarks with 5 or more scores centred (the
+likelihood's ``centred_min`` set to 5 by hand for that run), and ``--noise-scaled``, which samples
+a sparse benchmark's intercept relative to its noise (``RosettaBayes(noise_scaled=True)``):
+
+    table        seed  geometry (full dense)        div  R-hat   bulk  tail  CPU s  load  ok
+    subset 2     2     default coordinates            4  1.0038   577   584    214   4.3  no
+    subset 2     2     noise centred from 5 scores    5  1.0045   816  1000    252   8.4  no
+    subset 2     2     noise-scaled intercepts        1  1.0053   968  1539    242  15.0  no
+S3ROW
+
+The noise-scaled run's divergence has whitened curvature 80,000 along LAMBADA's slope_z (7
+scores, no standard errors): the same funnel in the slope, which those coordinates leave as it
+was; and its intercept coordinate bends where the logit of the mean score (its centre) is not
+the intercept the scores imply (whitened curvature 1,800-4,100 along ScienceQA's at ordinary
+draws). A fix would centre and scale intercept and slope on their conditional posterior given
+sigma_b; until one passes the sweep the defaults stay as they are.
 
 ``--path fit`` (``fit --model rosetta_bayes --method nuts``: 4 x 500 draws after 500 warmup
 steps, target acceptance 0.9, a full dense mass matrix up to 600 free coordinates, so on these
@@ -243,12 +268,15 @@ def divergence_curvature(idata, table, *, n_typical: int = 4, top: int = 6) -> l
     return out
 
 
-def _dense_mass(name: str):
+def _dense_mass(name: str, noise_scaled: bool = False):
     """The mass matrix of ``--dense``: the default's (``hyper``), a full dense one (``full``),
     the default's with the capabilities' directions in the scale block (``capabilities``), the
-    noise block alone (``noise``) or the slopes without the scale (``slopes``)."""
-    noise = ("noise_log_mu", "noise_log_tau")
-    choices = {"hyper": "hyper", "full": True, "noise": [noise],
+    noise block alone (``noise``) or the slopes without the scale (``slopes``). With
+    ``noise_scaled`` the noise block is the site that holds the noise and the intercepts."""
+    noise = ("noise_intercept",) if noise_scaled else ("noise_log_mu", "noise_log_tau")
+    hyper = ([("capability_r2", "anchor_slope_z", "slope_z"), noise] if noise_scaled
+             else "hyper")
+    choices = {"hyper": hyper, "full": True, "noise": [noise],
                "capabilities": [("capability_u", "capability_r2", "anchor_slope_z", "slope_z"),
                                 noise],
                "slopes": [("anchor_slope_z", "slope_z"), noise]}
@@ -257,9 +285,11 @@ def _dense_mass(name: str):
     return choices[name]
 
 
-def _geometry(polar: bool):
+def _geometry(polar: bool, noise_scaled: bool = False):
     """Make ``fit_stitching_bayes`` sample z in polar form (the default) or as it is
-    (``--plain-z``, the geometry before), by the model's ``polar_scale`` field."""
+    (``--plain-z``, the geometry before), by the model's ``polar_scale`` field, and the
+    intercepts of benchmarks with few scores and no standard errors scaled by their noise
+    (``--noise-scaled``, the ``noise_scaled`` field)."""
     import dataclasses
 
     from platinum_jax.models.rosetta_bayes import RosettaBayes
@@ -267,7 +297,8 @@ def _geometry(polar: bool):
     make = RosettaBayes.with_likelihood.__func__
 
     def with_likelihood(cls, *args, **kwargs):
-        return dataclasses.replace(make(cls, *args, **kwargs), polar_scale=polar)
+        return dataclasses.replace(make(cls, *args, **kwargs), polar_scale=polar,
+                                   noise_scaled=noise_scaled)
 
     RosettaBayes.with_likelihood = classmethod(with_likelihood)
 
@@ -304,7 +335,7 @@ def sweep(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)
         full = ScoreTable.from_epoch(EPOCH_RAW)
-    _geometry(not args.plain_z)
+    _geometry(not args.plain_z, args.noise_scaled)
     failed = 0
     for k in range(args.first_subset, args.subsets):
         table = random_subset(full, k, args.drop)
@@ -317,7 +348,7 @@ def sweep(args) -> int:
                     d, every = _fit_path(table, seed)
                 else:
                     fit = fit_stitching_bayes(table, seed=seed, warmup=args.warmup,
-                                              dense_mass=_dense_mass(args.dense))
+                                              dense_mass=_dense_mass(args.dense, args.noise_scaled))
                     d, every = fit.diagnostics, all_coordinates(fit.idata)
             ok = (d["divergences"] == 0 and every["rhat_max"] <= 1.01
                   and min(every["ess_bulk_min"], every["ess_tail_min"]) >= 400)
@@ -326,7 +357,7 @@ def sweep(args) -> int:
                 "name": "bayes_defaults_sweep", "subset": k, "seed": seed, "path": args.path,
                 # the fit path runs `nuts`'s own defaults: 4 x 500 after 500, dense if <= 600
                 "dense": d.get("dense_mass") if args.path == "fit" else args.dense,
-                "z": "plain" if args.plain_z else "polar",
+                "z": "plain" if args.plain_z else "polar", "noise_scaled": args.noise_scaled,
                 "warmup": d.get("warmup") if args.path == "fit" else args.warmup,
                 "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
                 "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
@@ -369,6 +400,9 @@ def main(argv=None) -> int:
                         "of `fit --model rosetta_bayes --method nuts`")
     parser.add_argument("--warmup", type=int, default=1000,
                         help="--sweep: warmup steps (default 1000, the default's)")
+    parser.add_argument("--noise-scaled", action="store_true",
+                        help="--sweep: intercepts of benchmarks with few scores and no standard "
+                        "errors sampled relative to their noise (RosettaBayes(noise_scaled=True))")
     parser.add_argument("--diagnose", action="store_true",
                         help="--sweep: after a run with divergences, the curvature at each "
                         "divergent draw and its direction (divergence_curvature)")

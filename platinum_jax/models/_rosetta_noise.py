@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .rosetta_bayes import RosettaReparameterisation
+from ._rosetta_reparam import RosettaReparameterisation
 
 __all__ = ["ScaledNoiseReparameterisation", "noise_intercept_prior", "scaled_noise_constants"]
 
