@@ -89,14 +89,45 @@ none above 0.3, a non-centred noise scale), with its ``slope_z`` at -0.6 to -3.7
 -1.2) and the difficulty it implies at 2.6 to 23 (mean 3.8), a flat-slope corner the priors alone
 bound; the capabilities block alone diverges more (likely its estimate: about 200 coordinates
 from the last warmup window of 500 draws). No mass matrix reached every bar, so the default stays
-``hyper``; the next step is the geometry of a benchmark whose few scores allow a flat slope.
+``hyper``.
+
+The subsets' divergences are a funnel, not the slow direction. ``--diagnose`` prints, at each
+divergent draw and a few ordinary ones, the largest eigenvalue of the Hessian of the negative
+log posterior whitened by the draws' covariance (``divergence_curvature``; about 1 where the
+posterior is Gaussian) and its direction. Subset 2, full dense, seed 2: 68, 131 and 787 at
+divergent draws, 21 and 26 at ordinary ones, each time along ScienceQA's intercept, noise and
+slope (3 scores, no standard errors: the scores pin the intercept to about sigma_b, which only
+the prior bounds; the intercept's conditional sd moves from 0.03 to 1.0 across sigma_b's
+range). The flat slope of Factorio seen in two divergent draws was where that chain stood.
+Two geometries against it: the noise of benchmarks with 5 or more scores centred (the
+likelihood's ``centred_min`` set to 5 by hand for that run), and ``--noise-scaled``, which samples
+a sparse benchmark's intercept relative to its noise (``RosettaBayes(noise_scaled=True)``):
+
+    table        seed  geometry (full dense)        div  R-hat   bulk  tail  CPU s  load  ok
+    subset 2     2     default coordinates            4  1.0038   577   584    214   4.3  no
+    subset 2     2     noise centred from 5 scores    5  1.0045   816  1000    252   8.4  no
+    subset 2     2     noise-scaled intercepts        1  1.0053   968  1539    242  15.0  no
+    subset 3     2     default coordinates            2  1.0049   738  1524    262   7.2  no
+    subset 3     2     noise-scaled intercepts        4  1.0055   767  1334    275  15.2  no
+
+(The subset 2 noise-scaled run used a prototype of the same coordinates with the noise and the
+intercepts as separate sites; the test of ``_rosetta_noise`` shows the two are one density.
+Subset 3 ran ``--noise-scaled`` as committed.) On subset 3 the noise-scaled run's divergent
+draws show whitened curvatures of 13-24, no more than its ordinary draws (20-34), along the
+joint site's intercept and noise entries: no neck that the Hessian sees. On subset 2 its one
+divergence has whitened curvature 80,000 along LAMBADA's slope_z (7 scores, no standard
+errors): the same funnel in the slope, which those coordinates leave as it was; and its
+intercept coordinate bends where the logit of the mean score (its centre) is not the intercept
+the scores imply (whitened curvature 1,800-4,100 along ScienceQA's at ordinary
+draws). A fix would centre and scale intercept and slope on their conditional posterior given
+sigma_b; until one passes the sweep the defaults stay as they are.
 
 ``--path fit`` (``fit --model rosetta_bayes --method nuts``: 4 x 500 draws after 500 warmup
 steps, target acceptance 0.9, a full dense mass matrix up to 600 free coordinates, so on these
 tables) on the full directory with seed 2: 1 divergence, R-hat 1.00, bulk ESS 1,079, tail 1,184
 (204 CPU s, load 13); on subset 2 with seed 2: 24 divergences, R-hat 1.00, bulk ESS 675, tail
 1,147 (146 CPU s, load 19). It mixes, as the full dense mass matrix does above, but at target
-acceptance 0.9 it diverges more where the flat-slope corner is. Those R-hats were rounded to two decimals by ArviZ's summary, which the
+acceptance 0.9 it diverges more on the subset. Those R-hats were rounded to two decimals by ArviZ's summary, which the
 fit path's check read until now (so an R-hat of 1.014 passed its 1.01 bar); it reads the
 unrounded values now.
 """
@@ -183,12 +214,75 @@ def all_coordinates(idata) -> dict:
     return out
 
 
-def _dense_mass(name: str):
+def divergence_curvature(idata, table, *, n_typical: int = 4, top: int = 6) -> list[dict]:
+    """Where the divergent transitions of a ``fit_stitching_bayes`` run on ``table`` (its
+    ``idata``) meet a sharp curvature: at each divergent draw and at ``n_typical`` ordinary
+    ones, the largest eigenvalue of the Hessian of the negative log posterior in the
+    unconstrained coordinates, whitened by the covariance of the draws (1 = as curved as the
+    posterior is wide; a dense mass matrix sees exactly this), and the ``top`` coordinates of
+    its eigenvector. A value far above the typical draws' marks a funnel: a region narrower
+    than the step size the rest of the posterior allows."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.flatten_util import ravel_pytree
+    from numpyro import handlers
+    from numpyro.infer.util import potential_energy, unconstrain_fn
+
+    from platinum_jax.inference import numpyro_model
+    from platinum_jax.inference._rosetta_bayes import stitching_problem
+
+    problem, _ = stitching_problem(table)
+    model, data = numpyro_model(problem, plain_names=True), problem.data()
+    trace = handlers.trace(handlers.seed(model, 0)).get_trace(data)
+    sites = [k for k, v in trace.items() if v["type"] == "sample" and not v["is_observed"]]
+    post = idata.posterior
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+
+    def unconstrained(c, d):
+        point = {k: jnp.asarray(post[k].values[c, d]) for k in sites}
+        return unconstrain_fn(model, (data,), {}, point)
+
+    first = unconstrained(0, 0)
+    _, unravel = ravel_pytree(first)
+    labels = []
+    for k in sorted(first):  # ravel_pytree flattens a dict in sorted key order
+        var = post[k]
+        coord = [str(x) for x in var.coords[var.dims[2]].values] if var.ndim > 2 else [""]
+        n = int(np.size(first[k]))
+        labels += [f"{k}[{x}]" for x in (coord if len(coord) == n else range(n))]
+    spread = np.stack([ravel_pytree(unconstrained(c, d))[0]
+                       for c in range(n_chain) for d in range(0, n_draw, max(n_draw // 60, 1))])
+    chol = np.linalg.cholesky(np.cov(spread.T) + 1e-10 * np.eye(spread.shape[1]))
+    hessian = jax.jit(jax.hessian(
+        lambda f: potential_energy(model, (data,), {}, unravel(f))))
+    div = np.asarray(idata.sample_stats["diverging"].values)
+    rng = np.random.default_rng(0)
+    picks = [(int(c), int(d), True) for c, d in zip(*np.nonzero(div), strict=True)]
+    picks += [(int(rng.integers(n_chain)), int(rng.integers(n_draw)), False)
+              for _ in range(n_typical)]
+    out = []
+    for c, d, divergent in picks:
+        h = np.asarray(hessian(ravel_pytree(unconstrained(c, d))[0]))
+        vals, vecs = np.linalg.eigh(chol.T @ h @ chol)
+        direction = chol @ vecs[:, -1]
+        direction /= np.abs(direction).max()
+        order = np.argsort(-np.abs(direction))[:top]
+        out.append({"chain": c, "draw": d, "divergent": divergent,
+                    "curvature_max": round(float(vals[-1]), 1),
+                    "direction": {labels[i]: round(float(direction[i]), 2) for i in order}})
+    return out
+
+
+def _dense_mass(name: str, noise_scaled: bool = False):
     """The mass matrix of ``--dense``: the default's (``hyper``), a full dense one (``full``),
     the default's with the capabilities' directions in the scale block (``capabilities``), the
-    noise block alone (``noise``) or the slopes without the scale (``slopes``)."""
-    noise = ("noise_log_mu", "noise_log_tau")
-    choices = {"hyper": "hyper", "full": True, "noise": [noise],
+    noise block alone (``noise``) or the slopes without the scale (``slopes``). With
+    ``noise_scaled`` the noise block is the site that holds the noise and the intercepts."""
+    noise = ("noise_intercept",) if noise_scaled else ("noise_log_mu", "noise_log_tau")
+    hyper = ([("capability_r2", "anchor_slope_z", "slope_z"), noise] if noise_scaled
+             else "hyper")
+    choices = {"hyper": hyper, "full": True, "noise": [noise],
                "capabilities": [("capability_u", "capability_r2", "anchor_slope_z", "slope_z"),
                                 noise],
                "slopes": [("anchor_slope_z", "slope_z"), noise]}
@@ -197,9 +291,11 @@ def _dense_mass(name: str):
     return choices[name]
 
 
-def _geometry(polar: bool):
+def _geometry(polar: bool, noise_scaled: bool = False):
     """Make ``fit_stitching_bayes`` sample z in polar form (the default) or as it is
-    (``--plain-z``, the geometry before), by the model's ``polar_scale`` field."""
+    (``--plain-z``, the geometry before), by the model's ``polar_scale`` field, and the
+    intercepts of benchmarks with few scores and no standard errors scaled by their noise
+    (``--noise-scaled``, the ``noise_scaled`` field)."""
     import dataclasses
 
     from platinum_jax.models.rosetta_bayes import RosettaBayes
@@ -207,7 +303,8 @@ def _geometry(polar: bool):
     make = RosettaBayes.with_likelihood.__func__
 
     def with_likelihood(cls, *args, **kwargs):
-        return dataclasses.replace(make(cls, *args, **kwargs), polar_scale=polar)
+        return dataclasses.replace(make(cls, *args, **kwargs), polar_scale=polar,
+                                   noise_scaled=noise_scaled)
 
     RosettaBayes.with_likelihood = classmethod(with_likelihood)
 
@@ -244,7 +341,7 @@ def sweep(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)
         full = ScoreTable.from_epoch(EPOCH_RAW)
-    _geometry(not args.plain_z)
+    _geometry(not args.plain_z, args.noise_scaled)
     failed = 0
     for k in range(args.first_subset, args.subsets):
         table = random_subset(full, k, args.drop)
@@ -257,7 +354,7 @@ def sweep(args) -> int:
                     d, every = _fit_path(table, seed)
                 else:
                     fit = fit_stitching_bayes(table, seed=seed, warmup=args.warmup,
-                                              dense_mass=_dense_mass(args.dense))
+                                              dense_mass=_dense_mass(args.dense, args.noise_scaled))
                     d, every = fit.diagnostics, all_coordinates(fit.idata)
             ok = (d["divergences"] == 0 and every["rhat_max"] <= 1.01
                   and min(every["ess_bulk_min"], every["ess_tail_min"]) >= 400)
@@ -266,7 +363,7 @@ def sweep(args) -> int:
                 "name": "bayes_defaults_sweep", "subset": k, "seed": seed, "path": args.path,
                 # the fit path runs `nuts`'s own defaults: 4 x 500 after 500, dense if <= 600
                 "dense": d.get("dense_mass") if args.path == "fit" else args.dense,
-                "z": "plain" if args.plain_z else "polar",
+                "z": "plain" if args.plain_z else "polar", "noise_scaled": args.noise_scaled,
                 "warmup": d.get("warmup") if args.path == "fit" else args.warmup,
                 "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
                 "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
@@ -277,6 +374,10 @@ def sweep(args) -> int:
                 "rhat_max_summary": round(float(d["rhat_max"]), 4),
                 "ess_bulk_min": round(every["ess_bulk_min"], 1),
                 "ess_tail_min": round(every["ess_tail_min"], 1), "ok": ok}), flush=True)
+            if args.diagnose and args.path != "fit" and d["divergences"]:
+                for row in divergence_curvature(fit.idata, table):
+                    print(json.dumps({"name": "bayes_defaults_curvature", "subset": k,
+                                      "seed": seed, **row}), flush=True)
     return 1 if failed else 0
 
 
@@ -305,6 +406,12 @@ def main(argv=None) -> int:
                         "of `fit --model rosetta_bayes --method nuts`")
     parser.add_argument("--warmup", type=int, default=1000,
                         help="--sweep: warmup steps (default 1000, the default's)")
+    parser.add_argument("--noise-scaled", action="store_true",
+                        help="--sweep: intercepts of benchmarks with few scores and no standard "
+                        "errors sampled relative to their noise (RosettaBayes(noise_scaled=True))")
+    parser.add_argument("--diagnose", action="store_true",
+                        help="--sweep: after a run with divergences, the curvature at each "
+                        "divergent draw and its direction (divergence_curvature)")
     args = parser.parse_args(argv)
     if args.sweep:
         return sweep(args)
