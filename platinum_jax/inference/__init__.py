@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from platinum_jax._deprecation import module_hooks
 
+from ._cv import cross_validate, kfold_assignments
 from ._diagnostics import (
     DIAGNOSTIC_KEYS,
     Diagnostics,
@@ -33,9 +34,7 @@ from ._fit_files import DRAWS_FILE, draws_bytes, with_integrity
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._point import (
     NOISE_SCALES,
-    cross_validate,
     fit_map,
-    kfold_assignments,
     laplace,
     laplace_covariance,
     noise_variance,

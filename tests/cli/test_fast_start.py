@@ -19,7 +19,7 @@ from scipy import stats
 
 from platinum_jax import _runtime
 from platinum_jax.data._responses import component_roots
-from platinum_jax.inference import _map
+from platinum_jax.inference import _dense
 from platinum_jax.models import Gaussian, Param, PriorSpec, Rosetta
 
 XS = np.array([-2.5, -0.3, 0.0, 1.1, 4.0])
@@ -272,7 +272,7 @@ def test_a_program_without_lapack_loads_without_lapack_set_up(executables):
     assert scipy_loaded == "False"
 
 
-@pytest.mark.parametrize("n", [1, 2, 7, 40, _map._SMALL, _map._SMALL + 3])
+@pytest.mark.parametrize("n", [1, 2, 7, 40, _dense._SMALL, _dense._SMALL + 3])
 def test_spd_solve_matches_numpy(n):
     """The Schur system of the MAP solver: XLA's own factorisation up to _SMALL unknowns,
     LAPACK's above; both against NumPy's dense solve."""
@@ -280,21 +280,21 @@ def test_spd_solve_matches_numpy(n):
     x = rng.normal(size=(n + 5, n))
     a = x.T @ x + 0.1 * np.eye(n)  # positive definite, condition number up to ~1e3
     b = rng.normal(size=n)
-    got = np.asarray(jax.jit(_map._spd_solve)(jnp.asarray(a), jnp.asarray(b)))
+    got = np.asarray(jax.jit(_dense._spd_solve)(jnp.asarray(a), jnp.asarray(b)))
     want = np.linalg.solve(a, b)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
     # batched, as the analyses' vmapped refits call it
     batch = np.stack([a, a + np.eye(n)])
-    got = np.asarray(jax.vmap(_map._spd_solve)(jnp.asarray(batch), jnp.asarray(np.stack([b, b]))))
+    got = np.asarray(jax.vmap(_dense._spd_solve)(jnp.asarray(batch), jnp.asarray(np.stack([b, b]))))
     np.testing.assert_allclose(got[1], np.linalg.solve(batch[1], b), rtol=1e-9,
                                atol=1e-9 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("n", [2, _map._SMALL + 1])
+@pytest.mark.parametrize("n", [2, _dense._SMALL + 1])
 def test_spd_solve_reports_an_indefinite_system_as_nan(n):
     a = np.eye(n)
     a[0, 0] = -1.0
-    got = np.asarray(_map._spd_solve(jnp.asarray(a), jnp.ones(n)))
+    got = np.asarray(_dense._spd_solve(jnp.asarray(a), jnp.ones(n)))
     assert np.isnan(got).any()
 
 
