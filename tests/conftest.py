@@ -128,3 +128,34 @@ def no_compilation_cache():
     finally:
         jax.config.update("jax_enable_compilation_cache", before)
         compilation_cache.reset_cache()
+
+
+def _sparse_score_frame(seed=0, n_models=9, n_bench=4, n_items=40):
+    """Scores k / n of a synthetic stitching truth with standard errors (some below the
+    floor), about a fifth of the pairs missing, as the Epoch data are sparse. The Bayesian
+    stitching tests of both paths sample the same worlds, so their programs are compiled once
+    in the run."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    c = rng.normal(0.0, 1.0, n_models)
+    d = rng.normal(0.0, 0.7, n_bench)
+    a = np.exp(rng.normal(0.0, 0.3, n_bench))
+    rows = []
+    for m in range(n_models):
+        for b in range(n_bench):
+            if b > 0 and rng.random() < 0.2:
+                continue
+            mu = 1.0 / (1.0 + np.exp(-a[b] * (c[m] - d[b])))
+            k = rng.binomial(n_items, mu)
+            rows.append((f"m{m}", f"b{b}", k / n_items, n_items, rng.choice([0.0, 0.002, 0.03])))
+    return pd.DataFrame(rows, columns=["model", "benchmark", "score", "n_items", "stderr"])
+
+
+@pytest.fixture(scope="session")
+def sparse_scores():
+    """``sparse_scores(seed=0, n_models=9, n_bench=4, n_items=40)``: a sparse synthetic score
+    table (columns model, benchmark, score, n_items, stderr)."""
+    return _sparse_score_frame
+

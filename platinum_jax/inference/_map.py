@@ -20,7 +20,6 @@ by the gain ratio or doubles after a rejection.
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 from typing import NamedTuple
@@ -29,6 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve
+
+from platinum_jax._programs import kept_program
 
 from ._dense import _psd, _spd_solve
 from ._problem import Data, Problem, Theta
@@ -348,18 +349,7 @@ def per_structure(cache: dict, problem: Problem, tag, build, *, compiler_options
         hash(key)
     except TypeError:
         key = None
-    if key is not None and key in cache:
-        return cache[key]
-    bare = copy.copy(problem)
-    bare.table = None
-    fn = build(bare)
-    if key is not None:
-        if keep is not None:
-            fn = keep(fn)
-        if len(cache) >= limit:
-            cache.pop(next(iter(cache)))  # the oldest
-        cache[key] = fn
-    return fn
+    return kept_program(cache, key, problem, build, limit=limit, keep=keep)
 
 
 _PLAIN = (bool, int, float, str, type(None), np.bool_, np.integer, np.floating)

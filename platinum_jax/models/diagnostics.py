@@ -35,6 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from platinum_jax._programs import kept_program
+
 from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Categorical, Gaussian
 
 __all__ = ["item_diagnostics", "item_curves", "item_information", "plot_item_curves"]
@@ -54,24 +56,13 @@ def _program(tag: str, prob, build):
     the float type and which entries are free); ``bare`` is ``prob`` without its table, so a
     kept program holds no table alive. A model that cannot be hashed (array fields) gets a
     fresh program each time."""
-    import copy
-
     try:
         fixed = tuple(np.asarray(m).tobytes() for m in (prob.free_S, prob.free_I, prob.free_G))
         key = (tag, type(prob.model), prob.model, prob.info, str(prob.dtype), fixed)
         hash(key)
     except TypeError:
         key = None
-    if key is not None and key in _PROGRAMS:
-        return _PROGRAMS[key]
-    bare = copy.copy(prob)
-    bare.table = None
-    fn = build(bare)
-    if key is not None:
-        if len(_PROGRAMS) >= _MAX_PROGRAMS:
-            _PROGRAMS.pop(next(iter(_PROGRAMS)))
-        _PROGRAMS[key] = fn
-    return fn
+    return kept_program(_PROGRAMS, key, prob, build, limit=_MAX_PROGRAMS)
 
 
 def _problem_theta(fit):

@@ -12,7 +12,6 @@ import warnings
 
 import jax
 import numpy as np
-import pandas as pd
 import pytest
 from numpyro import handlers
 from numpyro.infer.util import log_density
@@ -25,23 +24,6 @@ from platinum_jax.stitching import BenchmarkAnchor, ScoreTable
 from platinum_jax.stitching.bayes import fit_stitching_bayes, prepare_data, stitching_problem
 
 jax.config.update("jax_enable_x64", True)
-
-
-def _frame(seed=0, n_models=9, n_bench=4, n_items=40):
-    """Scores k / n of a synthetic truth with standard errors (some below the floor)."""
-    rng = np.random.default_rng(seed)
-    c = rng.normal(0.0, 1.0, n_models)
-    d = rng.normal(0.0, 0.7, n_bench)
-    a = np.exp(rng.normal(0.0, 0.3, n_bench))
-    rows = []
-    for m in range(n_models):
-        for b in range(n_bench):
-            if b > 0 and rng.random() < 0.2:
-                continue  # a sparse table, as the Epoch data are
-            mu = 1.0 / (1.0 + np.exp(-a[b] * (c[m] - d[b])))
-            k = rng.binomial(n_items, mu)
-            rows.append((f"m{m}", f"b{b}", k / n_items, n_items, rng.choice([0.0, 0.002, 0.03])))
-    return pd.DataFrame(rows, columns=["model", "benchmark", "score", "n_items", "stderr"])
 
 
 def _fit_args(tmp_path, model="rosetta", likelihood=None, method="nuts"):
@@ -66,8 +48,9 @@ def _fit_problem(frame, args):
 
 @pytest.mark.parametrize("likelihood", [None, "beta_binomial"])
 @pytest.mark.parametrize("model", ["rosetta", "rosetta_bayes"])
-def test_fit_and_stitch_bayes_share_one_posterior_density(tmp_path, model, likelihood):
-    frame = _frame()
+def test_fit_and_stitch_bayes_share_one_posterior_density(tmp_path, model, likelihood,
+                                                          sparse_scores):
+    frame = sparse_scores()
     args = _fit_args(tmp_path, model, likelihood)
     ours, n_floored = _fit_problem(frame, args)
     assert isinstance(ours.model, RosettaBayes)
@@ -115,7 +98,7 @@ def test_fit_says_it_samples_the_bayesian_rosetta_model(tmp_path):
     assert sampled_model_note("2pl", "nuts") is None
 
 
-def test_rosetta_bayes_is_only_sampled(tmp_path):
+def test_rosetta_bayes_is_only_sampled(tmp_path, sparse_scores):
     from platinum_jax.cli.fit import _check
 
     with pytest.raises(ValueError, match="--model rosetta_bayes is sampled"):
@@ -123,15 +106,15 @@ def test_rosetta_bayes_is_only_sampled(tmp_path):
     args = _fit_args(tmp_path, "rosetta")
     args.link = "clipped_linear"
     with pytest.raises(ValueError, match="sigmoid link"):
-        build_model(args, ResponseTable.from_frame(_frame().drop(columns=["n_items", "stderr"])))
+        build_model(args, ResponseTable.from_frame(sparse_scores().drop(columns=["n_items", "stderr"])))
 
 
 @pytest.mark.slow
-def test_the_two_commands_posteriors_agree(tmp_path):
+def test_the_two_commands_posteriors_agree(tmp_path, sparse_scores):
     """Short runs of both paths: posterior means of C_m within 5 Monte Carlo standard errors."""
     from platinum_jax.inference import fit
 
-    frame = _frame(seed=1, n_models=8, n_bench=3)
+    frame = sparse_scores(seed=1, n_models=8, n_bench=3)
     table = ScoreTable.from_frame(frame.drop(columns="n_items"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -104,33 +104,13 @@ def test_sampled_coordinates_the_summary_hides_are_checked():
     assert diag["rhat_max"] == pytest.approx(expected) and expected > 1.5
 
 
-def _sparse_csv(tmp_path, seed=1, n_models=8, n_bench=3, n_items=40):
-    """Scores k / n of a synthetic truth with standard errors, about a fifth of the pairs
-    missing: the world (and the random stream) of ``_frame`` in
-    tests/inference/test_bayes_one_model.py, whose one-chain NUTS run of 200 + 400 steps
-    compiles the programs a run of the same shape and settings here then takes from the run's
-    compilation cache."""
-    rng = np.random.default_rng(seed)
-    c = rng.normal(0.0, 1.0, n_models)
-    d = rng.normal(0.0, 0.7, n_bench)
-    a = np.exp(rng.normal(0.0, 0.3, n_bench))
-    rows = []
-    for m in range(n_models):
-        for b in range(n_bench):
-            if b > 0 and rng.random() < 0.2:
-                continue
-            mu = 1.0 / (1.0 + np.exp(-a[b] * (c[m] - d[b])))
-            k = rng.binomial(n_items, mu)
-            rows.append((f"m{m}", f"b{b}", k / n_items, rng.choice([0.0, 0.002, 0.03])))
-    path = tmp_path / "sparse.csv"
-    pd.DataFrame(rows, columns=["model", "benchmark", "score", "stderr"]).to_csv(path, index=False)
-    return path
-
-
-def test_cli_runs_one_chain(tmp_path, capsys):
+def test_cli_runs_one_chain(tmp_path, capsys, sparse_scores):
     from platinum_jax.cli import main
 
-    csv = _sparse_csv(tmp_path)
+    # the world and settings of the two commands' posterior test (tests/inference/
+    # test_bayes_one_model.py): its NUTS programs come from the run's compilation cache
+    csv = tmp_path / "sparse.csv"
+    sparse_scores(seed=1, n_models=8, n_bench=3).drop(columns="n_items").to_csv(csv, index=False)
     out = tmp_path / "one"
     argv = ["stitch-bayes", str(csv), "--anchor-benchmark", "b0", "--chains", "1"]
     argv += ["--samples", "400", "--warmup", "200", "--out", str(out)]
