@@ -183,6 +183,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--samples", type=int, default=500, help="NUTS draws per chain (default 500)")
     b.add_argument("--target-accept", type=float, default=0.9,
                    help="NUTS target acceptance in (0, 1) (default 0.9)")
+    b.add_argument("--max-tree-depth", type=int, default=10,
+                   help="NUTS takes at most 2^depth - 1 leapfrog steps per draw (default 10); "
+                        "lower it to bound the time of a badly scaled posterior")
     b.add_argument("--steps", type=int, default=3000, help="SVI steps (default 3000)")
     r = p.add_argument_group("Rosetta model")
     r.add_argument("--link", choices=("sigmoid", "clipped_linear"), default="sigmoid",
@@ -236,9 +239,9 @@ def _check(args) -> None:
                          "--likelihood binomial and a trials column")
     if args.categories is not None and args.categories < 2:
         raise ValueError(f"--categories must be >= 2 (got {args.categories})")
-    for name in ("replicates", "chains", "warmup", "samples", "steps"):
+    for name in ("replicates", "chains", "warmup", "samples", "steps", "max_tree_depth"):
         if getattr(args, name) < 1:
-            raise ValueError(f"--{name} must be >= 1 (got {getattr(args, name)})")
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1 (got {getattr(args, name)})")
     if args.noise_per_item and args.method not in ("map", "laplace"):
         raise ValueError(f"--noise-per-item works with --method map or laplace (got "
                          f"{args.method})")
@@ -302,7 +305,8 @@ def _prepare(args, table) -> dict:
         options["replicates"] = args.replicates
     if args.method == "nuts":
         options.update(chains=args.chains, warmup=args.warmup, samples=args.samples,
-                       target_accept=args.target_accept, progress_bar=sys.stderr.isatty())
+                       target_accept=args.target_accept, max_tree_depth=args.max_tree_depth,
+                       progress_bar=sys.stderr.isatty())
     if args.method == "svi":
         options.update(steps=args.steps)
     return {"model": model, "table": table, "derived": derived, "notes": notes,

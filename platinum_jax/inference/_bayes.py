@@ -12,7 +12,6 @@ SVI's driver, :func:`run_svi`, lives in ``_svi``.
 
 from __future__ import annotations
 
-import functools
 import time
 
 import jax
@@ -23,6 +22,7 @@ from platinum_jax.data import ResponseTable
 from platinum_jax.models import Hierarchical, MeasurementModel
 
 from ._diagnostics import choose_chain_method, rhat_ok, sampler_diagnostics
+from ._nuts_init import compiled_init_nuts
 from ._problem import Data, Problem, Theta
 from ._results import Fit, _natural_matrix
 from ._svi import run_svi
@@ -293,33 +293,6 @@ def _finish(problem, method, samples, chains, data, diagnostics, stats, log_lik_
                objective=float("nan"), converged=diagnostics.get("ok", True))
 
 
-@functools.cache
-def _compiled_init_nuts():
-    """NumPyro's ``NUTS`` whose initialisation (a valid start, the first gradient, the
-    step-size search, the adaptation state) runs as one compiled program. NumPyro runs it op by
-    op, and each op compiles on its own: about 200 programs in a fresh process, too quick for
-    the persistent compilation cache to keep and together slower than one compiled start.
-    Under compilation NumPyro cannot look at the start it found, so this class checks it."""
-    from numpyro.infer import NUTS
-
-    class CompiledInitNUTS(NUTS):
-        def init(self, rng_key, num_warmup, init_params=None, model_args=(), model_kwargs=None):
-            eager = super().init
-            compiled = jax.jit(lambda key, params, args, kwargs: eager(key, num_warmup, params,
-                                                                       args, kwargs))
-            state = compiled(rng_key, init_params, model_args, model_kwargs or {})
-            values = (state.potential_energy, *jax.tree.leaves(state.z_grad))
-            if not any(isinstance(v, jax.core.Tracer) for v in values) and not all(
-                    np.isfinite(np.asarray(v)).all() for v in values):
-                raise RuntimeError(
-                    "NUTS found no start where the model's log density and its gradient are "
-                    "finite; check the data and the priors, or give start values (init_values)"
-                )
-            return state
-
-    return CompiledInitNUTS
-
-
 def run_nuts(
     problem: Problem,
     data: Data,
@@ -344,13 +317,13 @@ def run_nuts(
     ``chain_method``: ``"auto"`` (the package's one policy, :func:`choose_chain_method`) or
     NumPyro's ``"parallel"``, ``"vectorized"``, ``"sequential"``;
     ``init_values``: start values by site (others start uniform on (-2, 2) unconstrained).
-    The sampler's initialisation runs as one compiled program (see ``_compiled_init_nuts``).
+    The sampler's initialisation runs as one compiled program (see :func:`._nuts_init.compiled_init_nuts`).
     Presets that need the sampler's raw output (their own summaries) call this directly.
     """
     from numpyro.infer import MCMC, init_to_uniform, init_to_value
 
     init = init_to_uniform if init_values is None else init_to_value(values=init_values)
-    kernel = _compiled_init_nuts()(numpyro_model(problem, plain_names=plain_names),
+    kernel = compiled_init_nuts()(numpyro_model(problem, plain_names=plain_names),
                                    target_accept_prob=target_accept,
                                    max_tree_depth=max_tree_depth, dense_mass=dense_mass,
                                    init_strategy=init)
@@ -370,6 +343,7 @@ def nuts(
     warmup: int = 500,
     samples: int = 500,
     target_accept: float = 0.9,
+    max_tree_depth: int = 10,
     dense_mass: bool | None = None,
     seed: int = 0,
     progress_bar: bool = False,
@@ -390,6 +364,12 @@ def nuts(
     difficulty and slope when its scores saturate); None (default) uses it up to 600 free
     parameters, where its cost is small, and a diagonal one above. ``init="uniform"`` starts
     from NumPyro's default (uniform on (-2, 2) in unconstrained space) instead of the MAP fit.
+    ``max_tree_depth``: each iteration takes at most ``2**max_tree_depth - 1`` leapfrog steps
+    (NumPyro's default 10); a smaller depth bounds the cost of an iteration where the posterior
+    is badly scaled, at the price of more correlated draws. ``tree_depth_hits`` in the
+    diagnostics counts the draws that stopped at that limit rather than at a U-turn (many
+    hits: a badly scaled posterior, or a limit set too low); ``sample_stats.n_steps`` holds
+    each draw's number of leapfrog steps.
     """
     import arviz as az
 
@@ -397,6 +377,8 @@ def nuts(
         raise ValueError(f"target_accept must lie in (0, 1) (got {target_accept})")
     if chains < 1 or warmup < 1 or samples < 1:
         raise ValueError("chains, warmup and samples must be >= 1")
+    if int(max_tree_depth) != max_tree_depth or max_tree_depth < 1:
+        raise ValueError(f"max_tree_depth must be a positive integer, got {max_tree_depth!r}")
     if init not in ("map", "uniform"):
         raise ValueError(f"init must be 'map' or 'uniform' (got {init!r})")
     from ._point import _problem
@@ -408,24 +390,30 @@ def nuts(
     method = choose_chain_method(chains)
     t0 = time.perf_counter()
     mcmc = run_nuts(problem, data, chains=chains, warmup=warmup, samples=samples,
-                    target_accept=target_accept, dense_mass=dense_mass, chain_method=method,
+                    target_accept=target_accept, max_tree_depth=int(max_tree_depth),
+                    dense_mass=dense_mass, chain_method=method,
                     init_values=_map_start(problem) if init == "map" else None,
+                    extra_fields=("diverging", "num_steps"),
                     rng_key=jax.random.PRNGKey(seed), progress_bar=progress_bar)
     elapsed = time.perf_counter() - t0
     flat = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    div = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
+    fields = mcmc.get_extra_fields(group_by_chain=True)
+    div, n_steps = np.asarray(fields["diverging"]), np.asarray(fields["num_steps"])
     # unrounded: ArviZ rounds to two decimals by default, and R-hat 1.014 would read 1.01
     summary = az.summary(az.from_dict(posterior=flat), kind="diagnostics", round_to="none")
     diagnostics = sampler_diagnostics(summary, int(div.sum()), chains=chains, samples=samples,
                                       chain_method=method, seconds=elapsed)
-    diagnostics.update(warmup=warmup, dense_mass=bool(dense_mass))
+    # draws whose trajectory stopped at the depth limit rather than at a U-turn
+    diagnostics.update(warmup=warmup, dense_mass=bool(dense_mass),
+                       max_tree_depth=int(max_tree_depth),
+                       tree_depth_hits=int((n_steps >= 2 ** int(max_tree_depth) - 1).sum()))
     diagnostics["ok"] = bool(
         diagnostics["divergences"] == 0
         and (chains == 1 or rhat_ok(diagnostics, rhat_max))
         and diagnostics["ess_bulk_min"] >= ess_min and diagnostics["ess_tail_min"] >= ess_min
     )
     merged = {k: v.reshape(-1, *v.shape[2:]) for k, v in flat.items()}
-    stats = {"diverging": div}
+    stats = {"diverging": div, "n_steps": n_steps}
     return _finish(problem, "nuts", merged, chains, data, diagnostics, stats, log_lik_limit)
 
 

@@ -1,16 +1,18 @@
-"""The NUTS fit's diagnostics are the unrounded R-hat and ESS: a check against R-hat <= 1.01
-on values rounded to two decimals would pass an R-hat of 1.014."""
+"""The NUTS fit's diagnostics: the unrounded R-hat and ESS (a check against R-hat <= 1.01 on
+values rounded to two decimals would pass an R-hat of 1.014), and the tree-depth limit."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from platinum_jax.data import ResponseTable
 from platinum_jax.inference import fit
 from platinum_jax.models import TwoPL
 
 
-def test_nuts_diagnostics_are_not_rounded():
+@pytest.fixture(scope="module")
+def table():
     rng = np.random.default_rng(5)
     n_subjects, n_items = 30, 6
     theta = rng.normal(size=n_subjects)
@@ -18,10 +20,26 @@ def test_nuts_diagnostics_are_not_rounded():
     p = 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :])))
     y = (rng.uniform(size=p.shape) < p).astype(float)
     s, i = np.meshgrid(np.arange(n_subjects), np.arange(n_items), indexing="ij")
-    table = ResponseTable.from_arrays(s.ravel(), i.ravel(), y.ravel())
+    return ResponseTable.from_arrays(s.ravel(), i.ravel(), y.ravel())
+
+
+def test_nuts_diagnostics_are_not_rounded(table):
     diag = fit(TwoPL(), table, method="nuts", chains=2, warmup=30, samples=30,
                seed=0).diagnostics
     # A computed R-hat or ESS lands on two decimals (or a whole number) with probability 0.
     assert diag["rhat_max"] != round(diag["rhat_max"], 2)
     assert diag["ess_bulk_min"] != round(diag["ess_bulk_min"])
     assert diag["ess_tail_min"] != round(diag["ess_tail_min"])
+
+
+def test_the_tree_depth_limit_bounds_every_trajectory(table):
+    post = fit(TwoPL(), table, method="nuts", chains=2, warmup=30, samples=30, seed=0,
+               max_tree_depth=2)
+    n_steps = post.inference_data.sample_stats["n_steps"].values
+    assert n_steps.shape == (2, 30)
+    # A tree of depth 2 holds at most 2^2 - 1 = 3 leapfrog steps.
+    assert n_steps.max() <= 3 and n_steps.min() >= 1
+    assert post.diagnostics["max_tree_depth"] == 2
+    assert post.diagnostics["tree_depth_hits"] == int((n_steps == 3).sum())
+    with pytest.raises(ValueError, match="max_tree_depth"):
+        fit(TwoPL(), table, method="nuts", max_tree_depth=0)

@@ -14,7 +14,7 @@ import pytest
 from numpyro.infer import MCMC
 
 from platinum_jax.inference import run_svi
-from platinum_jax.inference._bayes import _compiled_init_nuts
+from platinum_jax.inference._nuts_init import compiled_init_nuts
 
 
 class _Compilations(logging.Handler):
@@ -53,7 +53,7 @@ def _model(y):
 
 def test_the_nuts_start_is_one_program_and_samples_the_posterior():
     y = np.random.default_rng(0).normal(size=(7, 13))
-    kernel = _compiled_init_nuts()(_model)
+    kernel = compiled_init_nuts()(_model)
     key, args = jax.random.PRNGKey(0), (jnp.asarray(y),)
     with _Compilations() as seen:
         # the warm-up of the run below: the same start program, which the run then reuses
@@ -62,7 +62,7 @@ def test_the_nuts_start_is_one_program_and_samples_the_posterior():
     # this model; compiled, the start is one program.
     assert seen.names == ["jit(<lambda>)"], seen.names
     assert np.isfinite(state.potential_energy)
-    mcmc = MCMC(_compiled_init_nuts()(_model), num_warmup=200, num_samples=300,
+    mcmc = MCMC(compiled_init_nuts()(_model), num_warmup=200, num_samples=300,
                 progress_bar=False)
     mcmc.run(jax.random.PRNGKey(1), jnp.asarray(y))
     # A unit normal prior and 13 draws of unit noise per location: the posterior of each
@@ -79,7 +79,7 @@ def test_a_start_without_finite_density_is_refused():
         x = numpyro.sample("x", dist.Normal(0.0, 1.0))
         numpyro.factor("impossible", jnp.where(x > 1e9, 0.0, -jnp.inf))
 
-    mcmc = MCMC(_compiled_init_nuts()(nowhere), num_warmup=5, num_samples=5,
+    mcmc = MCMC(compiled_init_nuts()(nowhere), num_warmup=5, num_samples=5,
                 progress_bar=False)
     with pytest.raises(RuntimeError, match="no start where the model's log density"):
         mcmc.run(jax.random.PRNGKey(0))
