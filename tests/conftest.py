@@ -79,18 +79,56 @@ def scores_long_csv(epoch_dir: Path) -> Path:
     return epoch_dir / "scores_long.csv"
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Keep each test file on one xdist worker (its module fixtures are built once), but give
-    every notebook its own group, and split a file that sets ``XDIST_GROUP_BY_PARAMETER`` by
-    its parametrisation (each case's module fixture is built on the worker that runs it)."""
-    for item in items:
-        group = item.nodeid.split("::")[0]
-        if item.get_closest_marker("notebook") is not None:
-            group = item.nodeid
-        elif getattr(item.module, "XDIST_GROUP_BY_PARAMETER", False) and hasattr(item, "callspec"):
-            group = f"{group}[{item.callspec.id}]"
-        item.add_marker(pytest.mark.xdist_group(group))
+# How `pytest -n 2 --dist loadgroup` (the Makefile's command) shares the tests between its two
+# workers: a unit of work is a whole test file, so that a file's module fixtures (a fitted world,
+# a subprocess's output) are built once, on one worker. Two exceptions make the units even:
+# each notebook is a unit of its own, and the engine contract is split by model (each model's
+# world is a module fixture per parameter). The units that take longest go out first, so that
+# the two workers finish together: the notebooks and the contract's models, then the files with
+# the most tests.
+# (pytest-xdist's own loadgroup reads an ``xdist_group`` mark from a suffix it adds to each test's
+# id, which pytest 9 no longer lets a plugin change: with it, a file's tests were spread over
+# both workers and its module fixtures built on each.)
+EACH_TEST_A_UNIT = ("tests/test_notebooks.py",)
+A_UNIT_PER_PARAMETER = ("tests/inference/test_engine_contract.py",)
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work of a test, from its id (``path::name[parameters]``)."""
+    path = nodeid.split("::")[0]
+    if path in EACH_TEST_A_UNIT:
+        return nodeid
+    if path in A_UNIT_PER_PARAMETER and nodeid.endswith("]") and "[" in nodeid:
+        return f"{path}[{nodeid[nodeid.index('[') + 1:-1]}]"
+    return path
+
+
+def _first_out(unit: str, n_tests: int) -> tuple:
+    long_alone = unit.split("::")[0].split("[")[0] in EACH_TEST_A_UNIT + A_UNIT_PER_PARAMETER
+    return (not long_alone, -n_tests)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from collections import OrderedDict
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the first call: the queue holds every unit
+                self.workqueue = OrderedDict(sorted(
+                    self.workqueue.items(), key=lambda kv: _first_out(kv[0], len(kv[1]))))
+                self.ordered = True
+            super()._assign_work_unit(node)
+
+    return FileScheduling(config, log)
 
 
 @pytest.fixture(autouse=True)

@@ -37,7 +37,6 @@ from platinum_jax.models.rosetta_bayes import RosettaBayes
 
 # name -> (model, main subject parameter, subjects, items, minimum MAP correlation with truth)
 # Each world's tests share one module fixture; the suite spreads the worlds over its workers.
-XDIST_GROUP_BY_PARAMETER = True
 
 WORLDS = {
     "rosetta": (Rosetta(likelihood=Gaussian(noise=0.05), anchor=BenchmarkAnchor("i00")),
