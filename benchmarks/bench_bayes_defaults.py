@@ -274,14 +274,16 @@ def divergence_curvature(idata, table, *, n_typical: int = 4, top: int = 6) -> l
     return out
 
 
-def _dense_mass(name: str, noise_scaled: bool = False):
+def _dense_mass(name: str, noise_scaled: bool = False, pooled: bool = False):
     """The mass matrix of ``--dense``: the default's (``hyper``), a full dense one (``full``),
     the default's with the capabilities' directions in the scale block (``capabilities``), the
     noise block alone (``noise``) or the slopes without the scale (``slopes``). With
-    ``noise_scaled`` the noise block is the site that holds the noise and the intercepts."""
-    noise = ("noise_intercept",) if noise_scaled else ("noise_log_mu", "noise_log_tau")
-    hyper = ([("capability_r2", "anchor_slope_z", "slope_z"), noise] if noise_scaled
-             else "hyper")
+    ``noise_scaled`` the noise block is the site that holds the noise and the intercepts, with
+    ``pooled`` (``--pooled-below``) the site of the noise's level, spread and centred scales."""
+    noise = (("noise_intercept",) if noise_scaled else ("noise",) if pooled
+             else ("noise_log_mu", "noise_log_tau"))
+    hyper = ([("capability_r2", "anchor_slope_z", "slope_z"), noise]
+             if noise_scaled or pooled else "hyper")
     choices = {"hyper": hyper, "full": True, "noise": [noise],
                "capabilities": [("capability_u", "capability_r2", "anchor_slope_z", "slope_z"),
                                 noise],
@@ -291,11 +293,12 @@ def _dense_mass(name: str, noise_scaled: bool = False):
     return choices[name]
 
 
-def _geometry(polar: bool, noise_scaled: bool = False):
+def _geometry(polar: bool, noise_scaled: bool = False, pooled_below: int | None = None):
     """Make ``fit_stitching_bayes`` sample z in polar form (the default) or as it is
     (``--plain-z``, the geometry before), by the model's ``polar_scale`` field, and the
     intercepts of benchmarks with few scores and no standard errors scaled by their noise
-    (``--noise-scaled``, the ``noise_scaled`` field)."""
+    (``--noise-scaled``, the ``noise_scaled`` field), and the noise of benchmarks with fewer
+    than ``pooled_below`` scores and no standard errors pooled (``--pooled-below``)."""
     import dataclasses
 
     from platinum_jax.models.rosetta_bayes import RosettaBayes
@@ -303,6 +306,8 @@ def _geometry(polar: bool, noise_scaled: bool = False):
     make = RosettaBayes.with_likelihood.__func__
 
     def with_likelihood(cls, *args, **kwargs):
+        if pooled_below is not None:
+            kwargs["pooled_below"] = pooled_below
         return dataclasses.replace(make(cls, *args, **kwargs), polar_scale=polar,
                                    noise_scaled=noise_scaled)
 
@@ -341,7 +346,8 @@ def sweep(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)
         full = ScoreTable.from_epoch(EPOCH_RAW)
-    _geometry(not args.plain_z, args.noise_scaled)
+    _geometry(not args.plain_z, args.noise_scaled, args.pooled_below)
+    pooled = bool(args.pooled_below)
     failed = 0
     for k in range(args.first_subset, args.subsets):
         table = random_subset(full, k, args.drop)
@@ -354,7 +360,9 @@ def sweep(args) -> int:
                     d, every = _fit_path(table, seed)
                 else:
                     fit = fit_stitching_bayes(table, seed=seed, warmup=args.warmup,
-                                              dense_mass=_dense_mass(args.dense, args.noise_scaled))
+                                              samples=args.samples,
+                                              dense_mass=_dense_mass(args.dense, args.noise_scaled,
+                                                                     pooled))
                     d, every = fit.diagnostics, all_coordinates(fit.idata)
             ok = (d["divergences"] == 0 and every["rhat_max"] <= 1.01
                   and min(every["ess_bulk_min"], every["ess_tail_min"]) >= 400)
@@ -364,6 +372,7 @@ def sweep(args) -> int:
                 # the fit path runs `nuts`'s own defaults: 4 x 500 after 500, dense if <= 600
                 "dense": d.get("dense_mass") if args.path == "fit" else args.dense,
                 "z": "plain" if args.plain_z else "polar", "noise_scaled": args.noise_scaled,
+                "pooled_below": args.pooled_below, "samples": args.samples,
                 "warmup": d.get("warmup") if args.path == "fit" else args.warmup,
                 "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
                 "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
@@ -409,6 +418,11 @@ def main(argv=None) -> int:
     parser.add_argument("--noise-scaled", action="store_true",
                         help="--sweep: intercepts of benchmarks with few scores and no standard "
                         "errors sampled relative to their noise (RosettaBayes(noise_scaled=True))")
+    parser.add_argument("--pooled-below", type=int, default=None,
+                        help="--sweep: benchmarks with fewer scores than this and no standard "
+                        "errors share the common noise level (NoisyGaussian(pooled_below=...))")
+    parser.add_argument("--samples", type=int, default=1500,
+                        help="--sweep: draws per chain after warmup (default 1500, the default's)")
     parser.add_argument("--diagnose", action="store_true",
                         help="--sweep: after a run with divergences, the curvature at each "
                         "divergent draw and its direction (divergence_curvature)")
