@@ -325,7 +325,8 @@ def _dense_mass(name: str, noise_scaled: bool = False, pooled: bool = False):
     return choices[name]
 
 
-def _geometry(polar: bool, noise_scaled: bool = False, pooled_below: int | None = None):
+def _geometry(polar: bool, noise_scaled: bool = False, pooled_below: int | None = None,
+              centred_min: int | None = None):
     """Make ``fit_stitching_bayes`` sample z in polar form (the default) or as it is
     (``--plain-z``, the geometry before), by the model's ``polar_scale`` field, and the
     intercepts of benchmarks with few scores and no standard errors scaled by their noise
@@ -340,6 +341,8 @@ def _geometry(polar: bool, noise_scaled: bool = False, pooled_below: int | None 
     def with_likelihood(cls, *args, **kwargs):
         if pooled_below is not None:
             kwargs["pooled_below"] = pooled_below
+        if centred_min is not None:  # --centred-min
+            kwargs["centred_min"] = centred_min
         return dataclasses.replace(make(cls, *args, **kwargs), polar_scale=polar,
                                    noise_scaled=noise_scaled)
 
@@ -378,7 +381,7 @@ def sweep(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)
         full = ScoreTable.from_epoch(EPOCH_RAW)
-    _geometry(not args.plain_z, args.noise_scaled, args.pooled_below)
+    _geometry(not args.plain_z, args.noise_scaled, args.pooled_below, args.centred_min)
     pooled = bool(args.pooled_below)
     failed = 0
     for k in range(args.first_subset, args.subsets):
@@ -405,6 +408,7 @@ def sweep(args) -> int:
                 "dense": d.get("dense_mass") if args.path == "fit" else args.dense,
                 "z": "plain" if args.plain_z else "polar", "noise_scaled": args.noise_scaled,
                 "pooled_below": args.pooled_below, "samples": args.samples,
+                "centred_min": args.centred_min,
                 "warmup": d.get("warmup") if args.path == "fit" else args.warmup,
                 "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
                 "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
@@ -453,6 +457,9 @@ def main(argv=None) -> int:
     parser.add_argument("--pooled-below", type=int, default=None,
                         help="--sweep: benchmarks with fewer scores than this and no standard "
                         "errors share the common noise level (NoisyGaussian(pooled_below=...))")
+    parser.add_argument("--centred-min", type=int, default=None,
+                        help="--sweep: log noise scales sampled centred from this many scores "
+                        "(default the likelihood's, 20)")
     parser.add_argument("--samples", type=int, default=1500,
                         help="--sweep: draws per chain after warmup (default 1500, the default's)")
     parser.add_argument("--diagnose", action="store_true",
