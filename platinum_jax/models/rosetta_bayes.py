@@ -181,10 +181,16 @@ class NoisyGaussian(Likelihood):
     responses). Globals: ``noise_log_mu`` ~ N(log_noise_loc, log_noise_loc_scale) and the
     spread ``noise_log_tau`` ~ LogNormal(log log_noise_spread, log_noise_spread_sd) (its raw
     value is the spread itself, kept positive by the sampler's own transform).
+
+    ``pooled_below`` (Bayesian fits of :class:`RosettaBayes`): a benchmark with fewer scores
+    than this and no known standard error has no noise scale of its own but the common level,
+    sigma_b = exp(noise_log_mu) (complete pooling: a few scores cannot estimate their own
+    noise; see :mod:`platinum_jax.models._rosetta_pooled`). 0 (the default) pools none.
     """
 
     priors: Priors = Priors()
     centred_min: int = CENTRED_NOISE_MIN_SCORES
+    pooled_below: int = 0
     name: ClassVar[str] = "gaussian"
     reads_se: ClassVar[bool] = True
 
@@ -334,24 +340,37 @@ class RosettaBayes(MeasurementModel):
                               description=ident.description)
 
     def describe(self):
-        return {**super().describe(), "anchor": self.anchor.describe(),
-                "priors": dataclasses.asdict(self.priors)}
+        out = {**super().describe(), "anchor": self.anchor.describe(),
+               "priors": dataclasses.asdict(self.priors)}
+        if isinstance(self.likelihood, NoisyGaussian):
+            lik = self.likelihood
+            out["noise"] = (
+                f"log sigma_b ~ N(nu, s) per benchmark, centred from {int(lik.centred_min)} "
+                "scores" + (f"; a benchmark with fewer than {int(lik.pooled_below)} scores and "
+                            "no standard errors has sigma_b = exp(nu) (complete pooling)"
+                            if lik.pooled_below > 0 else ""))
+        return out
 
     @classmethod
     def with_likelihood(cls, likelihood: str = "gaussian", *, anchor: Anchor | None = None,
                         priors: Priors | None = None,
-                        centred_min: int = CENTRED_NOISE_MIN_SCORES) -> RosettaBayes:
-        """The model with a likelihood by name: ``"gaussian"`` (:class:`NoisyGaussian`),
-        ``"beta"`` (:class:`NoisyBeta`), ``"binomial"`` or ``"beta_binomial"``
-        (:class:`ItemBetaBinomial`), all with ``priors``: what ``stitch-bayes`` and
-        ``fit --model rosetta --method nuts`` both sample."""
+                        centred_min: int = CENTRED_NOISE_MIN_SCORES,
+                        pooled_below: int = 0) -> RosettaBayes:
+        """The model with a likelihood by name: ``"gaussian"`` (:class:`NoisyGaussian`, with
+        ``centred_min`` and ``pooled_below``), ``"beta"`` (:class:`NoisyBeta`), ``"binomial"``
+        or ``"beta_binomial"`` (:class:`ItemBetaBinomial`), all with ``priors``: what
+        ``stitch-bayes`` and ``fit --model rosetta --method nuts`` both sample."""
         from platinum_jax._names import likelihood_name
 
         from .likelihoods import Binomial
 
         priors = Priors() if priors is None else priors
         name = likelihood_name(likelihood)
-        made = {"gaussian": lambda: NoisyGaussian(priors=priors, centred_min=int(centred_min)),
+        for arg, value in (("centred_min", centred_min), ("pooled_below", pooled_below)):
+            if isinstance(value, bool) or int(value) != value or value < 0:
+                raise ValueError(f"{arg} must be a whole number of scores >= 0, got {value!r}")
+        made = {"gaussian": lambda: NoisyGaussian(priors=priors, centred_min=int(centred_min),
+                                                  pooled_below=int(pooled_below)),
                 "beta": lambda: NoisyBeta(priors=priors),
                 "binomial": Binomial,
                 "beta_binomial": lambda: ItemBetaBinomial(priors=priors)}
@@ -385,8 +404,18 @@ class RosettaBayes(MeasurementModel):
             fixed_difficulty=fix_d, fixed_slope=fix_s, anchor_benchmark=anchor_k,
             model_index=np.asarray(table.subject_index), benchmark_index=np.asarray(table.item_index),
             polar=bool(self.polar_scale))
-        if self.noise_scaled and isinstance(self.likelihood, NoisyGaussian):
+        lik = self.likelihood
+        pooled = isinstance(lik, NoisyGaussian) and lik.pooled_below > 0
+        if self.noise_scaled and pooled:
+            raise ValueError("RosettaBayes: noise_scaled=True and a pooled noise "
+                             f"(NoisyGaussian(pooled_below={lik.pooled_below})) are two "
+                             "answers to one funnel; set pooled_below=0 for noise_scaled")
+        if self.noise_scaled and isinstance(lik, NoisyGaussian):
             from ._rosetta_noise import scaled_noise
 
-            return scaled_noise(rep, table, self.likelihood.centred_min)
+            return scaled_noise(rep, table, lik.centred_min)
+        if pooled:
+            from ._rosetta_pooled import pooled_noise
+
+            return pooled_noise(rep, table, int(lik.centred_min), int(lik.pooled_below))
         return rep

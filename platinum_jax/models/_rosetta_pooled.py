@@ -1,0 +1,132 @@
+"""Completely pooled noise for sparse benchmarks: the Bayesian Rosetta model's Gaussian noise
+when a benchmark has too few scores, and no standard errors, to say anything about its own
+noise level (``NoisyGaussian(pooled_below=k)``).
+
+A modelling choice, not only a change of coordinates. With the hierarchical noise of
+:class:`~platinum_jax.models.rosetta_bayes.Priors` a benchmark with 3 scores and no standard
+errors has its noise scale sigma_b left to the prior: its scores pin its intercept (and its
+slope) only to within about sigma_b, and intercept, slope and log sigma_b form a funnel in
+which NUTS diverges (ScienceQA and LAMBADA on random subsets of Epoch's raw data). Here a
+benchmark with fewer than ``pooled_below`` scores and no known standard error borrows the
+common level of the noise,
+
+    sigma_b = exp(nu)                 (pooled: no noise coordinate of its own)
+    log sigma_b ~ N(nu, s)            (every other benchmark, as before)
+
+so its scores weigh as much as a typical benchmark's and its intercept and slope have no
+funnel to fall into. The posterior of nu is pinned by every benchmark with enough scores.
+
+A site's prior cannot depend on another site's value, so the common level nu, the log of the
+spread s and the log noise scales of the benchmarks sampled centred (at least ``centred_min``
+scores) are one site, ``noise``, with the joint prior :func:`pooled_noise_prior`; the
+non-centred offsets of the other unpooled benchmarks are the site ``noise_offset``
+(standard normal). The model's names (``noise_log_mu``, ``noise_log_tau``,
+``noise_log_sigma``, the last now log sigma_b for every benchmark) are recorded from them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._rosetta_reparam import RosettaReparameterisation
+
+__all__ = ["PooledNoiseReparameterisation", "pooled_noise_masks", "pooled_noise_prior"]
+
+
+def pooled_noise_masks(table, centred_min: int, pooled_below: int) -> dict:
+    """Per benchmark of ``table``: ``pooled`` (fewer than ``pooled_below`` scores and no known
+    standard error) and ``centred`` (at least ``centred_min`` scores and not pooled)."""
+    items = np.asarray(table.item_index)
+    n = np.bincount(items, minlength=table.n_items)
+    with_se = (np.zeros(table.n_items) if table.se is None else
+               np.bincount(items, weights=np.asarray(table.se) > 0, minlength=table.n_items))
+    pooled = (n < int(pooled_below)) & (with_se == 0)
+    centred = (n >= int(centred_min)) & ~pooled
+    return {"pooled": tuple(bool(p) for p in pooled), "centred": tuple(bool(c) for c in centred)}
+
+
+def pooled_noise_prior(priors, n_centred: int):
+    """NumPyro distribution of ``v = [nu, log s, x_1..x_K]`` (the ``noise`` site): nu ~
+    N(log_noise_loc, log_noise_loc_scale), s ~ LogNormal(log log_noise_spread,
+    log_noise_spread_sd) (log s normal) and each centred benchmark's log sigma_b = x_k ~
+    N(nu, s)."""
+    import numpyro.distributions as dist
+    from numpyro.distributions import constraints
+
+    p = priors
+    log_spread = float(np.log(p.log_noise_spread))
+
+    def normal(x, loc, scale):
+        return -0.5 * ((x - loc) / scale) ** 2 - jnp.log(scale) - 0.5 * np.log(2 * np.pi)
+
+    class NoiseLevels(dist.Distribution):
+        support = constraints.real_vector
+
+        def __init__(self):
+            super().__init__(batch_shape=(), event_shape=(2 + n_centred,))
+
+        def sample(self, key, sample_shape=()):
+            k1, k2, k3 = jax.random.split(key, 3)
+            nu = p.log_noise_loc + p.log_noise_loc_scale * jax.random.normal(k1, sample_shape)
+            log_s = log_spread + p.log_noise_spread_sd * jax.random.normal(k2, sample_shape)
+            x = nu[..., None] + jnp.exp(log_s)[..., None] * jax.random.normal(
+                k3, sample_shape + (n_centred,))
+            return jnp.concatenate([nu[..., None], log_s[..., None], x], axis=-1)
+
+        def log_prob(self, value):
+            nu, log_s, x = value[..., 0], value[..., 1], value[..., 2:]
+            lp = normal(nu, p.log_noise_loc, p.log_noise_loc_scale)
+            lp += normal(log_s, log_spread, p.log_noise_spread_sd)
+            return lp + jnp.sum(normal(x, nu[..., None], jnp.exp(log_s)[..., None]), axis=-1)
+
+    return NoiseLevels()
+
+
+class PooledNoiseReparameterisation(RosettaReparameterisation):
+    """:class:`RosettaReparameterisation` with the Gaussian noise's sites: ``noise`` (nu,
+    log s and the centred log noise scales; :func:`pooled_noise_prior`) and ``noise_offset``
+    (the non-centred benchmarks' standard normal offsets); pooled benchmarks have none."""
+
+    pooled: tuple[bool, ...] = ()  # per benchmark: sigma_b = exp(nu)
+    centred: tuple[bool, ...] = ()  # per benchmark: log sigma_b sampled centred
+    replaces: ClassVar[tuple[str, ...]] = ("capability", "difficulty", "slope", "noise_log_mu",
+                                           "noise_log_tau", "noise_log_sigma")
+
+    def _offset_mask(self):
+        return ~np.asarray(self.pooled, dtype=bool) & ~np.asarray(self.centred, dtype=bool)
+
+    def sites(self):
+        import numpyro.distributions as dist
+
+        out = super().sites()
+        out["noise"] = pooled_noise_prior(self.priors, int(np.sum(self.centred)))
+        n_offset = int(self._offset_mask().sum())
+        if n_offset:
+            out["noise_offset"] = dist.Normal(0.0, 1.0).expand([n_offset]).to_event(1)
+        return out
+
+    def parameters(self, values):
+        v = values["noise"]
+        nu, log_s = v[0], v[1]
+        s = jnp.exp(log_s)
+        x = jnp.full((self.n_benchmarks,), 1.0, jnp.result_type(v)) * nu  # pooled: nu
+        x = x.at[np.flatnonzero(np.asarray(self.centred, dtype=bool))].set(v[2:])
+        offset = np.flatnonzero(self._offset_mask())
+        if len(offset):
+            x = x.at[offset].set(nu + s * values["noise_offset"])
+        out = super().parameters(values)
+        return {**out, "noise_log_mu": nu, "noise_log_tau": s, "noise_log_sigma": x}
+
+
+def pooled_noise(base: RosettaReparameterisation, table, centred_min: int,
+                 pooled_below: int) -> PooledNoiseReparameterisation:
+    """``base`` with the pooled noise's sites for ``table``."""
+    import dataclasses
+
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+    return PooledNoiseReparameterisation(
+        **fields, **pooled_noise_masks(table, centred_min, pooled_below))
