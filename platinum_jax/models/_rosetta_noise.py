@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.stats.norm import logpdf as normal
 
 from ._rosetta_reparam import RosettaReparameterisation
 
@@ -76,9 +77,6 @@ def noise_intercept_prior(priors, *, centred, scaled, beta_hat, k, free_difficul
     n_b, n_f = len(c), len(fd)
     p = priors
     log_spread = float(np.log(p.log_noise_spread))
-
-    def normal(x, loc, scale):
-        return -0.5 * ((x - loc) / scale) ** 2 - jnp.log(scale) - 0.5 * np.log(2 * np.pi)
 
     class NoiseIntercept(dist.Distribution):
         support = constraints.real_vector

@@ -31,6 +31,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.stats.norm import logpdf as normal
 
 from ._rosetta_reparam import RosettaReparameterisation
 
@@ -59,9 +60,6 @@ def pooled_noise_prior(priors, n_centred: int):
 
     p = priors
     log_spread = float(np.log(p.log_noise_spread))
-
-    def normal(x, loc, scale):
-        return -0.5 * ((x - loc) / scale) ** 2 - jnp.log(scale) - 0.5 * np.log(2 * np.pi)
 
     class NoiseLevels(dist.Distribution):
         support = constraints.real_vector
