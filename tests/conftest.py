@@ -85,7 +85,8 @@ def scores_long_csv(epoch_dir: Path) -> Path:
 # each notebook is a unit of its own, and the engine contract is split by model (each model's
 # world is a module fixture per parameter). The units that take longest go out first, so that
 # the two workers finish together: the notebooks and the contract's models, then the files with
-# the most tests.
+# a test marked ``slow``, then the others, most tests first. The order is the collection's
+# (each worker sorts its items the same way, below) and the scheduler keeps it.
 # (pytest-xdist's own loadgroup reads an ``xdist_group`` mark from a suffix it adds to each test's
 # id, which pytest 9 no longer lets a plugin change: with it, a file's tests were spread over
 # both workers and its module fixtures built on each.)
@@ -103,9 +104,20 @@ def work_unit(nodeid: str) -> str:
     return path
 
 
-def _first_out(unit: str, n_tests: int) -> tuple:
+def first_out(unit: str, n_tests: int, has_slow: bool) -> tuple:
+    """Sort key of a unit of work: the long units first."""
     long_alone = unit.split("::")[0].split("[")[0] in EACH_TEST_A_UNIT + A_UNIT_PER_PARAMETER
-    return (not long_alone, -n_tests)
+    return (not long_alone, not has_slow, -n_tests)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixtures, which it keeps
+def pytest_collection_modifyitems(config, items):
+    units: dict[str, list] = {}
+    for item in items:
+        units.setdefault(work_unit(item.nodeid), []).append(item)
+    order = sorted(units, key=lambda u: first_out(
+        u, len(units[u]), any(i.get_closest_marker("slow") for i in units[u])))
+    items[:] = [item for unit in order for item in units[unit]]
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -122,9 +134,13 @@ def pytest_xdist_make_scheduler(config, log):
             return work_unit(nodeid)
 
         def _assign_work_unit(self, node) -> None:
-            if not self.ordered:  # the first call: the queue holds every unit
-                self.workqueue = OrderedDict(sorted(
-                    self.workqueue.items(), key=lambda kv: _first_out(kv[0], len(kv[1]))))
+            if not self.ordered:  # the first call: the queue holds every unit; keep the
+                # collection's order (xdist would sort by the number of tests)
+                first = {}
+                for index, nodeid in enumerate(self.collection):
+                    first.setdefault(work_unit(nodeid), index)
+                self.workqueue = OrderedDict(sorted(self.workqueue.items(),
+                                                    key=lambda kv: first[kv[0]]))
                 self.ordered = True
             super()._assign_work_unit(node)
 

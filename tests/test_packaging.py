@@ -180,6 +180,7 @@ def test_wheel_metadata_version_package_data_and_extras(wheel):
     assert "0.23" in arviz.specifier and "1.0" not in arviz.specifier  # ArviZ 1.0 breaks the API
 
 
+@pytest.mark.slow
 def test_wheel_runs_outside_the_repository(wheel, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,

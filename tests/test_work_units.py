@@ -1,6 +1,7 @@
 """The suite's units of work for its two xdist workers (tests/conftest.py): a file's tests stay
 together, each notebook is a unit, the engine contract is split by model, and the long units
-go out first."""
+go out first (the notebooks and the contract's models, then files with a test marked slow,
+then the others, most tests first)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ def test_units_of_work():
     assert c.work_unit(f"{contract}::test_every_registered_model_has_a_world") == contract
     notebook = "tests/test_notebooks.py::test_notebook_executes[stitching]"
     assert c.work_unit(notebook) == notebook
-    units = {"tests/agency/test_agency.py": 30, "tests/cli/test_cli_fit.py": 40,
-             notebook: 1, f"{contract}[graded]": 4}
-    order = sorted(units, key=lambda u: c._first_out(u, units[u]))
-    assert order == [f"{contract}[graded]", notebook, "tests/cli/test_cli_fit.py",
-                     "tests/agency/test_agency.py"]
+    units = {"tests/agency/test_agency.py": (30, False), "tests/cli/test_cli_fit.py": (40, False),
+             notebook: (1, False), f"{contract}[graded]": (4, False),
+             "tests/inference/test_sharding.py": (3, True)}
+    order = sorted(units, key=lambda u: c.first_out(u, *units[u]))
+    assert order == [f"{contract}[graded]", notebook, "tests/inference/test_sharding.py",
+                     "tests/cli/test_cli_fit.py", "tests/agency/test_agency.py"]

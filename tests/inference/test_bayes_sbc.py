@@ -97,6 +97,7 @@ def test_design_is_shaped_like_the_epoch_table():
         sbc_design(10, 5, 20)
 
 
+@pytest.mark.slow
 def test_small_sbc_run_of_the_bayesian_rosetta_model_is_calibrated():
     from platinum_jax.inference import SBC_GROUPS, sbc_noise_scale
     from platinum_jax.models import BenchmarkAnchor

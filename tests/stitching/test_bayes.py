@@ -298,6 +298,7 @@ def test_disconnected_table_is_rejected():
 
 
 # --------------------------------------------------------------------------- NUTS on a known truth
+@pytest.mark.slow
 def test_nuts_intervals_cover_the_true_capabilities(nuts_fit, synth):
     _, truth = synth
     cap = nuts_fit.idata.posterior["capability"]

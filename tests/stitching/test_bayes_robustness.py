@@ -228,6 +228,7 @@ SHORT_MIN_ESS = 400 * SHORT_SHARE
 SHORT_MAX_R_HAT = 1 + 0.01 / SHORT_SHARE
 
 
+@pytest.mark.slow
 def test_short_chains_sample_a_real_subset_cleanly(epoch_dir):
     # Epoch's raw data on six benchmarks, four of them with standard errors and among them
     # scores of 0.000 with a reported standard error of 0.00 (the case that made NUTS diverge).
