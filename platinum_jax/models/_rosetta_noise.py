@@ -31,11 +31,45 @@ from jax.scipy.stats.norm import logpdf as normal
 
 from ._rosetta_reparam import RosettaReparameterisation
 
-__all__ = ["ScaledNoiseReparameterisation", "noise_intercept_prior", "scaled_noise_constants"]
+__all__ = ["ScaledNoiseReparameterisation", "extended", "hyper_log_prob", "hyper_sample",
+           "noise_intercept_prior", "scaled_noise_constants", "score_counts"]
 
 #: mean scores are kept within [P_CLIP, 1 - P_CLIP] for betahat and k (a constant of the
 #: coordinates, not of the model: any value gives the same posterior)
 P_CLIP = 0.02
+
+
+def score_counts(table):
+    """Per benchmark (item) of ``table``: its number of scores, and how many of them carry a
+    known standard error."""
+    items = np.asarray(table.item_index)
+    n = np.bincount(items, minlength=table.n_items)
+    with_se = (np.zeros(table.n_items) if table.se is None else
+               np.bincount(items, weights=np.asarray(table.se) > 0, minlength=table.n_items))
+    return n, with_se
+
+
+def hyper_sample(priors, key_nu, key_s, sample_shape):
+    """Draws of the noise's common level nu and log spread log s from their priors."""
+    p = priors
+    nu = p.log_noise_loc + p.log_noise_loc_scale * jax.random.normal(key_nu, sample_shape)
+    log_s = (float(np.log(p.log_noise_spread))
+             + p.log_noise_spread_sd * jax.random.normal(key_s, sample_shape))
+    return nu, log_s
+
+
+def hyper_log_prob(priors, nu, log_s):
+    """Log prior density of nu and log s (both normal)."""
+    p = priors
+    return (normal(nu, p.log_noise_loc, p.log_noise_loc_scale)
+            + normal(log_s, float(np.log(p.log_noise_spread)), p.log_noise_spread_sd))
+
+
+def extended(base: RosettaReparameterisation, cls, **constants):
+    """``base``'s fields in the subclass ``cls``, with its data-derived ``constants``."""
+    import dataclasses
+
+    return cls(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)}, **constants)
 
 
 def scaled_noise_constants(table, centred_min: int, free_difficulty) -> dict:
@@ -43,9 +77,7 @@ def scaled_noise_constants(table, centred_min: int, free_difficulty) -> dict:
     than ``centred_min`` scores and no known standard error), ``beta_hat`` and ``k``; and
     ``centred`` per benchmark (at least ``centred_min`` scores), as the likelihood's rule."""
     items = np.asarray(table.item_index)
-    n = np.bincount(items, minlength=table.n_items)
-    with_se = (np.zeros(table.n_items) if table.se is None else
-               np.bincount(items, weights=np.asarray(table.se) > 0, minlength=table.n_items))
+    n, with_se = score_counts(table)
     p = np.bincount(items, weights=np.asarray(table.response, dtype=np.float64),
                     minlength=table.n_items) / np.maximum(n, 1)
     p = np.clip(p, P_CLIP, 1.0 - P_CLIP)
@@ -76,7 +108,6 @@ def noise_intercept_prior(priors, *, centred, scaled, beta_hat, k, free_difficul
     fd = np.asarray(free_difficulty, dtype=int)
     n_b, n_f = len(c), len(fd)
     p = priors
-    log_spread = float(np.log(p.log_noise_spread))
 
     class NoiseIntercept(dist.Distribution):
         support = constraints.real_vector
@@ -86,8 +117,7 @@ def noise_intercept_prior(priors, *, centred, scaled, beta_hat, k, free_difficul
 
         def sample(self, key, sample_shape=()):
             keys = jax.random.split(key, 4)
-            nu = p.log_noise_loc + p.log_noise_loc_scale * jax.random.normal(keys[0], sample_shape)
-            log_s = log_spread + p.log_noise_spread_sd * jax.random.normal(keys[1], sample_shape)
+            nu, log_s = hyper_sample(p, keys[0], keys[1], sample_shape)
             s = jnp.exp(log_s)[..., None]
             x = nu[..., None] + s * jax.random.normal(keys[2], sample_shape + (n_b,))
             r = jnp.where(c, x, (x - nu[..., None]) / s)
@@ -99,8 +129,7 @@ def noise_intercept_prior(priors, *, centred, scaled, beta_hat, k, free_difficul
         def log_prob(self, value):
             nu, log_s, r, delta = _split(value, n_b)
             s = jnp.exp(log_s)
-            lp = normal(nu, p.log_noise_loc, p.log_noise_loc_scale)
-            lp += normal(log_s, log_spread, p.log_noise_spread_sd)
+            lp = hyper_log_prob(p, nu, log_s)
             nu_, s_ = nu[..., None], s[..., None]
             lp += jnp.sum(jnp.where(c, normal(r, nu_, s_), normal(r, 0.0, 1.0)), axis=-1)
             x = jnp.where(c, r, nu_ + s_ * r)
@@ -151,8 +180,5 @@ class ScaledNoiseReparameterisation(RosettaReparameterisation):
 
 def scaled_noise(base: RosettaReparameterisation, table, centred_min: int) -> Any:
     """``base`` in the noise-scaled coordinates, with the constants of ``table``."""
-    import dataclasses
-
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
-    return ScaledNoiseReparameterisation(
-        **fields, **scaled_noise_constants(table, centred_min, base.free_difficulty))
+    return extended(base, ScaledNoiseReparameterisation,
+                    **scaled_noise_constants(table, centred_min, base.free_difficulty))

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.stats.norm import logpdf as normal
 
+from ._rosetta_noise import extended, hyper_log_prob, hyper_sample, score_counts
 from ._rosetta_reparam import RosettaReparameterisation
 
 __all__ = ["PooledNoiseReparameterisation", "pooled_noise_masks", "pooled_noise_prior"]
@@ -41,10 +42,7 @@ __all__ = ["PooledNoiseReparameterisation", "pooled_noise_masks", "pooled_noise_
 def pooled_noise_masks(table, centred_min: int, pooled_below: int) -> dict:
     """Per benchmark of ``table``: ``pooled`` (fewer than ``pooled_below`` scores and no known
     standard error) and ``centred`` (at least ``centred_min`` scores and not pooled)."""
-    items = np.asarray(table.item_index)
-    n = np.bincount(items, minlength=table.n_items)
-    with_se = (np.zeros(table.n_items) if table.se is None else
-               np.bincount(items, weights=np.asarray(table.se) > 0, minlength=table.n_items))
+    n, with_se = score_counts(table)
     pooled = (n < int(pooled_below)) & (with_se == 0)
     centred = (n >= int(centred_min)) & ~pooled
     return {"pooled": tuple(bool(p) for p in pooled), "centred": tuple(bool(c) for c in centred)}
@@ -59,7 +57,6 @@ def pooled_noise_prior(priors, n_centred: int):
     from numpyro.distributions import constraints
 
     p = priors
-    log_spread = float(np.log(p.log_noise_spread))
 
     class NoiseLevels(dist.Distribution):
         support = constraints.real_vector
@@ -69,16 +66,14 @@ def pooled_noise_prior(priors, n_centred: int):
 
         def sample(self, key, sample_shape=()):
             k1, k2, k3 = jax.random.split(key, 3)
-            nu = p.log_noise_loc + p.log_noise_loc_scale * jax.random.normal(k1, sample_shape)
-            log_s = log_spread + p.log_noise_spread_sd * jax.random.normal(k2, sample_shape)
+            nu, log_s = hyper_sample(p, k1, k2, sample_shape)
             x = nu[..., None] + jnp.exp(log_s)[..., None] * jax.random.normal(
                 k3, sample_shape + (n_centred,))
             return jnp.concatenate([nu[..., None], log_s[..., None], x], axis=-1)
 
         def log_prob(self, value):
             nu, log_s, x = value[..., 0], value[..., 1], value[..., 2:]
-            lp = normal(nu, p.log_noise_loc, p.log_noise_loc_scale)
-            lp += normal(log_s, log_spread, p.log_noise_spread_sd)
+            lp = hyper_log_prob(p, nu, log_s)
             return lp + jnp.sum(normal(x, nu[..., None], jnp.exp(log_s)[..., None]), axis=-1)
 
     return NoiseLevels()
@@ -123,8 +118,5 @@ class PooledNoiseReparameterisation(RosettaReparameterisation):
 def pooled_noise(base: RosettaReparameterisation, table, centred_min: int,
                  pooled_below: int) -> PooledNoiseReparameterisation:
     """``base`` with the pooled noise's sites for ``table``."""
-    import dataclasses
-
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
-    return PooledNoiseReparameterisation(
-        **fields, **pooled_noise_masks(table, centred_min, pooled_below))
+    return extended(base, PooledNoiseReparameterisation,
+                    **pooled_noise_masks(table, centred_min, pooled_below))

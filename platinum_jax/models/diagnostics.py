@@ -157,18 +157,23 @@ def _build_curves(prob):
     return jax.jit(jax.vmap(expected, in_axes=(0, None, None)))
 
 
-def item_curves(fit, grid=None) -> pd.DataFrame:
-    """Item characteristic curves: the expected response of every item (columns) at every
-    ability of ``grid`` (rows, default -4..4), at the fit's point estimate."""
+def _on_grid(fit, grid, name, build):
+    """``(grid, values (n_grid, n_items))``: the compiled per-item program ``name`` (built by
+    ``build``) at every ability of ``grid``, at the fit's point estimate."""
     prob, theta = _problem_theta(fit)
     g = _grid(grid)
     why = _scalar_ability(prob)
     if why is not None:
         raise ValueError(why)
-    curves = _program("curves", prob, _build_curves)
-    expected = curves(jnp.asarray(g, prob.dtype), theta.items, theta.globals)
-    return pd.DataFrame(np.asarray(expected), index=pd.Index(g, name="ability"),
-                        columns=fit.table.items)
+    program = _program(name, prob, build)
+    return g, np.asarray(program(jnp.asarray(g, prob.dtype), theta.items, theta.globals))
+
+
+def item_curves(fit, grid=None) -> pd.DataFrame:
+    """Item characteristic curves: the expected response of every item (columns) at every
+    ability of ``grid`` (rows, default -4..4), at the fit's point estimate."""
+    g, expected = _on_grid(fit, grid, "curves", _build_curves)
+    return pd.DataFrame(expected, index=pd.Index(g, name="ability"), columns=fit.table.items)
 
 
 def _build_information(prob):
@@ -193,13 +198,7 @@ def _build_information(prob):
 def item_information(fit, grid=None) -> pd.DataFrame:
     """Fisher information of one response to every item (columns) about the ability, at every
     ability of ``grid`` (rows), plus the column ``test`` (their sum over items)."""
-    prob, theta = _problem_theta(fit)
-    g = _grid(grid)
-    why = _scalar_ability(prob)
-    if why is not None:
-        raise ValueError(why)
-    information = _program("information", prob, _build_information)
-    info = np.asarray(information(jnp.asarray(g, prob.dtype), theta.items, theta.globals))
+    g, info = _on_grid(fit, grid, "information", _build_information)
     out = pd.DataFrame(info, index=pd.Index(g, name="ability"), columns=fit.table.items)
     out["test"] = info.sum(axis=1)
     return out
