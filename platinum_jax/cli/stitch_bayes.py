@@ -140,6 +140,24 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
         help="NUTS target acceptance in (0, 1) (default 0.99); lower it (e.g. 0.95) for "
         "shorter trajectories on easy data; if divergences are reported, lengthen --warmup",
     )
+    g.add_argument(
+        "--mass-matrix",
+        choices=("dense", "hyper", "diagonal"),
+        default="dense",
+        help="NUTS mass matrix: dense (default: adapts to every correlation, the setting that "
+        "passed every seed and subset of Epoch's raw data tried), hyper (dense blocks for the "
+        "scale and slopes and for the noise level only: quicker, but one slow direction "
+        "remains on some data) or diagonal",
+    )
+    g.add_argument(
+        "--pooled-below",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="Gaussian likelihood: benchmarks with fewer than N scores and no standard errors "
+        "share the common noise level instead of a noise scale of their own (default 8; 0 "
+        "gives every benchmark its own); a few scores say too little about their own noise",
+    )
     g.add_argument("--svi-steps", type=_positive_int, default=5000, help="SVI optimisation steps")
     g.add_argument(
         "--svi-guide",
@@ -182,9 +200,24 @@ def _prepare(args: argparse.Namespace, table):
     matplotlib.use("Agg")
     from platinum_jax.design import load_weights_config
 
+    _noise_options(args)  # a --pooled-below that does not apply is refused here
     weights_cfg = (load_weights_config(args.weights_config, known_benchmarks=table.benchmarks)
                    if args.weights_config else None)
     return table, anchor_from_args(args), weights_cfg
+
+
+_MASS = {"dense": True, "hyper": "hyper", "diagonal": False}
+
+
+def _noise_options(args: argparse.Namespace) -> dict:
+    """``pooled_below`` for the Gaussian likelihood; refused for the others, which have no
+    noise scale to pool."""
+    if args.pooled_below is None:
+        return {}
+    if args.likelihood != "gaussian":
+        raise ValueError(f"--pooled-below pools the Gaussian likelihood's noise scales; "
+                         f"--likelihood {args.likelihood} has none: drop --pooled-below")
+    return {"pooled_below": args.pooled_below}
 
 
 def _fit(args: argparse.Namespace, plan):
@@ -201,7 +234,8 @@ def _fit(args: argparse.Namespace, plan):
             table, anchor, likelihood=args.likelihood, method=args.method, chains=args.chains,
             samples=args.samples, warmup=args.warmup, seed=args.seed,
             target_accept=args.target_accept, svi_steps=args.svi_steps,
-            svi_guide=args.svi_guide, progress_bar=sys.stderr.isatty())
+            svi_guide=args.svi_guide, progress_bar=sys.stderr.isatty(),
+            dense_mass=_MASS[args.mass_matrix], **_noise_options(args))
     for w in caught:
         if issubclass(w.category, UserWarning) and not issubclass(w.category, FutureWarning):
             print(f"warning: {w.message}")

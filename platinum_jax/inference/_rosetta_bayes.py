@@ -16,6 +16,7 @@ from platinum_jax.models import BenchmarkAnchor
 from platinum_jax.models.rosetta_bayes import (
     CENTRED_NOISE_MIN_SCORES,
     COUNT_LIKELIHOODS,
+    POOLED_NOISE_BELOW,
     BayesData,
     Priors,
     anchored_benchmark,
@@ -35,12 +36,15 @@ __all__ = ["SBC_GROUPS", "hyper_mass_blocks", "resolve_dense_mass", "sbc_noise_s
 
 def stitching_problem(table, anchor=None, *, likelihood: str = "gaussian",
                       priors: Priors | None = None, data: BayesData | None = None,
-                      centred_min: int = CENTRED_NOISE_MIN_SCORES, **prepare):
+                      centred_min: int = CENTRED_NOISE_MIN_SCORES,
+                      pooled_below: int = POOLED_NOISE_BELOW, **prepare):
     """The Bayesian Rosetta model bound to ``table``: an engine
     :class:`~platinum_jax.inference.Problem`, and the :class:`BayesData` it was built from.
 
     ``data``: prepared data (default :func:`prepare_data` with ``prepare`` options);
-    ``centred_min``: benchmarks with at least this many scores get a centred log noise scale.
+    ``centred_min``: benchmarks with at least this many scores get a centred log noise scale;
+    ``pooled_below``: benchmarks with fewer scores and no standard errors share the common
+    noise level (0: none; :class:`~platinum_jax.models.rosetta_bayes.NoisyGaussian`).
     """
     from platinum_jax.models.rosetta_bayes import RosettaBayes
 
@@ -50,13 +54,13 @@ def stitching_problem(table, anchor=None, *, likelihood: str = "gaussian",
     if data is None:
         data, _ = prepare_data(table, likelihood, **prepare)
     model = RosettaBayes.with_likelihood(likelihood, anchor=anchor, priors=priors,
-                                         centred_min=int(centred_min))
+                                         centred_min=centred_min, pooled_below=pooled_below)
     return Problem(model, response_rows(table, data, likelihood)), data
 
 
 def stitching_model(table, anchor=None, *, likelihood: str = "gaussian",
                     priors: Priors | None = None, centred_min: int = CENTRED_NOISE_MIN_SCORES,
-                    **prepare):
+                    pooled_below: int = POOLED_NOISE_BELOW, **prepare):
     """The Bayesian stitching model as a NumPyro model: ``(model, data)`` with ``model(data,
     observed=True)`` the function :func:`platinum_jax.inference.numpyro_model` builds from
     :class:`~platinum_jax.models.rosetta_bayes.RosettaBayes` (site names as in
@@ -70,7 +74,8 @@ def stitching_model(table, anchor=None, *, likelihood: str = "gaussian",
         log_density(model, (data,), {}, point)
     """
     problem, _ = stitching_problem(table, anchor, likelihood=likelihood, priors=priors,
-                                   centred_min=centred_min, **prepare)
+                                   centred_min=centred_min, pooled_below=pooled_below,
+                                   **prepare)
     return numpyro_model(problem, plain_names=True), problem.data()
 
 
@@ -82,33 +87,43 @@ SBC_GROUPS = {"capability": "capability", "difficulty": "difficulty", "slope": "
               "capability_tau": "hyper-parameter"}
 
 
-def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False) -> list[tuple[str, ...]]:
-    """The dense blocks of the default NUTS mass matrix (NumPyro's list of site-name tuples).
+def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False,
+                      pooled_below: int = POOLED_NOISE_BELOW) -> list[tuple[str, ...]]:
+    """The dense blocks of the ``"hyper"`` NUTS mass matrix (NumPyro's list of site-name tuples).
 
     The scale of the capabilities and every slope in one block: the scores see a benchmark's
     slope only through ``|z| exp(eta_b)`` (see :class:`~platinum_jax.models.rosetta_bayes.Priors`),
     so ``log |z|^2`` (``capability_r2``) and the slopes' coordinates (``anchor_slope_z``,
     ``slope_z``; with a model anchor ``capability_mu``, ``capability_tau`` and ``slope_z``)
     move together along a ridge that only the priors bound, which a dense block crosses in
-    one step. The noise hyper-parameters ``noise_log_mu``, ``noise_log_tau`` (Gaussian
-    likelihood), which touch every score, in a second block."""
+    one step. The Gaussian noise's common level and spread, which touch every score, in a
+    second block: the site ``noise`` of the pooled noise (``pooled_below`` > 0, the default),
+    ``noise_log_mu`` and ``noise_log_tau`` without pooling.
+
+    Not the preset's default: a direction of the capabilities' ``capability_u`` against the
+    slopes (newer models and benchmarks against older ones) mixes slowly under these blocks,
+    which the full dense mass matrix (``dense_mass=True``) follows."""
     likelihood = check_likelihood(likelihood)
     scale = (("capability_mu", "capability_tau", "capability_r2", "slope_z") if model_anchor
              else ("capability_r2", "anchor_slope_z", "slope_z"))
-    return [scale] + ([("noise_log_mu", "noise_log_tau")] if likelihood == "gaussian" else [])
+    if likelihood != "gaussian":
+        return [scale]
+    return [scale, ("noise",) if int(pooled_below) > 0 else ("noise_log_mu", "noise_log_tau")]
 
 
-def resolve_dense_mass(dense_mass, likelihood: str, layout):
-    """The mass matrix NUTS gets: ``"hyper"`` (the default of the Bayesian Rosetta preset) gives
-    :func:`hyper_mass_blocks` for ``layout``'s anchor; True, False or a list of site-name tuples
-    pass through."""
+def resolve_dense_mass(dense_mass, likelihood: str, layout, *,
+                       pooled_below: int = POOLED_NOISE_BELOW):
+    """The mass matrix NUTS gets: ``"hyper"`` gives :func:`hyper_mass_blocks` for ``layout``'s
+    anchor and ``pooled_below``; True (the Bayesian Rosetta preset's default), False or a list
+    of site-name tuples pass through."""
     if not isinstance(dense_mass, str):
         return dense_mass
     if dense_mass != "hyper":
-        raise ValueError(f"dense_mass must be 'hyper', True, False or a list of site-name "
-                         f"tuples, got {dense_mass!r}")
+        raise ValueError(f"dense_mass must be True (full), 'hyper', False (diagonal) or a list "
+                         f"of site-name tuples, got {dense_mass!r}")
     model_anchor = anchored_benchmark(layout) is None
-    return hyper_mass_blocks(likelihood, model_anchor=model_anchor) or False
+    return hyper_mass_blocks(likelihood, model_anchor=model_anchor,
+                             pooled_below=pooled_below) or False
 
 
 def _noise_scale(problem, theta) -> dict:
@@ -171,11 +186,13 @@ def _named_tables(table, summary: pd.DataFrame):
 
 
 def stitching_posterior(table, layout, data: BayesData, *, anchor, likelihood: str,
-                        priors: Priors, **sampler):
+                        priors: Priors, centred_min: int = CENTRED_NOISE_MIN_SCORES,
+                        pooled_below: int = POOLED_NOISE_BELOW, **sampler):
     """The posterior of the Bayesian Rosetta model on ``table`` (a connected score table,
     prepared as ``data`` by :func:`prepare_data`, parameters laid out by ``layout`` under
-    ``anchor``), sampled by :func:`platinum_jax.inference.sample_posterior` with ``sampler``
-    options and labelled: dims ``model``, ``benchmark``, ``score`` (and ``free_*`` for the
+    ``anchor``; the Gaussian noise's ``centred_min`` and ``pooled_below`` as in
+    :func:`stitching_problem`), sampled by :func:`platinum_jax.inference.sample_posterior` with
+    ``sampler`` options and labelled: dims ``model``, ``benchmark``, ``score`` (and ``free_*`` for the
     sampled coordinates); count likelihoods observe item counts.
 
     Returns ``(posterior, capabilities, benchmarks)``: the :class:`Posterior` and the summary
@@ -185,7 +202,8 @@ def stitching_posterior(table, layout, data: BayesData, *, anchor, likelihood: s
     from ._bayes_fit import sample_posterior
 
     problem, _ = stitching_problem(table, anchor, likelihood=likelihood, priors=priors,
-                                   data=data)
+                                   data=data, centred_min=centred_min,
+                                   pooled_below=pooled_below)
     models, benchmarks = np.asarray(table.models), np.asarray(table.benchmarks)
     free_c, free_d, free_s = layout.free_positions()
     mi, bi = np.asarray(data.model_index), np.asarray(data.benchmark_index)

@@ -65,6 +65,7 @@ __all__ = [
     "prepare_data",
     "response_rows",
     "CENTRED_NOISE_MIN_SCORES",
+    "POOLED_NOISE_BELOW",
     "ItemBetaBinomial",
     "NoisyBeta",
     "NoisyGaussian",
@@ -79,8 +80,15 @@ __all__ = [
 _MU_EPS = 1e-9
 
 # Benchmarks with at least this many scores get a centred log noise scale, the others a
-# non-centred one (see Priors).
-CENTRED_NOISE_MIN_SCORES = 20
+# non-centred one (see Priors).  30 rather than fewer: with 23 scores and no standard errors a
+# benchmark's lower tail of log sigma_b is bounded by the hierarchy more than by its scores,
+# which a centred coordinate samples slowly (ARC AI2 on a subset of Epoch's raw directory).
+CENTRED_NOISE_MIN_SCORES = 30
+
+# Benchmarks with fewer scores than this and no known standard errors share the common noise
+# level (NoisyGaussian's complete pooling): their own scores pin log sigma_b no better than the
+# prior does, and their intercept, slope and noise otherwise form a funnel NUTS diverges in.
+POOLED_NOISE_BELOW = 8
 
 
 def _dist():
@@ -127,15 +135,20 @@ class Priors:
 
     Gaussian noise is hierarchical on the log scale, log sigma_b ~ N(nu, s) with
     nu ~ N(log_noise_loc, log_noise_loc_scale) and s ~ LogNormal(log log_noise_spread,
-    log_noise_spread_sd).  A benchmark with at least ``CENTRED_NOISE_MIN_SCORES`` (20) scores
+    log_noise_spread_sd).  A benchmark with at least ``CENTRED_NOISE_MIN_SCORES`` (30) scores
     has its log sigma_b sampled centred: its own scores fix its noise level, and the
     non-centred form would tie nu, s and every such benchmark's offset into one narrow ridge
     (bulk ESS of nu about 30 per 800 draws on the Epoch raw data, against about 200 centred).
     A benchmark with fewer scores is sampled non-centred, log sigma_b = nu + s n_b with
     n_b ~ N(0, 1): its few scores leave sigma_b loose, and centred it can wander into a funnel
     where sigma_b is tiny and its scores must be fitted exactly (a divergence at ScienceQA,
-    6 scores, sigma 0.005).  The site ``noise_log_sigma`` holds log sigma_b or n_b accordingly.  The spread's prior keeps away from 0 (benchmarks do differ in noise; below
-    s = 0.1 has prior probability 0.3%), which is what a centred hierarchy needs: as s -> 0
+    6 scores, sigma 0.005).  A benchmark with fewer than ``POOLED_NOISE_BELOW`` (8) scores and
+    no standard errors has no noise scale of its own: sigma_b = exp(nu), the common level
+    (:class:`NoisyGaussian`'s ``pooled_below``; sites ``noise`` and ``noise_offset``, see
+    :mod:`platinum_jax.models._rosetta_pooled`).  With ``pooled_below=0`` every benchmark has
+    its own, and the site ``noise_log_sigma`` holds log sigma_b or n_b accordingly.  The
+    spread's prior keeps away from 0 (benchmarks do differ in noise; below s = 0.1 has prior
+    probability 0.3%), which is what a centred hierarchy needs: as s -> 0
     the benchmarks' log noise levels are squeezed together into a funnel NUTS diverges in,
     as it did on synthetic tables whose benchmarks all share one noise level.
     Beta and beta-binomial precision: log phi_b ~ N(log_precision_loc, log_precision_scale).
@@ -185,12 +198,15 @@ class NoisyGaussian(Likelihood):
     ``pooled_below`` (Bayesian fits of :class:`RosettaBayes`): a benchmark with fewer scores
     than this and no known standard error has no noise scale of its own but the common level,
     sigma_b = exp(noise_log_mu) (complete pooling: a few scores cannot estimate their own
-    noise; see :mod:`platinum_jax.models._rosetta_pooled`). 0 (the default) pools none.
+    noise; see :mod:`platinum_jax.models._rosetta_pooled`). The default,
+    :data:`POOLED_NOISE_BELOW` (8), is the geometry that sampled every run of a sweep over
+    seeds and random subsets of Epoch's raw directory; 0 pools none (the fully hierarchical
+    noise, whose sites are ``noise_log_mu``, ``noise_log_tau`` and ``noise_log_sigma``).
     """
 
     priors: Priors = Priors()
     centred_min: int = CENTRED_NOISE_MIN_SCORES
-    pooled_below: int = 0
+    pooled_below: int = POOLED_NOISE_BELOW
     name: ClassVar[str] = "gaussian"
     reads_se: ClassVar[bool] = True
 
@@ -355,7 +371,7 @@ class RosettaBayes(MeasurementModel):
     def with_likelihood(cls, likelihood: str = "gaussian", *, anchor: Anchor | None = None,
                         priors: Priors | None = None,
                         centred_min: int = CENTRED_NOISE_MIN_SCORES,
-                        pooled_below: int = 0) -> RosettaBayes:
+                        pooled_below: int = POOLED_NOISE_BELOW) -> RosettaBayes:
         """The model with a likelihood by name: ``"gaussian"`` (:class:`NoisyGaussian`, with
         ``centred_min`` and ``pooled_below``), ``"beta"`` (:class:`NoisyBeta`), ``"binomial"``
         or ``"beta_binomial"`` (:class:`ItemBetaBinomial`), all with ``priors``: what

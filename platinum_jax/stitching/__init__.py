@@ -57,14 +57,11 @@ _EXPORTS = {
                      "sensitivity"), f"{_HERE}._uncertainty"),
 }
 
-
 __all__ = [
     "BenchmarkAnchor", "BootstrapResult", "ModelAnchor", "ParameterLayout", "ScoreTable",
     "StitchingFit", "StitchingParams", "UnknownNameError", "anchor_for_table", "bootstrap",
-    "by_kind", "cross_validate", "fit_stitching", "kfold_assignments",
-    "laplace", "objective_hessian", "predict_scores", "sensitivity", "stitching_cost",
-    "stitching_residuals",
-]
+    "by_kind", "cross_validate", "fit_stitching", "kfold_assignments", "laplace",
+    "objective_hessian", "predict_scores", "sensitivity", "stitching_cost", "stitching_residuals"]
 # PEP 562. The Bayesian twin (platinum_jax.stitching.bayes) loads NumPyro: a sub-module.
 # Names that moved out (to the engine, importers/, plots, datasets) still import from here, with
 # a DeprecationWarning (their table is in platinum_jax._moved_names).

@@ -32,6 +32,8 @@ from platinum_jax.inference import (
 )
 from platinum_jax.models import BenchmarkAnchor, ModelAnchor, ParameterLayout
 from platinum_jax.models.rosetta_bayes import (
+    CENTRED_NOISE_MIN_SCORES,
+    POOLED_NOISE_BELOW,
     STDERR_FLOOR,
     BayesData,
     prepare_data,
@@ -84,7 +86,9 @@ def fit_stitching_bayes(table: ScoreTable, anchor: BenchmarkAnchor | ModelAnchor
                         samples: int = 1500, warmup: int = 1000, seed: int = 0,
                         priors: _Priors | None = None, chain_method: str = "auto",
                         target_accept: float = 0.99, max_tree_depth: int = 10,
-                        dense_mass: bool | str | Sequence[tuple[str, ...]] = "hyper",
+                        dense_mass: bool | str | Sequence[tuple[str, ...]] = True,
+                        pooled_below: int = POOLED_NOISE_BELOW,
+                        centred_min: int = CENTRED_NOISE_MIN_SCORES,
                         svi_guide: str = "normal", svi_steps: int = 5000,
                         svi_learning_rate: float = 0.01, beta_boundary: float = 0.005,
                         stderr_floor: float = STDERR_FLOOR, ess_min: float = 400.0,
@@ -93,15 +97,14 @@ def fit_stitching_bayes(table: ScoreTable, anchor: BenchmarkAnchor | ModelAnchor
     """Posterior of C_m, D_b, alpha_b and the noise given a connected ``table``: the paper's
     preset of :func:`platinum_jax.inference.sample_posterior` over the ``rosetta_bayes`` model.
 
-    ``anchor`` as in :func:`fit_stitching` (default Winogrande, D = 0, alpha = 1; anchored
-    entries are fixed); ``likelihood`` one of :data:`LIKELIHOODS`; ``method`` ``"nuts"`` or
-    ``"svi"`` (``svi_guide`` ``"normal"`` or ``"lowrank"``). The defaults (4 chains x 1,500
-    draws after 1,000 warmup steps, target acceptance 0.99, ``dense_mass="hyper"``:
-    :func:`~platinum_jax.inference.hyper_mass_blocks`) sampled the shipped Epoch data with no
-    divergences, R-hat <= 1.01 and ESS >= 400 over every sampled coordinate with random seeds 0
-    and 1; other seeds and subsets can fall short (the Bayesian guide lists the runs), and the
-    diagnostics warn when they do. Known standard errors below ``stderr_floor`` are raised to it and
-    exact 0/1 scores move by ``beta_boundary`` for the Beta likelihood (:func:`prepare_data`),
+    ``anchor`` as in :func:`fit_stitching`; ``method`` ``"nuts"`` or ``"svi"``. The defaults (4
+    chains x 1,500 draws after 1,000 warmup, target acceptance 0.99, full dense mass matrix,
+    Gaussian noise pooled below 8 scores and centred from 30: ``pooled_below``, ``centred_min``
+    of :class:`~platinum_jax.models.rosetta_bayes.NoisyGaussian`) sampled Epoch's raw directory
+    and its random subsets, every seed tried, with no divergences, R-hat <= 1.01 and ESS >= 400
+    over every coordinate (the Bayesian guide); ``dense_mass="hyper"`` is quicker but can mix
+    slowly. Runs short of those bars warn. Standard errors below ``stderr_floor`` are raised to
+    it and exact 0/1 scores move by ``beta_boundary`` for the Beta likelihood (:func:`prepare_data`),
     each with a warning. Run in float64 (:func:`platinum_jax.enable_float64`).
     """
     if not isinstance(table, ScoreTable):
@@ -118,9 +121,10 @@ def fit_stitching_bayes(table: ScoreTable, anchor: BenchmarkAnchor | ModelAnchor
                               stderr_floor=stderr_floor)
     warn_prepared(info, likelihood, stderr_floor=stderr_floor, beta_boundary=beta_boundary,
                   stacklevel=2)
-    dense_mass = resolve_dense_mass(dense_mass, likelihood, layout)
+    dense_mass = resolve_dense_mass(dense_mass, likelihood, layout, pooled_below=pooled_below)
     post, capabilities, benchmarks = stitching_posterior(
-        table, layout, data, anchor=anchor, likelihood=likelihood, priors=priors, method=method,
+        table, layout, data, anchor=anchor, likelihood=likelihood, priors=priors,
+        centred_min=centred_min, pooled_below=pooled_below, method=method,
         chains=chains, samples=samples, warmup=warmup, seed=seed, chain_method=chain_method,
         target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
         svi_guide=svi_guide, svi_steps=svi_steps, svi_learning_rate=svi_learning_rate,

@@ -99,7 +99,7 @@ def test_scaled_model_is_the_default_model_in_new_coordinates():
     from platinum_jax.inference._rosetta_bayes import stitching_problem
 
     table = _table()
-    problem, _ = stitching_problem(table, priors=PRIORS)
+    problem, _ = stitching_problem(table, priors=PRIORS, pooled_below=0)  # unpooled noise
     scaled = Problem(dataclasses.replace(problem.model, noise_scaled=True), problem.table)
     rep = scaled.model.reparameterise(scaled.table)
     sparse = list(table.benchmarks).index("sparse")

@@ -39,7 +39,9 @@ def _problems(pooled_below=8):
     from platinum_jax.inference import Problem
     from platinum_jax.inference._rosetta_bayes import stitching_problem
 
-    problem, _ = stitching_problem(_table(), priors=PRIORS)
+    # the unpooled model (every benchmark its own noise, centred from 20 scores) and the
+    # same with pooled_below
+    problem, _ = stitching_problem(_table(), priors=PRIORS, centred_min=20, pooled_below=0)
     model = problem.model
     pooled = dataclasses.replace(
         model, likelihood=dataclasses.replace(model.likelihood, pooled_below=pooled_below))
@@ -143,3 +145,22 @@ def test_bad_pooling_options_are_refused():
     both = dataclasses.replace(pooled.model, noise_scaled=True)
     with pytest.raises(ValueError, match="set pooled_below=0"):
         both.reparameterise(pooled.table)
+
+
+def test_the_default_pools_below_8_scores_and_centres_from_30():
+    from platinum_jax.inference._rosetta_bayes import stitching_problem
+    from platinum_jax.models.rosetta_bayes import (
+        CENTRED_NOISE_MIN_SCORES,
+        POOLED_NOISE_BELOW,
+        NoisyGaussian,
+    )
+
+    assert (POOLED_NOISE_BELOW, CENTRED_NOISE_MIN_SCORES) == (8, 30)
+    assert (NoisyGaussian().pooled_below, NoisyGaussian().centred_min) == (8, 30)
+    problem, _ = stitching_problem(_table(), priors=PRIORS)
+    rep = problem.model.reparameterise(problem.table)
+    names = list(problem.table.items)
+    # "sparse" (3 scores, no standard error) pooled; none has 30 scores, so none centred
+    assert [b for b, p in zip(names, rep.pooled, strict=True) if p] == ["sparse"]
+    assert not any(rep.centred)
+    assert "fewer than 8 scores" in problem.model.describe()["noise"]

@@ -218,8 +218,10 @@ def test_log_density_matches_scipy(likelihood, model_anchor, centred_min):
     # the polar coordinates of the capabilities: u on the zero-sum shell, r2 = |z|^2
     point["capability_u"] = 2.0 * point.pop("capability_z")
     point["capability_r2"] = 2.3
+    # the fully hierarchical noise (pooled_below=0); the default's pooled noise is held to
+    # SciPy in tests/models/test_rosetta_pooled.py
     model, data = stitching_model(table, layout_anchor, likelihood=likelihood, priors=pr,
-                                  centred_min=centred_min)
+                                  centred_min=centred_min, pooled_below=0)
     ours, _ = log_density(model, (data,), {}, point)
     # jax.scipy.special.betaln (inside NumPyro's BetaBinomial) agrees with SciPy's to ~1e-7.
     rel = 1e-7 if likelihood == "beta_binomial" else 1e-9
@@ -246,7 +248,7 @@ def test_zero_sum_normal_form_log_density_matches_scipy(model_anchor):
     pr = Priors(log_noise_loc=-2.5, intercept_scale=1.5, log_slope_scale=0.8)
     point |= {"noise_log_mu": -2.8, "noise_log_tau": 0.4,
               "noise_log_sigma": np.array([-2.5, -3.9])}
-    problem, _ = stitching_problem(table, anchor, priors=pr)
+    problem, _ = stitching_problem(table, anchor, priors=pr, centred_min=20, pooled_below=0)
     plain = Problem(dataclasses.replace(problem.model, polar_scale=False), problem.table)
     ours, _ = log_density(numpyro_model(plain, plain_names=True), (plain.data(),), {}, point)
     expected = _scipy_log_joint(table, point, "gaussian", pr, model_anchor)
@@ -666,9 +668,12 @@ def test_mass_matrix_blocks_and_chain_devices(synth):
     from platinum_jax.stitching.bayes import hyper_mass_blocks
 
     scale = ("capability_r2", "anchor_slope_z", "slope_z")
-    assert hyper_mass_blocks("gaussian") == [scale, ("noise_log_mu", "noise_log_tau")]
+    # the default pooled noise has one site for its level, spread and centred scales
+    assert hyper_mass_blocks("gaussian") == [scale, ("noise",)]
+    assert hyper_mass_blocks("gaussian", pooled_below=0) == [
+        scale, ("noise_log_mu", "noise_log_tau")]
     model_scale = ("capability_mu", "capability_tau", "capability_r2", "slope_z")
-    assert hyper_mass_blocks("gaussian", model_anchor=True) == [
+    assert hyper_mass_blocks("gaussian", model_anchor=True, pooled_below=0) == [
         model_scale, ("noise_log_mu", "noise_log_tau")]
     assert hyper_mass_blocks("beta", model_anchor=True) == [model_scale]
     assert hyper_mass_blocks("beta") == [scale]
