@@ -208,14 +208,18 @@ def stitching_posterior(table, layout, data: BayesData, *, anchor, likelihood: s
     free_c, free_d, free_s = layout.free_positions()
     mi, bi = np.asarray(data.model_index), np.asarray(data.benchmark_index)
     counts = likelihood in COUNT_LIKELIHOODS
+    coords = {"model": list(models), "benchmark": list(benchmarks),
+              "free_capability": list(models[free_c]), "free_difficulty": list(benchmarks[free_d]),
+              "free_slope": list(benchmarks[free_s]), "score": np.arange(table.n_scores)}
+    dims = dict(_DIMS)
+    # the pooled noise's sites: their entries by name (nu, log_s, benchmarks), not by position
+    labels = getattr(problem.model.reparameterise(problem.table), "entry_labels", None)
+    for site, names in (labels(benchmarks) if labels else {}).items():
+        if names:  # a site with no entries is not sampled
+            coords[f"{site}_entry"], dims[site] = names, [f"{site}_entry"]
     post = sample_posterior(
         problem, **sampler, computed=deterministic_sites(layout, likelihood),
-        derive=_noise_scale,
-        coords={"model": list(models), "benchmark": list(benchmarks),
-                "free_capability": list(models[free_c]),
-                "free_difficulty": list(benchmarks[free_d]),
-                "free_slope": list(benchmarks[free_s]), "score": np.arange(table.n_scores)},
-        dims=_DIMS, observed=np.asarray(data.scores),
+        derive=_noise_scale, coords=coords, dims=dims, observed=np.asarray(data.scores),
         constant={"model_index": mi, "benchmark_index": bi,
                   "stderr": np.asarray(data.stderr), "n_items": np.asarray(data.n_items)},
         row_labels={"score_model": models[mi], "score_benchmark": benchmarks[bi]},

@@ -102,6 +102,13 @@ class PooledNoiseReparameterisation(RosettaReparameterisation):
             out["noise_offset"] = dist.Normal(0.0, 1.0).expand([n_offset]).to_event(1)
         return out
 
+    def entry_labels(self, benchmarks) -> dict[str, list[str]]:
+        """Names of the entries of the sites ``noise`` (``nu``, ``log_s``, then the centred
+        benchmarks) and ``noise_offset`` (its benchmarks), for labelled posteriors."""
+        names = np.asarray(benchmarks, dtype=object)
+        return {"noise": ["nu", "log_s", *names[np.asarray(self.centred, dtype=bool)]],
+                "noise_offset": list(names[self._offset_mask()])}
+
     def parameters(self, values):
         v = values["noise"]
         nu, log_s = v[0], v[1]

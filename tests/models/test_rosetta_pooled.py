@@ -88,6 +88,8 @@ def test_sparse_benchmark_without_stderr_has_no_noise_site():
     assert sites["noise"].event_shape == (2 + 2,)  # nu, log s, two centred scales
     assert sites["noise_offset"].event_shape == (2,)  # "mid" and "sparse_se"
     assert not {"noise_log_mu", "noise_log_tau", "noise_log_sigma"} & set(sites)
+    assert rep.entry_labels(names) == {"noise": ["nu", "log_s", "Winogrande", "big"],
+                                       "noise_offset": ["mid", "sparse_se"]}
     assert "complete pooling" in pooled.model.describe()["noise"]
     assert "pooling" not in _problems(0)[1].model.describe()["noise"]
 

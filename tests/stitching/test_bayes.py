@@ -66,7 +66,11 @@ def nuts_fit(synth):
     table, _ = synth
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)
-        return fit_stitching_bayes(table, ANCHOR, chains=2, samples=300, warmup=300, seed=1)
+        # the "hyper" mass matrix keeps this fixture quick (half the time of the default's full
+        # dense one); the default's path is run by the one-chain command-line test and the
+        # notebook, and its geometry by benchmarks/bench_bayes_defaults.py
+        return fit_stitching_bayes(table, ANCHOR, chains=2, samples=300, warmup=300, seed=1,
+                                   dense_mass="hyper")
 
 
 @pytest.fixture(scope="module")
@@ -337,6 +341,10 @@ def test_inference_data_layout(nuts_fit, synth):
     assert list(post["capability"]["model"].values) == list(table.models)
     assert list(post["slope"]["benchmark"].values) == list(table.benchmarks)
     assert idata.log_likelihood["y"].shape == (2, 300, table.n_scores)
+    # the pooled noise's entries by name; with 60 scores each, every benchmark's log noise
+    # scale is sampled centred, so there are no non-centred offsets
+    assert list(post["noise"]["noise_entry"].values) == ["nu", "log_s", *table.benchmarks]
+    assert "noise_offset" not in post
     np.testing.assert_allclose(idata.observed_data["y"].values, table.scores)
     # anchors are fixed in every draw
     assert np.all(post["difficulty"].sel(benchmark="b0").values == 0.0)
