@@ -122,9 +122,9 @@ the scores imply (whitened curvature 1,800-4,100 along ScienceQA's at ordinary
 draws). A fix would centre and scale intercept and slope on their conditional posterior given
 sigma_b; until one passes the sweep the defaults stay as they are.
 
-``--path fit`` (``fit --model rosetta_bayes --method nuts``: 4 x 500 draws after 500 warmup
-steps, target acceptance 0.9, a full dense mass matrix up to 600 free coordinates, so on these
-tables) on the full directory with seed 2: 1 divergence, R-hat 1.00, bulk ESS 1,079, tail 1,184
+``--path fit`` (``fit --model rosetta_bayes --method nuts``; before the model declared its own
+sampler settings: 4 x 500 draws after 500 warmup steps, target acceptance 0.9, a full dense
+mass matrix up to 600 free coordinates, so on these tables) on the full directory with seed 2: 1 divergence, R-hat 1.00, bulk ESS 1,079, tail 1,184
 (204 CPU s, load 13); on subset 2 with seed 2: 24 divergences, R-hat 1.00, bulk ESS 675, tail
 1,147 (146 CPU s, load 19). It mixes, as the full dense mass matrix does above, but at target
 acceptance 0.9 it diverges more on the subset. Those R-hats were rounded to two decimals by ArviZ's summary, which the
@@ -198,6 +198,15 @@ the defaults):
 
 Half the CPU where it passes, but 19 divergent transitions on subset 2 with seed 2, so the
 target stays at 0.99 (the sweep was stopped there).
+
+``--path fit`` runs ``fit --model rosetta_bayes --method nuts``, which now takes the model's own
+sampler settings (``RosettaBayes.nuts_settings``: those of ``stitch-bayes``) and starts NUTS
+from the MAP fit:
+
+    table        seed  fit path                     div  R-hat   bulk  tail  CPU s  load  ok
+    subset 2     2     500 + 500 at 0.9 (before)      0  1.0156   185    51     99   1.3  no
+    subset 2     2     the model's settings           0  1.0070   659   868    167   1.8  yes
+    subset 3     2     the model's settings           2  1.0086   761  1510    212   3.7  no
 """
 
 from __future__ import annotations
@@ -443,7 +452,8 @@ def sweep(args) -> int:
             failed += not ok
             print(json.dumps({
                 "name": "bayes_defaults_sweep", "subset": k, "seed": seed, "path": args.path,
-                # the fit path runs `nuts`'s own defaults: 4 x 500 after 500, dense if <= 600
+                # the fit path runs `nuts` with the model's own settings (RosettaBayes.
+                # nuts_settings: 4 x 1,500 after 1,000 at 0.99), dense if <= 600 coordinates
                 "dense": d.get("dense_mass") if args.path == "fit" else args.dense,
                 "z": "plain" if args.plain_z else "polar", "noise_scaled": args.noise_scaled,
                 "pooled_below": args.pooled_below, "samples": args.samples,

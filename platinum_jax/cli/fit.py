@@ -179,10 +179,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="bootstrap replicates (default 200)")
     b = p.add_argument_group("Bayesian fits")
     b.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
-    b.add_argument("--warmup", type=int, default=500, help="NUTS warm-up steps (default 500)")
-    b.add_argument("--samples", type=int, default=500, help="NUTS draws per chain (default 500)")
-    b.add_argument("--target-accept", type=float, default=0.9,
-                   help="NUTS target acceptance in (0, 1) (default 0.9)")
+    b.add_argument("--warmup", type=int, default=None,
+                   help="NUTS warm-up steps (default 500; rosetta_bayes and rosetta with nuts: "
+                        "1000, the model's own setting)")
+    b.add_argument("--samples", type=int, default=None,
+                   help="NUTS draws per chain (default 500; rosetta_bayes: 1500)")
+    b.add_argument("--target-accept", type=float, default=None,
+                   help="NUTS target acceptance in (0, 1) (default 0.9; rosetta_bayes: 0.99)")
     b.add_argument("--max-tree-depth", type=int, default=10,
                    help="NUTS takes at most 2^depth - 1 leapfrog steps per draw (default 10); "
                         "lower it to bound the time of a badly scaled posterior")
@@ -240,12 +243,12 @@ def _check(args) -> None:
     if args.categories is not None and args.categories < 2:
         raise ValueError(f"--categories must be >= 2 (got {args.categories})")
     for name in ("replicates", "chains", "warmup", "samples", "steps", "max_tree_depth"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1 (got {getattr(args, name)})")
     if args.noise_per_item and args.method not in ("map", "laplace"):
         raise ValueError(f"--noise-per-item works with --method map or laplace (got "
                          f"{args.method})")
-    if not 0 < args.target_accept < 1:
+    if args.target_accept is not None and not 0 < args.target_accept < 1:
         raise ValueError(f"--target-accept must lie strictly between 0 and 1 "
                          f"(got {args.target_accept})")
 

@@ -43,3 +43,19 @@ def test_the_tree_depth_limit_bounds_every_trajectory(table):
     assert post.diagnostics["tree_depth_hits"] == int((n_steps == 3).sum())
     with pytest.raises(ValueError, match="max_tree_depth"):
         fit(TwoPL(), table, method="nuts", max_tree_depth=0)
+
+
+def test_a_model_s_own_nuts_settings_fill_in_what_is_not_given(table, monkeypatch):
+    from platinum_jax.inference._bayes import NUTS_SETTINGS
+    from platinum_jax.models.rosetta_bayes import RosettaBayes
+
+    assert NUTS_SETTINGS == {"warmup": 500, "samples": 500, "target_accept": 0.9}
+    # the Bayesian Rosetta model declares the settings of stitch-bayes
+    assert RosettaBayes.nuts_settings == {"warmup": 1000, "samples": 1500, "target_accept": 0.99}
+    monkeypatch.setattr(TwoPL, "nuts_settings", {"warmup": 20, "samples": 12,
+                                                 "target_accept": 0.85}, raising=False)
+    d = fit(TwoPL(), table, method="nuts", chains=1, seed=0, max_tree_depth=3).diagnostics
+    assert (d["warmup"], d["samples"], d["target_accept"]) == (20, 12, 0.85)
+    d = fit(TwoPL(), table, method="nuts", chains=1, seed=0, max_tree_depth=3, samples=7,
+            target_accept=0.8).diagnostics  # what is given wins
+    assert (d["warmup"], d["samples"], d["target_accept"]) == (20, 7, 0.8)
