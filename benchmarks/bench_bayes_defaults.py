@@ -170,7 +170,7 @@ sweep (pooled below 8, full dense, 4 x 1,500 after 1,000):
     full raw     0     pooled 8, centred from 30      0  1.0021  1937  2893    342   3.4  yes
     full raw     1     pooled 8, centred from 30      0  1.0026  1981  2600    369   3.4  yes
 
-This geometry is the first to pass every run of the sweep, and it is now the default of
+This geometry is the first to pass every run of that sweep, and it is now the default of
 ``fit_stitching_bayes`` and ``stitch-bayes`` (``dense_mass=True``; ``NoisyGaussian``'s
 ``pooled_below=8`` and ``centred_min=30``), so the rows marked "(default)" above describe the
 defaults of their day. Rerun with the defaults as they are (no geometry options: ``--sweep``
@@ -180,6 +180,20 @@ alone), the hardest runs and this script's real subset:
     subset 2     2     today's                        0  1.0058   722  1567    183   2.7  yes
     subset 3     2     today's                        0  1.0045   870  1769    217   3.3  yes
     real subset  3     today's (no --sweep)           0  1.0053   877  1675   61 s wall   yes
+    subset 2     0     today's                        0  1.0084   545   367    199   1.7  no
+    subset 2     1     today's                        0  1.0151   205    93    186   2.8  no
+    subset 3     0     today's                        0  1.0034   897  1619    212   3.2  yes
+    subset 3     1     today's                        0  1.0029   766  1529    213   3.5  yes
+
+No run diverges, but subset 2 still fails with seeds 0 and 1, at one coordinate: the log noise
+scale of ARC AI2 (23 scores, all near the ceiling, no standard errors), now non-centred
+(``noise_offset``). With seed 1: R-hat 1.0151, bulk ESS 205 and tail ESS 93 for sigma, its
+offset and noise variance alike, its ``slope_z`` R-hat 1.012. Centred it failed with seed 2
+(above), non-centred with seeds 0 and 1: its scores bound sigma_b from above but not from below,
+where the scores must be fitted ever more exactly, and neither form samples that tail well. A
+floor of 0.005 under the noise (tried as a standard error of 0.005 on every score without one,
+which also leaves no benchmark to pool) did not fix it: seed 1 gave R-hat 1.0130 and tail ESS
+167 (204 CPU s). Still open.
 
 (Subsets 2 and 3 differ a little from the runs above with the same settings, which patched the
 model's defaults in from this script.) The price is CPU, 3-6 times the ``hyper`` mass

@@ -144,10 +144,10 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
         "--mass-matrix",
         choices=("dense", "hyper", "diagonal"),
         default="dense",
-        help="NUTS mass matrix: dense (default: adapts to every correlation, the setting that "
-        "passed every seed and subset of Epoch's raw data tried), hyper (dense blocks for the "
-        "scale and slopes and for the noise level only: quicker, but one slow direction "
-        "remains on some data) or diagonal",
+        help="NUTS mass matrix: dense (default: adapts to every correlation, including the "
+        "slow direction between eras of models and benchmarks), hyper (dense blocks for the "
+        "scale and slopes and for the noise level only: quicker, but that direction mixes "
+        "slowly on some data) or diagonal",
     )
     g.add_argument(
         "--pooled-below",

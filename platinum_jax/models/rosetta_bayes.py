@@ -199,8 +199,8 @@ class NoisyGaussian(Likelihood):
     than this and no known standard error has no noise scale of its own but the common level,
     sigma_b = exp(noise_log_mu) (complete pooling: a few scores cannot estimate their own
     noise; see :mod:`platinum_jax.models._rosetta_pooled`). The default,
-    :data:`POOLED_NOISE_BELOW` (8), is the geometry that sampled every run of a sweep over
-    seeds and random subsets of Epoch's raw directory; 0 pools none (the fully hierarchical
+    :data:`POOLED_NOISE_BELOW` (8), removed every divergent transition of a sweep over seeds
+    and random subsets of Epoch's raw directory (``benchmarks/bench_bayes_defaults.py``); 0 pools none (the fully hierarchical
     noise, whose sites are ``noise_log_mu``, ``noise_log_tau`` and ``noise_log_sigma``).
     """
 
@@ -326,7 +326,8 @@ class RosettaBayes(MeasurementModel):
     point fits only; Bayesian fits sample the reparameterisation. ``nuts_settings``: the
     sampler settings :func:`~platinum_jax.inference.nuts` (and ``fit --method nuts``) use where
     not given, those of ``stitch-bayes`` (4 chains x 1,500 draws after 1,000 warmup steps,
-    target acceptance 0.99), which passed every seed and subset of Epoch's raw data tried.
+    target acceptance 0.99), checked over seeds and subsets of Epoch's raw data (the
+    Bayesian guide lists the runs).
     """
 
     anchor: Anchor = BenchmarkAnchor()
