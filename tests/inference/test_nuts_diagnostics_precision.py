@@ -59,3 +59,19 @@ def test_a_model_s_own_nuts_settings_fill_in_what_is_not_given(table, monkeypatc
     d = fit(TwoPL(), table, method="nuts", chains=1, seed=0, max_tree_depth=3, samples=7,
             target_accept=0.8).diagnostics  # what is given wins
     assert (d["warmup"], d["samples"], d["target_accept"]) == (20, 7, 0.8)
+
+
+def test_the_model_s_settings_are_those_of_stitch_bayes():
+    """One set of numbers in two places (the model's nuts_settings, read by `fit`, and the
+    preset's defaults, read by `stitch-bayes`): held equal here."""
+    import inspect
+
+    from platinum_jax.cli import build_parser
+    from platinum_jax.models.rosetta_bayes import RosettaBayes
+    from platinum_jax.stitching.bayes import fit_stitching_bayes
+
+    defaults = inspect.signature(fit_stitching_bayes).parameters
+    assert {k: defaults[k].default for k in RosettaBayes.nuts_settings} == RosettaBayes.nuts_settings
+    argv = ["stitch-bayes", "d.csv", "--out", "o"]
+    args = vars(build_parser([argv[0]], argv).parse_args(argv))
+    assert {k: args[k] for k in RosettaBayes.nuts_settings} == RosettaBayes.nuts_settings
