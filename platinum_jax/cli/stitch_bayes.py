@@ -32,7 +32,8 @@ Likelihoods (--likelihood):
 
 Outputs in --out:
   capabilities.csv   model, mean, sd, hdi_3%, hdi_97% (+ r_hat, ess_bulk, ess_tail, release_date)
-  benchmarks.csv     the same for difficulty_* and slope_* per benchmark, and noise_sd_mean
+  benchmarks.csv     the same for difficulty_* and slope_* per benchmark, and noise_sd_mean;
+                     gaussian: noise_pooled, noise_scatter, noise_ppp (the pooled check below)
   summary.csv        every parameter with r_hat, ess_bulk, ess_tail
   posterior.nc       the ArviZ InferenceData (arviz.from_netcdf); groups posterior,
                      sample_stats, log_likelihood, posterior_predictive, observed_data
@@ -51,6 +52,11 @@ Diagnostics cover every parameter, hyper-parameters included: divergences, R-hat
 (needs 2 or more chains), bulk or tail ESS < 400; each problem is printed as a warning that
 says what to try next, given what this run used.  Known standard errors below 0.005 (a
 reported 0.00) are raised to 0.005 and counted.  Computation runs in float64.
+
+Benchmarks with fewer than --pooled-below scores (30) and no standard errors share the common
+noise level.  Each such benchmark's scatter is checked against that level (noise_scatter, in
+its units; noise_ppp, a posterior predictive p-value), and one whose scores scatter more than
+it allows (p < 0.01) is named in a warning: its intervals are too narrow.
 """
 
 EPILOG = """\
@@ -155,8 +161,9 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="Gaussian likelihood: benchmarks with fewer than N scores and no standard errors "
-        "share the common noise level instead of a noise scale of their own (default 8; 0 "
-        "gives every benchmark its own); a few scores say too little about their own noise",
+        "share the common noise level instead of a noise scale of their own (default 30; 0 "
+        "gives every benchmark its own); in a joint fit fewer scores say little about their "
+        "own noise",
     )
     g.add_argument("--svi-steps", type=_positive_int, default=5000, help="SVI optimisation steps")
     g.add_argument(

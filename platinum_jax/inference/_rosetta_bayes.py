@@ -22,8 +22,10 @@ from platinum_jax.models.rosetta_bayes import (
     anchored_benchmark,
     check_likelihood,
     deterministic_sites,
+    pooled_noise_check,
     prepare_data,
     response_rows,
+    warn_pooled_misfit,
 )
 
 from ._bayes import assemble_parameters as _assemble
@@ -197,7 +199,9 @@ def stitching_posterior(table, layout, data: BayesData, *, anchor, likelihood: s
 
     Returns ``(posterior, capabilities, benchmarks)``: the :class:`Posterior` and the summary
     tables indexed by model (C_m and ``release_date``) and benchmark (``difficulty_*``,
-    ``slope_*``, ``noise_sd_mean`` = sqrt of the posterior mean Sigma_bb, ``release_date``).
+    ``slope_*``, ``noise_sd_mean`` = sqrt of the posterior mean Sigma_bb, ``release_date``; with
+    pooled noise also the columns of :func:`~platinum_jax.models.rosetta_bayes.pooled_noise_check`,
+    and a warning naming any pooled benchmark whose scores scatter more than the common level).
     """
     from ._bayes_fit import sample_posterior
 
@@ -213,7 +217,8 @@ def stitching_posterior(table, layout, data: BayesData, *, anchor, likelihood: s
               "free_slope": list(benchmarks[free_s]), "score": np.arange(table.n_scores)}
     dims = dict(_DIMS)
     # the pooled noise's sites: their entries by name (nu, log_s, benchmarks), not by position
-    labels = getattr(problem.model.reparameterise(problem.table), "entry_labels", None)
+    rep = problem.model.reparameterise(problem.table)
+    labels = getattr(rep, "entry_labels", None)
     for site, names in (labels(benchmarks) if labels else {}).items():
         if names:  # a site with no entries is not sampled
             coords[f"{site}_entry"], dims[site] = names, [f"{site}_entry"]
@@ -227,4 +232,9 @@ def stitching_posterior(table, layout, data: BayesData, *, anchor, likelihood: s
         attrs={"likelihood": likelihood, "anchor": anchor.describe()})
     post.idata.observed_data.attrs["scale"] = (
         "item counts k = round(score * n_items)" if counts else "scores in [0, 1]")
-    return (post, *_named_tables(table, post.summary))
+    capabilities, bench = _named_tables(table, post.summary)
+    if any(getattr(rep, "pooled", ())):  # does the common noise level fit the pooled benchmarks?
+        check = pooled_noise_check(post.idata.posterior, data.scores, mi, bi, rep.pooled)
+        warn_pooled_misfit(check, bi, pooled_below, stacklevel=3)
+        bench = bench.join(check)
+    return post, capabilities, bench

@@ -36,7 +36,8 @@ from jax.scipy.stats.norm import logpdf as normal
 from ._rosetta_noise import extended, hyper_log_prob, hyper_sample, score_counts
 from ._rosetta_reparam import RosettaReparameterisation
 
-__all__ = ["PooledNoiseReparameterisation", "pooled_noise_masks", "pooled_noise_prior"]
+__all__ = ["PooledNoiseReparameterisation", "pooled_noise_check", "pooled_noise_masks",
+           "pooled_noise_prior"]
 
 
 def pooled_noise_masks(table, centred_min: int, pooled_below: int) -> dict:
@@ -127,3 +128,63 @@ def pooled_noise(base: RosettaReparameterisation, table, centred_min: int,
     """``base`` with the pooled noise's sites for ``table``."""
     return extended(base, PooledNoiseReparameterisation,
                     **pooled_noise_masks(table, centred_min, pooled_below))
+
+
+def pooled_noise_check(posterior, scores, model_index, benchmark_index, pooled):
+    """Do the scores of each pooled benchmark scatter as much as the common noise level it is
+    given? A posterior predictive check of the complete pooling.
+
+    ``posterior``: draws (dims chain, draw) of ``capability`` (per model), ``difficulty``,
+    ``slope`` and ``noise_variance`` (per benchmark, labelled by the coordinate ``benchmark``);
+    ``scores`` with each score's ``model_index`` and ``benchmark_index``; ``pooled`` per
+    benchmark. For a pooled benchmark b with n_b scores and each draw, T = sum_i (y_i -
+    mu_i)^2 / sigma_b^2, which is chi^2(n_b) if the common level is right. Returns a frame
+    indexed by benchmark: ``noise_pooled``; ``noise_scatter`` = sqrt(mean T / n_b), the scores'
+    scatter in units of the pooled level; ``noise_ppp`` = the posterior mean of
+    P(chi^2(n_b) >= T) (both NaN where not pooled). A small ``noise_ppp`` says the scores
+    scatter more than the pooled noise allows, so that benchmark's difficulty and slope
+    intervals are too narrow; a benchmark's own residuals shrink as the fit adapts to them,
+    so the check errs towards passing."""
+    import pandas as pd
+    from scipy.special import expit
+    from scipy.stats import chi2
+
+    y, mi, bi = (np.asarray(a) for a in (scores, model_index, benchmark_index))
+    names = list(posterior["difficulty"].coords["benchmark"].values)
+    out = pd.DataFrame({"noise_pooled": np.asarray(pooled, dtype=bool),
+                        "noise_scatter": np.nan, "noise_ppp": np.nan},
+                       index=pd.Index(names, name="benchmark"))
+
+    def draws(var):  # (chains x draws, last dimension)
+        x = np.asarray(posterior[var].values, dtype=np.float64)
+        return x.reshape(-1, x.shape[-1])
+
+    cap, diff, slope, var = (draws(v) for v in ("capability", "difficulty", "slope",
+                                                 "noise_variance"))
+    for b in np.flatnonzero(out["noise_pooled"].to_numpy()):
+        rows = np.flatnonzero(bi == b)
+        mu = expit(slope[:, [b]] * (cap[:, mi[rows]] - diff[:, [b]]))
+        t = np.sum((y[rows] - mu) ** 2, axis=1) / var[:, b]
+        out.iloc[b, 1:] = np.sqrt(t.mean() / len(rows)), chi2.sf(t, len(rows)).mean()
+    return out
+
+
+def warn_pooled_misfit(check, benchmark_index, pooled_below: int, *, p: float = 0.01,
+                       stacklevel: int = 2) -> None:
+    """Warn, naming them, about the pooled benchmarks of ``check`` (:func:`pooled_noise_check`)
+    whose scores scatter more than the common level allows (``noise_ppp`` below ``p``)."""
+    import warnings
+
+    bad = check.index[check["noise_ppp"].to_numpy() < p]
+    if len(bad):
+        n = np.bincount(np.asarray(benchmark_index), minlength=len(check))
+        where = [check.index.get_loc(b) for b in bad]
+        said = ", ".join(f"{b} ({n[i]} scores, {check['noise_scatter'].iloc[i]:.1f} times)"
+                         for b, i in zip(bad, where, strict=True))
+        warnings.warn(
+            f"pooled noise: the scores of {said} scatter more than the common noise level "
+            f"that benchmarks with fewer than {pooled_below} scores and no standard errors "
+            f"share (posterior predictive p < {p}), so their difficulty and slope intervals "
+            f"are too narrow; give them noise scales of their own with a pooled_below "
+            f"(--pooled-below) of at most {min(n[where])}, or 0 (see noise_scatter and "
+            "noise_ppp in the benchmarks table)", UserWarning, stacklevel=stacklevel + 1)

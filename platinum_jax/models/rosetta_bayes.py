@@ -52,6 +52,7 @@ from ._rosetta_bayes_data import (
     prepare_data,
     response_rows,
 )
+from ._rosetta_pooled import pooled_noise_check, warn_pooled_misfit
 from ._rosetta_reparam import RosettaReparameterisation
 from .likelihoods import BetaBinomial
 
@@ -62,8 +63,10 @@ __all__ = [
     "anchored_benchmark",
     "check_likelihood",
     "deterministic_sites",
+    "pooled_noise_check",
     "prepare_data",
     "response_rows",
+    "warn_pooled_misfit",
     "CENTRED_NOISE_MIN_SCORES",
     "POOLED_NOISE_BELOW",
     "ItemBetaBinomial",
@@ -86,9 +89,13 @@ _MU_EPS = 1e-9
 CENTRED_NOISE_MIN_SCORES = 30
 
 # Benchmarks with fewer scores than this and no known standard errors share the common noise
-# level (NoisyGaussian's complete pooling): their own scores pin log sigma_b no better than the
-# prior does, and their intercept, slope and noise otherwise form a funnel NUTS diverges in.
-POOLED_NOISE_BELOW = 8
+# level (NoisyGaussian's complete pooling). With a handful of scores their intercept, slope and
+# noise form a funnel NUTS diverges in; up to about 30 scores the lower tail of log sigma_b is
+# left to the hierarchy, since a joint fit can absorb a benchmark's residuals into the
+# capabilities of the models it scores, and that coordinate mixed slowly centred or not (ARC AI2
+# with 23 scores on subsets of Epoch's raw directory). Equal to CENTRED_NOISE_MIN_SCORES, so a
+# benchmark without standard errors has its own noise scale, sampled centred, or none.
+POOLED_NOISE_BELOW = 30
 
 
 def _dist():
@@ -142,11 +149,13 @@ class Priors:
     A benchmark with fewer scores is sampled non-centred, log sigma_b = nu + s n_b with
     n_b ~ N(0, 1): its few scores leave sigma_b loose, and centred it can wander into a funnel
     where sigma_b is tiny and its scores must be fitted exactly (a divergence at ScienceQA,
-    6 scores, sigma 0.005).  A benchmark with fewer than ``POOLED_NOISE_BELOW`` (8) scores and
+    6 scores, sigma 0.005).  A benchmark with fewer than ``POOLED_NOISE_BELOW`` (30) scores and
     no standard errors has no noise scale of its own: sigma_b = exp(nu), the common level
     (:class:`NoisyGaussian`'s ``pooled_below``; sites ``noise`` and ``noise_offset``, see
     :mod:`platinum_jax.models._rosetta_pooled`).  With ``pooled_below=0`` every benchmark has
-    its own, and the site ``noise_log_sigma`` holds log sigma_b or n_b accordingly.  The
+    its own, and the site ``noise_log_sigma`` holds log sigma_b or n_b accordingly.  By
+    default the two bars are equal, so only benchmarks with standard errors and fewer than 30
+    scores are sampled non-centred.  The
     spread's prior keeps away from 0 (benchmarks do differ in noise; below s = 0.1 has prior
     probability 0.3%), which is what a centred hierarchy needs: as s -> 0
     the benchmarks' log noise levels are squeezed together into a funnel NUTS diverges in,
@@ -197,11 +206,12 @@ class NoisyGaussian(Likelihood):
 
     ``pooled_below`` (Bayesian fits of :class:`RosettaBayes`): a benchmark with fewer scores
     than this and no known standard error has no noise scale of its own but the common level,
-    sigma_b = exp(noise_log_mu) (complete pooling: a few scores cannot estimate their own
-    noise; see :mod:`platinum_jax.models._rosetta_pooled`). The default,
-    :data:`POOLED_NOISE_BELOW` (8), removed every divergent transition of a sweep over seeds
-    and random subsets of Epoch's raw directory (``benchmarks/bench_bayes_defaults.py``); 0 pools none (the fully hierarchical
-    noise, whose sites are ``noise_log_mu``, ``noise_log_tau`` and ``noise_log_sigma``).
+    sigma_b = exp(noise_log_mu) (complete pooling: in a joint fit its scores cannot estimate
+    their own noise; see :mod:`platinum_jax.models._rosetta_pooled`). The default,
+    :data:`POOLED_NOISE_BELOW` (30, the bar for centring), passed a sweep over seeds and random
+    subsets of Epoch's raw directory with no divergent transition and every coordinate mixed
+    (``benchmarks/bench_bayes_defaults.py``); 0 pools none (the fully hierarchical noise,
+    whose sites are ``noise_log_mu``, ``noise_log_tau`` and ``noise_log_sigma``).
     """
 
     priors: Priors = Priors()

@@ -99,11 +99,11 @@ def fit_stitching_bayes(table: ScoreTable, anchor: BenchmarkAnchor | ModelAnchor
 
     ``anchor`` as in :func:`fit_stitching`; ``method`` ``"nuts"`` or ``"svi"``. The defaults (4
     chains x 1,500 draws after 1,000 warmup, target acceptance 0.99, full dense mass matrix,
-    Gaussian noise pooled below 8 scores and centred from 30: ``pooled_below``, ``centred_min``
+    Gaussian noise pooled below 30 scores and centred from 30: ``pooled_below``, ``centred_min``
     of :class:`~platinum_jax.models.rosetta_bayes.NoisyGaussian`) sampled Epoch's raw directory
-    with three seeds with no divergences, R-hat <= 1.01 and ESS >= 400 over every coordinate; on
-    random subsets one log noise scale can still mix slowly (the Bayesian guide lists the
-    runs). ``dense_mass="hyper"`` is quicker but mixes slowly more often. Runs short of those bars warn. Standard errors below ``stderr_floor`` are raised to
+    and random subsets of it, three seeds each, with no divergences, R-hat <= 1.01 and ESS >=
+    400 over every coordinate (the Bayesian guide lists the runs). ``dense_mass="hyper"`` is
+    quicker but mixes slowly more often. Runs short of those bars warn. Standard errors below ``stderr_floor`` are raised to
     it and exact 0/1 scores move by ``beta_boundary`` for the Beta likelihood (:func:`prepare_data`),
     each with a warning. Run in float64 (:func:`platinum_jax.enable_float64`).
     """

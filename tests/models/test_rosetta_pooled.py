@@ -149,7 +149,7 @@ def test_bad_pooling_options_are_refused():
         both.reparameterise(pooled.table)
 
 
-def test_the_default_pools_below_8_scores_and_centres_from_30():
+def test_the_default_pools_below_30_scores_and_centres_from_30():
     from platinum_jax.inference._rosetta_bayes import stitching_problem
     from platinum_jax.models.rosetta_bayes import (
         CENTRED_NOISE_MIN_SCORES,
@@ -157,12 +157,76 @@ def test_the_default_pools_below_8_scores_and_centres_from_30():
         NoisyGaussian,
     )
 
-    assert (POOLED_NOISE_BELOW, CENTRED_NOISE_MIN_SCORES) == (8, 30)
-    assert (NoisyGaussian().pooled_below, NoisyGaussian().centred_min) == (8, 30)
+    assert (POOLED_NOISE_BELOW, CENTRED_NOISE_MIN_SCORES) == (30, 30)
+    assert (NoisyGaussian().pooled_below, NoisyGaussian().centred_min) == (30, 30)
     problem, _ = stitching_problem(_table(), priors=PRIORS)
     rep = problem.model.reparameterise(problem.table)
     names = list(problem.table.items)
-    # "sparse" (3 scores, no standard error) pooled; none has 30 scores, so none centred
-    assert [b for b, p in zip(names, rep.pooled, strict=True) if p] == ["sparse"]
+    # every benchmark under 30 scores without standard errors is pooled ("big", 21 scores,
+    # too); those with standard errors keep their own noise, non-centred (none has 30 scores)
+    assert [b for b, p in zip(names, rep.pooled, strict=True) if p] == ["big", "mid", "sparse"]
     assert not any(rep.centred)
-    assert "fewer than 8 scores" in problem.model.describe()["noise"]
+    assert "fewer than 30 scores" in problem.model.describe()["noise"]
+
+
+def _check_world():
+    """Posterior draws at the truth of 40 models on three benchmarks: "calm" and "loud" pooled
+    (25 scores each, noise 0.05 and 0.15), "own" not (40 scores); the common level 0.05."""
+    import xarray as xr
+
+    rng = np.random.default_rng(11)
+    cap = rng.normal(size=40)
+    diff, slope = np.array([-0.5, 0.3, 0.0]), np.array([1.2, 0.8, 1.0])
+    sd = np.array([0.05, 0.15, 0.05])
+    mi = np.concatenate([np.arange(25), np.arange(25), np.arange(40)])
+    bi = np.repeat([0, 1, 2], [25, 25, 40])
+    eps = rng.normal(size=len(mi)) * sd[bi]
+    y = expit(slope[bi] * (cap[mi] - diff[bi])) + eps
+    # two draws, both at the truth, with the common level 0.05 and then 0.1
+    var = np.array([[0.05, 0.05, 0.05], [0.1, 0.1, 0.1]]) ** 2
+
+    def drawn(x, dim):
+        return xr.DataArray(np.broadcast_to(x, (1, 2, len(x))), dims=("chain", "draw", dim),
+                            coords={dim: [f"m{i}" for i in range(len(x))] if dim == "model"
+                                    else ["calm", "loud", "own"]})
+
+    post = xr.Dataset({"capability": drawn(cap, "model"), "difficulty": drawn(diff, "benchmark"),
+                       "slope": drawn(slope, "benchmark"),
+                       "noise_variance": (("chain", "draw", "benchmark"), var[None])})
+    post = post.assign_coords(benchmark=["calm", "loud", "own"])
+    return post, y, mi, bi, eps, var
+
+
+def test_pooled_noise_check_against_the_chi_square_of_known_residuals():
+    from platinum_jax.models.rosetta_bayes import pooled_noise_check
+
+    post, y, mi, bi, eps, var = _check_world()
+    check = pooled_noise_check(post, y, mi, bi, [True, True, False])
+    assert list(check.index) == ["calm", "loud", "own"]
+    assert check["noise_pooled"].tolist() == [True, True, False]
+    assert check.loc["own", ["noise_scatter", "noise_ppp"]].isna().all()
+    for j, name in enumerate(["calm", "loud"]):
+        ss = np.sum(eps[bi == j] ** 2)  # the draws sit at the truth: residuals are the noise
+        t = ss / var[:, j]
+        np.testing.assert_allclose(check.loc[name, "noise_scatter"], np.sqrt(t.mean() / 25),
+                                   rtol=1e-9)
+        np.testing.assert_allclose(check.loc[name, "noise_ppp"], st.chi2.sf(t, 25).mean(),
+                                   rtol=1e-9)
+    # loud's scores scatter about 3 and 1.5 times the two levels; calm's about 1 and 0.5
+    assert check.loc["loud", "noise_ppp"] < 1e-3 < 0.3 < check.loc["calm", "noise_ppp"]
+
+
+def test_pooled_misfit_warning_names_the_benchmark_and_the_remedy():
+    from platinum_jax.models.rosetta_bayes import pooled_noise_check, warn_pooled_misfit
+
+    post, y, mi, bi, _, _ = _check_world()
+    check = pooled_noise_check(post, y, mi, bi, [True, True, False])
+    with pytest.warns(UserWarning, match=r"loud \(25 scores, .* times\)") as rec:
+        warn_pooled_misfit(check, bi, 30)
+    text = str(rec[0].message)
+    assert "calm" not in text and "fewer than 30 scores" in text and "at most 25" in text
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_pooled_misfit(check.drop(index="loud"), bi[bi != 1], 30)  # nothing to say
