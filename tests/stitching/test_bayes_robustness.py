@@ -197,7 +197,7 @@ def test_cli_rejects_non_positive_counts(tmp_path, capsys, option):
 
 
 @pytest.mark.parametrize(("options", "expected"), [
-    ([], {"dense_mass": True}),  # the defaults: full dense, the model's pooling (8)
+    ([], {"dense_mass": True}),  # the defaults: full dense, the model's pooling (30)
     (["--mass-matrix", "hyper", "--pooled-below", "0"], {"dense_mass": "hyper", "pooled_below": 0}),
     (["--mass-matrix", "diagonal", "--pooled-below", "5"], {"dense_mass": False, "pooled_below": 5}),
 ])
