@@ -37,7 +37,7 @@ from ._rosetta_noise import extended, hyper_log_prob, hyper_sample, score_counts
 from ._rosetta_reparam import RosettaReparameterisation
 
 __all__ = ["PooledNoiseReparameterisation", "pooled_noise_check", "pooled_noise_masks",
-           "pooled_noise_prior"]
+           "pooled_noise_prior", "warn_pooled_misfit"]
 
 
 def pooled_noise_masks(table, centred_min: int, pooled_below: int) -> dict:
@@ -135,7 +135,7 @@ def pooled_noise_check(posterior, scores, model_index, benchmark_index, pooled):
     given? A posterior predictive check of the complete pooling.
 
     ``posterior``: draws (dims chain, draw) of ``capability`` (per model), ``difficulty``,
-    ``slope`` and ``noise_variance`` (per benchmark, labelled by the coordinate ``benchmark``);
+    ``slope`` and ``noise_variance`` (per benchmark, labelled by their last coordinate);
     ``scores`` with each score's ``model_index`` and ``benchmark_index``; ``pooled`` per
     benchmark. For a pooled benchmark b with n_b scores and each draw, T = sum_i (y_i -
     mu_i)^2 / sigma_b^2, which is chi^2(n_b) if the common level is right. Returns a frame
@@ -150,7 +150,7 @@ def pooled_noise_check(posterior, scores, model_index, benchmark_index, pooled):
     from scipy.stats import chi2
 
     y, mi, bi = (np.asarray(a) for a in (scores, model_index, benchmark_index))
-    names = list(posterior["difficulty"].coords["benchmark"].values)
+    names = list(posterior["difficulty"][posterior["difficulty"].dims[-1]].values)
     out = pd.DataFrame({"noise_pooled": np.asarray(pooled, dtype=bool),
                         "noise_scatter": np.nan, "noise_ppp": np.nan},
                        index=pd.Index(names, name="benchmark"))

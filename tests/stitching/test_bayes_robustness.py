@@ -283,6 +283,12 @@ def test_short_chains_sample_a_real_subset_cleanly(epoch_dir):
     d = fit.diagnostics
     assert d["divergences"] == 0 and d["rhat_max"] <= SHORT_MAX_R_HAT
     assert d["ess_bulk_min"] >= SHORT_MIN_ESS and d["ess_tail_min"] >= SHORT_MIN_ESS
+    # Winogrande (9 scores here, no standard errors) shares the common noise level, and the
+    # pooled check reports on it alone
+    b = fit.benchmarks
+    assert b.index[b["noise_pooled"]].tolist() == ["Winogrande"]
+    assert np.isfinite(b.loc["Winogrande", ["noise_scatter", "noise_ppp"]].astype(float)).all()
+    assert b.loc[~b["noise_pooled"], "noise_ppp"].isna().all()
     # every hyper-parameter is among the checked quantities
     checked = set(fit.summary.loc[fit.summary["sd"] > 0, "variable"])
     assert {"capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau", "sigma"} <= checked
