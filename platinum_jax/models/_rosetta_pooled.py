@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.stats.norm import logpdf as normal
 
+from ._rosetta_layout import StitchingParams, predict_scores
 from ._rosetta_noise import extended, hyper_log_prob, hyper_sample, score_counts
 from ._rosetta_reparam import RosettaReparameterisation
 
@@ -146,7 +147,6 @@ def pooled_noise_check(posterior, scores, model_index, benchmark_index, pooled):
     intervals are too narrow; a benchmark's own residuals shrink as the fit adapts to them,
     so the check errs towards passing."""
     import pandas as pd
-    from scipy.special import expit
     from scipy.stats import chi2
 
     y, mi, bi = (np.asarray(a) for a in (scores, model_index, benchmark_index))
@@ -161,11 +161,15 @@ def pooled_noise_check(posterior, scores, model_index, benchmark_index, pooled):
 
     cap, diff, slope, var = (draws(v) for v in ("capability", "difficulty", "slope",
                                                  "noise_variance"))
-    for b in np.flatnonzero(out["noise_pooled"].to_numpy()):
-        rows = np.flatnonzero(bi == b)
-        mu = expit(slope[:, [b]] * (cap[:, mi[rows]] - diff[:, [b]]))
-        t = np.sum((y[rows] - mu) ** 2, axis=1) / var[:, b]
-        out.iloc[b, 1:] = np.sqrt(t.mean() / len(rows)), chi2.sf(t, len(rows)).mean()
+    pooled_b = np.flatnonzero(out["noise_pooled"].to_numpy())
+    rows = np.flatnonzero(np.isin(bi, pooled_b))
+    # the model's mean at every draw (draws x pooled rows)
+    mu = np.asarray(jax.vmap(lambda c, d, a: predict_scores(
+        StitchingParams(c, d, a), mi[rows], bi[rows]))(cap, diff, slope))
+    for b in pooled_b:
+        own = bi[rows] == b
+        t = np.sum((y[rows][own] - mu[:, own]) ** 2, axis=1) / var[:, b]
+        out.iloc[b, 1:] = np.sqrt(t.mean() / own.sum()), chi2.sf(t, own.sum()).mean()
     return out
 
 
