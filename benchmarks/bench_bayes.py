@@ -22,7 +22,7 @@ Both use two processor cores: ours runs the chains side by side on one JAX host 
 length and target acceptance; each keeps its own default mass-matrix adaptation (ours: full
 dense; PyMC: diagonal).  Ours gives every benchmark its own noise scale here
 (``pooled_below=0``), as the PyMC model does.  The PyMC model is
-written out like ``RosettaBayes`` (``platinum_jax.models.rosetta_bayes``): standardised
+written out like ``RosettaBayes`` (``platinum_jax.models.rosetta``): standardised
 capabilities, intercept-form difficulties, the scale derived from the anchor benchmark, centred
 log noise scales.
 
@@ -62,7 +62,7 @@ def _min_ess(idata, names=("capability", "difficulty", "slope")):
 
 
 def run_ours(table, args):
-    from platinum_jax.stitching.bayes import fit_stitching_bayes
+    from platinum_jax.stitching import fit_stitching_bayes
 
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -93,8 +93,7 @@ def run_pymc(table, args):
             "bench_bayes.py needs PyMC for the baseline: pip install -e '.[bench]' "
             f"(or pip install pymc), or pass --skip-pymc ({exc})"
         ) from exc
-    from platinum_jax.models import BenchmarkAnchor, ParameterLayout
-    from platinum_jax.models.rosetta_bayes import Priors
+    from platinum_jax.models.rosetta import BenchmarkAnchor, ParameterLayout, Priors
 
     pr = Priors()
     layout = ParameterLayout.from_table(table, BenchmarkAnchor())
@@ -209,7 +208,8 @@ def main(argv=None) -> int:
         enable_compilation_cache()  # as the CLI does; PyMC's compiled C code is cached too
     from scipy.stats import spearmanr
 
-    from platinum_jax.stitching import ScoreTable, fit_stitching
+    from platinum_jax.data import ScoreTable
+    from platinum_jax.stitching import fit_stitching
 
     if not DATA.exists():
         raise SystemExit(f"the Epoch data is missing: expected {DATA.name} in ../shared/data/")
@@ -246,7 +246,7 @@ def main(argv=None) -> int:
         "divergences": d["divergences"],
         "max_r_hat": round(d["rhat_max"], 4),
         "spearman_vs_map": round(float(rho), 4),
-        "chain_method": fit.info.get("chain_method"),
+        "chain_method": fit.diagnostics.get("chain_method"),
         "compile_cache": not args.no_cache,
     }
     if args.skip_pymc:

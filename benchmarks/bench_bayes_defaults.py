@@ -132,7 +132,7 @@ fit path's check read until now (so an R-hat of 1.014 passed its 1.01 bar); it r
 unrounded values now.
 
 Complete pooling of the noise of sparse benchmarks removes the funnel. With ``--pooled-below 8``
-(``NoisyGaussian(pooled_below=8)``; :mod:`platinum_jax.models._rosetta_pooled`) a benchmark
+(``NoisyGaussian(pooled_below=8)``; :mod:`platinum_jax.models.rosetta._pooled`) a benchmark
 with fewer than 8 scores and no standard errors has sigma_b = exp(nu), the common level, and no
 noise coordinate of its own, so neither its intercept nor its slope has a neck to fall into. A
 modelling choice: its own scores would estimate log sigma_b to about 1 / sqrt(2 (n - 2)), 0.32
@@ -295,12 +295,11 @@ HYPER = {"capability_mu", "capability_tau", "noise_log_mu", "noise_log_tau", "si
 
 def real_subset_table(raw_dir: Path = EPOCH_RAW):
     """The six benchmarks of ``REAL_SUBSET``, models that have scores on at least four."""
-    from platinum_jax.importers import EpochDataWarning
-    from platinum_jax.stitching import ScoreTable
+    from platinum_jax.importers import EpochDataWarning, read_epoch_scores
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)
-        full = ScoreTable.from_epoch(raw_dir)
+        full = read_epoch_scores(raw_dir)
     part = full.select_benchmarks(REAL_SUBSET)
     counts = part.data.groupby("model")["benchmark"].nunique()
     return part.select_models(counts.index[counts >= 4])
@@ -366,10 +365,10 @@ def divergence_curvature(idata, table, *, n_typical: int = 4, top: int = 6) -> l
     from numpyro.infer.util import potential_energy, unconstrain_fn
 
     from platinum_jax.inference import numpyro_model
-    from platinum_jax.inference._rosetta_bayes import stitching_problem
+    from platinum_jax.stitching import stitching_problem
 
     problem, _ = stitching_problem(table)
-    model, data = numpyro_model(problem, plain_names=True), problem.data()
+    model, data = numpyro_model(problem), problem.data()
     trace = handlers.trace(handlers.seed(model, 0)).get_trace(data)
     sites = [k for k, v in trace.items() if v["type"] == "sample" and not v["is_observed"]]
     post = idata.posterior
@@ -438,7 +437,7 @@ def _geometry(polar: bool, noise_scaled: bool = False, pooled_below: int | None 
     than ``pooled_below`` scores and no standard errors pooled (``--pooled-below``)."""
     import dataclasses
 
-    from platinum_jax.models.rosetta_bayes import RosettaBayes
+    from platinum_jax.models.rosetta import RosettaBayes
 
     make = RosettaBayes.with_likelihood.__func__
 
@@ -459,7 +458,7 @@ def _fit_path(table, seed: int):
     """``platinum-jax fit --model rosetta_bayes --method nuts`` with its defaults on ``table``:
     the engine's :func:`~platinum_jax.inference.fit`, which diagnoses every sampled site."""
     from platinum_jax.inference import fit
-    from platinum_jax.models.rosetta_bayes import RosettaBayes, prepare_data, response_rows
+    from platinum_jax.models.rosetta import RosettaBayes, prepare_data, response_rows
 
     # the rows `fit` reads from a CSV of these scores (se column, floored as the CLI does)
     data, _ = prepare_data(table, "gaussian")
@@ -480,13 +479,12 @@ def sweep(args) -> int:
     from platinum_jax._runtime import enable_float64
 
     enable_float64()
-    from platinum_jax.importers import EpochDataWarning
-    from platinum_jax.stitching import ScoreTable
-    from platinum_jax.stitching.bayes import fit_stitching_bayes
+    from platinum_jax.importers import EpochDataWarning, read_epoch_scores
+    from platinum_jax.stitching import fit_stitching_bayes
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)
-        full = ScoreTable.from_epoch(EPOCH_RAW)
+        full = read_epoch_scores(EPOCH_RAW)
     _geometry(not args.plain_z, args.noise_scaled, args.pooled_below, args.centred_min)
     pooled = args.pooled_below != 0 and not args.noise_scaled  # None: the default, 30
     failed = 0
@@ -588,7 +586,7 @@ def main(argv=None) -> int:
 
     enable_float64()
     from platinum_jax.inference import SamplingWarning
-    from platinum_jax.stitching.bayes import fit_stitching_bayes
+    from platinum_jax.stitching import fit_stitching_bayes
 
     table = real_subset_table()
     start = time.perf_counter()

@@ -89,8 +89,8 @@ def loo_coverage(samples: int, chains: int) -> dict:
     import arviz as az
     import numpy as np
 
-    from platinum_jax.stitching import ScoreTable
-    from platinum_jax.stitching.bayes import fit_stitching_bayes
+    from platinum_jax.data import ScoreTable
+    from platinum_jax.stitching import fit_stitching_bayes
 
     table = ScoreTable.from_csv(DATA / "scores_long.csv")
     with warnings.catch_warnings():
@@ -108,6 +108,14 @@ def loo_coverage(samples: int, chains: int) -> dict:
         "elpd_loo": float(loo.elpd_loo),
         "fit_diagnostics": {k: v for k, v in fit.diagnostics.items() if not k.startswith("worst")},
     }
+
+
+#: the Bayesian Rosetta model's sites by kind of parameter (sigma: the likelihood's derived
+#: noise scale, which run_sbc ranks by default)
+GROUPS = {"capability": "capability", "difficulty": "difficulty", "slope": "slope",
+          "sigma": "noise scale", "noise_log_mu": "hyper-parameter",
+          "noise_log_tau": "hyper-parameter", "capability_mu": "hyper-parameter",
+          "capability_tau": "hyper-parameter"}
 
 
 def main() -> None:
@@ -129,15 +137,9 @@ def main() -> None:
     from platinum_jax._runtime import enable_float64
 
     enable_float64()
-    from platinum_jax.inference import (
-        SBC_GROUPS,
-        rank_uniformity,
-        run_sbc,
-        sbc_design,
-        sbc_noise_scale,
-    )
-    from platinum_jax.models import BenchmarkAnchor
-    from platinum_jax.models.rosetta_bayes import RosettaBayes
+    from platinum_jax.inference import rank_uniformity, run_sbc, sbc_design
+    from platinum_jax.models import RosettaBayes
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     design = sbc_design(40, 8, 250, seed=args.seed) if args.quick else sbc_design(seed=args.seed)
     model = RosettaBayes.with_likelihood("gaussian", anchor=BenchmarkAnchor(design.items[0]))
@@ -156,7 +158,7 @@ def main() -> None:
     result = run_sbc(
         model, design, args.worlds, warmup=args.warmup, samples=args.samples, thin=args.thin,
         seed=args.seed, progress=progress, dense_mass=[("noise_log_mu", "noise_log_tau")],
-        groups=SBC_GROUPS, extra=sbc_noise_scale,
+        groups=GROUPS,
     )
     summary = rank_uniformity(result)
     print(summary.round(3).to_string())

@@ -66,7 +66,8 @@ def main() -> None:
     from platinum_jax._runtime import enable_float64
 
     enable_float64()
-    from platinum_jax.stitching import ScoreTable, bootstrap, fit_stitching
+    from platinum_jax.data import ScoreTable
+    from platinum_jax.stitching import bootstrap, fit_stitching
 
     table = ScoreTable.from_csv(DATA / "scores_long.csv")
     print(f"{table!r}")

@@ -42,7 +42,7 @@ enable_float64()
 
 import numpy as np  # noqa: E402
 
-from platinum_jax import Primitives  # noqa: E402
+from platinum_jax.agency import Primitives  # noqa: E402
 from platinum_jax.sweeps import (  # noqa: E402
     ConceptShift,
     CostScale,
@@ -186,7 +186,7 @@ def case_million(n_side, chunk, n_sub=10_000):
         ds = sweep(base, axes, outputs, chunk_size=chunk, progress=False)
         ours = time.perf_counter() - t0
     # NumPy on a random subsample of grid points, scaled to the whole grid.
-    from platinum_jax import concept_basis
+    from platinum_jax.agency import concept_basis
 
     g = np.asarray(concept_basis(M, Sigma, w).metric @ concept_basis(M, Sigma, w).vectors)[:, 0]
     n = n_side**3

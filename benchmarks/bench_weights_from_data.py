@@ -59,7 +59,7 @@ enable_float64()
 import numpy as np  # noqa: E402
 import scipy.linalg as sla  # noqa: E402
 
-from platinum_jax import optimal_weights, welfare  # noqa: E402
+from platinum_jax.agency import optimal_weights, welfare  # noqa: E402
 from platinum_jax.data import ResponseTable  # noqa: E402
 from platinum_jax.design import (  # noqa: E402
     bootstrap_subjects,
@@ -71,7 +71,8 @@ from platinum_jax.design import (  # noqa: E402
 )
 from platinum_jax.design._synthetic import weights_world  # noqa: E402
 from platinum_jax.inference import fit  # noqa: E402
-from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta  # noqa: E402
+from platinum_jax.models import Gaussian, Rosetta  # noqa: E402
+from platinum_jax.models.rosetta import BenchmarkAnchor  # noqa: E402
 
 
 def _dense_v(A, C, d, F, w, r):

@@ -1,7 +1,8 @@
 """platinum-jax: the science of AI benchmarks in JAX.
 
 * :mod:`platinum_jax.agency` -- the principal-agent model of benchmark aggregation: optimal
-  weights ``v* = (M + rΣ)⁻¹Mw``, concepts and platinum items, comparative statics.
+  weights ``v* = (M + rΣ)⁻¹Mw``, concepts and platinum items, comparative statics
+  (``import platinum_jax as pj; pj.agency.optimal_weights(...)``).
 * :mod:`platinum_jax.stitching` -- put models and benchmarks on one scale,
   ``score = σ(α_b(C_m − D_b))``, by MAP and Bayesian fits.
 * :mod:`platinum_jax.sweeps`, :mod:`platinum_jax.rubric`, :mod:`platinum_jax.judge`,
@@ -18,85 +19,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from platinum_jax._deprecation import module_hooks
+from platinum_jax._lazy import module_hooks
 
-# Public names and the module that defines each.  They are imported on first use (PEP 562), so
+# Public names and the module that defines each, imported on first use (PEP 562), so that
 # `import platinum_jax` and `platinum-jax --help` do not pay for JAX and Equinox (about 1 s).
 _LAZY = {
     "enable_compilation_cache": "platinum_jax._runtime",
     "enable_float64": "platinum_jax._runtime",
-    "validate_primitives": "platinum_jax._validation",
-    **{
-        name: "platinum_jax.agency"
-        for name in (
-            "ConceptBasis",
-            "CostDecrease",
-            "PlatinumItems",
-            "Primitives",
-            "add_activity",
-            "certainty_equivalent",
-            "commutator_norm",
-            "comparative_statics",
-            "concept_basis",
-            "concept_shift",
-            "concept_shrinkage",
-            "cost_decrease",
-            "effort_cost",
-            "item_loadings",
-            "lab_best_response",
-            "optimal_weights",
-            "optimal_weights_by_ascent",
-            "optimal_welfare",
-            "output_cost",
-            "platinum_items",
-            "platinum_lower_bound",
-            "signal_noise_cost_ratio",
-            "uniform_cost_change",
-            "weight_decomposition",
-            "weight_jacobians",
-            "welfare",
-            "welfare_alignment",
-            "welfare_gradient",
-        )
-    },
 }
 
 if TYPE_CHECKING:  # static tools see the real imports
     from platinum_jax._runtime import enable_compilation_cache, enable_float64
-    from platinum_jax._validation import validate_primitives
-    from platinum_jax.agency import (
-        ConceptBasis,
-        CostDecrease,
-        PlatinumItems,
-        Primitives,
-        add_activity,
-        certainty_equivalent,
-        commutator_norm,
-        comparative_statics,
-        concept_basis,
-        concept_shift,
-        concept_shrinkage,
-        cost_decrease,
-        effort_cost,
-        item_loadings,
-        lab_best_response,
-        optimal_weights,
-        optimal_weights_by_ascent,
-        optimal_welfare,
-        output_cost,
-        platinum_items,
-        platinum_lower_bound,
-        signal_noise_cost_ratio,
-        uniform_cost_change,
-        weight_decomposition,
-        weight_jacobians,
-        welfare,
-        welfare_alignment,
-        welfare_gradient,
-    )
 
 
-_SUBPACKAGES = ("agency", "analysis", "datasets", "judge", "plots", "rubric", "stitching", "sweeps")
+_SUBPACKAGES = ("agency", "analysis", "compare", "data", "datasets", "design", "efficient",
+                "importers", "inference", "judge", "measured", "models", "plots", "rubric",
+                "stitching", "sweeps")
 
 
 # PEP 562: names and sub-packages load on first use (so the command line starts fast)
@@ -105,36 +43,4 @@ __getattr__, __dir__ = module_hooks(__name__, globals(), exports=_LAZY, submodul
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ConceptBasis",
-    "CostDecrease",
-    "PlatinumItems",
-    "Primitives",
-    "add_activity",
-    "certainty_equivalent",
-    "commutator_norm",
-    "comparative_statics",
-    "concept_basis",
-    "concept_shift",
-    "concept_shrinkage",
-    "cost_decrease",
-    "effort_cost",
-    "enable_compilation_cache",
-    "enable_float64",
-    "item_loadings",
-    "lab_best_response",
-    "optimal_weights",
-    "optimal_weights_by_ascent",
-    "optimal_welfare",
-    "output_cost",
-    "platinum_items",
-    "platinum_lower_bound",
-    "signal_noise_cost_ratio",
-    "uniform_cost_change",
-    "validate_primitives",
-    "weight_decomposition",
-    "weight_jacobians",
-    "welfare",
-    "welfare_alignment",
-    "welfare_gradient",
-]
+__all__ = ["enable_compilation_cache", "enable_float64"]

@@ -11,10 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["UnknownNameError", "close_matches_message", "DEPRECATED_LIKELIHOOD_NAMES",
-           "BAYES_LIKELIHOODS", "BAYES_LIKELIHOOD_CHOICES", "COUNT_LIKELIHOODS",
-           "check_bayes_likelihood",
-           "likelihood_name", "normalise_names", "unknown_name_message"]
+__all__ = ["UnknownNameError", "close_matches_message", "BAYES_LIKELIHOODS", "COUNT_LIKELIHOODS",
+           "check_bayes_likelihood", "normalise_names", "unknown_name_message"]
 
 
 class UnknownNameError(KeyError, ValueError):
@@ -74,35 +72,15 @@ def normalise_names(values, *, what: str, source: str) -> pd.Series:
     return clean
 
 
-#: older spellings of likelihood names, still accepted with a DeprecationWarning -> the name
-#: used everywhere now (the registry :data:`platinum_jax.models.likelihoods.LIKELIHOODS`)
-DEPRECATED_LIKELIHOOD_NAMES = {"betabinomial": "beta_binomial"}
-
-
-def likelihood_name(name: str) -> str:
-    """The canonical name of a likelihood: ``name`` itself, or for an older spelling of
-    :data:`DEPRECATED_LIKELIHOOD_NAMES` its replacement, with a ``DeprecationWarning``."""
-    if name in DEPRECATED_LIKELIHOOD_NAMES:
-        new = DEPRECATED_LIKELIHOOD_NAMES[name]
-        warnings.warn(f"likelihood name {name!r} is deprecated; use {new!r}", DeprecationWarning,
-                      stacklevel=3)
-        return new
-    return name
-
-
 #: the likelihoods of the Bayesian Rosetta model (``rosetta_bayes``, ``stitch-bayes``), named as
 #: in the registry; the count ones need the number of items of each score
 BAYES_LIKELIHOODS = ("gaussian", "beta", "binomial", "beta_binomial")
 COUNT_LIKELIHOODS = ("binomial", "beta_binomial")
-#: what ``--likelihood`` of ``stitch-bayes`` accepts: those names and their older spellings
-BAYES_LIKELIHOOD_CHOICES = BAYES_LIKELIHOODS + tuple(
-    k for k, v in DEPRECATED_LIKELIHOOD_NAMES.items() if v in BAYES_LIKELIHOODS)
 
 
 def check_bayes_likelihood(name: str) -> str:
-    """``name`` as one of :data:`BAYES_LIKELIHOODS` (an older spelling renamed, with a
-    ``DeprecationWarning``), or a ``ValueError`` listing them."""
-    name = likelihood_name(name)
+    """``name`` if it is one of :data:`BAYES_LIKELIHOODS`, else a ``ValueError`` listing
+    them."""
     if name not in BAYES_LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {BAYES_LIKELIHOODS}, got {name!r}")
     return name

@@ -19,7 +19,7 @@ import pandas as pd
 from platinum_jax.agency import Primitives
 
 if TYPE_CHECKING:
-    from platinum_jax.stitching import ScoreTable
+    from platinum_jax.data import ScoreTable
 
 __all__ = ["ConceptSpec", "DEMO_CONCEPTS", "DemoWorld", "SyntheticTruth", "demo_world",
            "synthetic_score_table"]
@@ -186,9 +186,9 @@ def synthetic_score_table(
     ``density``; every model keeps at least two benchmarks and the anchor is scored by every model,
     so the graph is connected. Release dates are spread over 2023-2025 in capability order.
 
-    Returns ``(table, truth)``: a :class:`platinum_jax.stitching.ScoreTable` and the truth.
+    Returns ``(table, truth)``: a :class:`platinum_jax.data.ScoreTable` and the truth.
     """
-    from platinum_jax.stitching import ScoreTable  # the table of the paper's scores
+    from platinum_jax.data import ScoreTable
 
     if not 0 < density <= 1:
         raise ValueError(f"density must lie in (0, 1] (got {density})")

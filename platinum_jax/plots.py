@@ -59,7 +59,7 @@ def plot_weights(items: pd.DataFrame, concepts: pd.DataFrame, path: str | Path) 
 
 def plot_posterior_capabilities(fit, *, path=None, ax=None, label_top: int = 8):
     """Posterior capabilities C_m of a Bayesian stitching fit
-    (:class:`~platinum_jax.stitching.bayes.BayesStitchingFit`: its ``capabilities`` frame,
+    (:class:`~platinum_jax.stitching.BayesStitchingFit`: its ``capabilities`` frame,
     ``likelihood`` and ``anchor``) against release date, with 94% HDI bars; returns the figure.
 
     Models without a release date are left out (their count is in the title).  The
@@ -108,16 +108,13 @@ def plot_posterior_capabilities(fit, *, path=None, ax=None, label_top: int = 8):
 def plot_ppc(fit, *, path=None, ax=None):
     """Posterior predictive check of a Bayesian stitching fit (its ``idata`` with groups
     ``posterior_predictive`` and ``observed_data``, and ``likelihood``): observed score against
-    the predictive mean and 94% interval.
+    the predictive mean and 94% interval, on the score scale (count likelihoods: k / n).
 
     Points off the diagonal by more than their interval are scores the model does not
-    reproduce.  Binomial fits are shown on the score scale (k / n).  Returns the figure.
+    reproduce.  Returns the figure.
     """
     pp = fit.idata.posterior_predictive["y"].values.reshape(-1, fit.table.n_scores)
     obs = fit.idata.observed_data["y"].values
-    if fit.likelihood in ("binomial", "beta_binomial"):  # counts k of n_items
-        n = fit.idata.constant_data["n_items"].values
-        pp, obs = pp / n, obs / n
     lo, hi = np.quantile(pp, [0.03, 0.97], axis=0)
     mean = pp.mean(0)
     if ax is None:

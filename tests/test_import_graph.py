@@ -10,6 +10,7 @@ blocks, which only type checkers run, are left out.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,7 @@ def _imports(tree: ast.Module, *, inside_functions: bool = True):
             stack.extend(ast.iter_child_nodes(node))
 
 
+@functools.cache
 def _graph(*, inside_functions: bool = True) -> dict[str, set[str]]:
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
@@ -133,29 +135,52 @@ def test_the_walk_sees_imports_inside_functions():
     assert "platinum_jax.inference" not in _graph(inside_functions=False)["platinum_jax.cli.fit"]
 
 
-# The floors, lowest first: a module imports only from its own floor or lower ones. Data flows
-# responses -> table -> fit -> parameters -> primitives -> weights (inference/ never imports
-# design/); the command line is the top. Sub-packages not named sit on floor 4.
+# The floors, lowest first, each named: a module imports only from its own floor or lower
+# ones. Data flows responses -> table -> fit -> parameters -> primitives -> weights (inference/
+# never imports design/); the command line is the top. Every sub-package has a floor: a new one
+# fails test_every_package_has_a_floor until it is placed.
 FLOORS = {
-    "platinum_jax._names": 0, "platinum_jax._outputs": 0, "platinum_jax._runtime": 0,
-    "platinum_jax._validation": 0, "platinum_jax._extras": 0, "platinum_jax._deprecation": 0,
-    "platinum_jax._moved_names": 0, "platinum_jax._welfare_ranks": 0, "platinum_jax._programs": 0,
-    "platinum_jax.data": 1, "platinum_jax.agency": 1,
-    "platinum_jax.models": 2,
-    "platinum_jax.inference": 3,
-    "platinum_jax.cli": 5,
+    "base": ("_names", "_outputs", "_runtime", "_validation", "_extras", "_lazy",
+             "_welfare_ranks", "_programs"),
+    "tables and the principal-agent model": ("data", "agency", "platinum_jax"),
+    "models and readers": ("models", "importers", "datasets", "rubric"),
+    "inference and measured primitives": ("inference", "measured", "judge"),
+    "the papers' presets and designs": ("stitching", "design", "efficient", "compare",
+                                         "sweeps"),
+    "analyses and figures": ("analysis", "plots"),
+    "command line": ("cli",),
 }
-TOP_PACKAGES = 4  # stitching, design, efficient, compare, analysis, importers, measured, ...
+_LEVEL = {pkg: k for k, (_, pkgs) in enumerate(FLOORS.items()) for pkg in pkgs}
+_NAMES = list(FLOORS)
+
+# Imports that no floor order forbids but that must never exist: the engine names no model.
+NEVER = (("platinum_jax.inference", "platinum_jax.models.rosetta"),
+         ("platinum_jax.inference", "platinum_jax.stitching"))
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "platinum_jax"
 
 
 def _floor(module: str) -> int:
-    parts = module.split(".")
-    return FLOORS.get(".".join(parts[:2]), TOP_PACKAGES)
+    return _LEVEL[_package(module)]
 
 
 def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
-    return sorted(f"{a} (floor {_floor(a)}) -> {b} (floor {_floor(b)})"
+    return sorted(f"{a} ({_NAMES[_floor(a)]}) -> {b} ({_NAMES[_floor(b)]})"
                   for a, targets in graph.items() for b in targets if _floor(b) > _floor(a))
+
+
+def _never_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  for src, dst in NEVER
+                  if (a == src or a.startswith(src + ".")) and (b == dst or b.startswith(dst + ".")))
+
+
+def test_every_package_has_a_floor():
+    packages = {_package(m) for m in _graph()}
+    assert packages <= set(_LEVEL), f"place these packages on a floor: {packages - set(_LEVEL)}"
 
 
 def test_imports_go_down_the_floors():
@@ -163,11 +188,28 @@ def test_imports_go_down_the_floors():
     assert not bad, "imports from a lower floor to a higher one: " + "; ".join(bad)
 
 
-def test_floor_check_finds_a_planted_upward_import():
+def test_the_engine_never_imports_a_model_or_its_presets():
+    bad = _never_imports(_graph())
+    assert not bad, "imports the never rules forbid: " + "; ".join(bad)
+
+
+def test_floor_check_finds_a_planted_wrong_way_arrow():
+    # design (presets) -> analysis (a floor above) is wrong-way, though both are "top" packages
     graph = {"platinum_jax.inference._x": {"platinum_jax.design._y", "platinum_jax.models"},
-             "platinum_jax.design._y": {"platinum_jax.inference"}}
+             "platinum_jax.design._y": {"platinum_jax.inference", "platinum_jax.analysis._z"},
+             "platinum_jax.analysis._z": set()}
     assert _upward_imports(graph) == [
-        "platinum_jax.inference._x (floor 3) -> platinum_jax.design._y (floor 4)"]
+        "platinum_jax.design._y (the papers' presets and designs) -> platinum_jax.analysis._z "
+        "(analyses and figures)",
+        "platinum_jax.inference._x (inference and measured primitives) -> "
+        "platinum_jax.design._y (the papers' presets and designs)"]
+
+
+def test_never_check_finds_a_planted_import():
+    graph = {"platinum_jax.inference._bayes": {"platinum_jax.models.rosetta._bayes",
+                                               "platinum_jax.models"}}
+    assert _never_imports(graph) == [
+        "platinum_jax.inference._bayes -> platinum_jax.models.rosetta._bayes"]
 
 
 def _private_imports_across_packages(mods=None) -> set[tuple[str, str]]:

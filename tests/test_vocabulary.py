@@ -1,25 +1,18 @@
 """One vocabulary across the engine and the stitching presets: diagnostics keys, likelihood
-names and the chain policy (old names still read, with a DeprecationWarning)."""
+names and the chain policy; old names are refused, not translated."""
 
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from platinum_jax._names import BAYES_LIKELIHOOD_CHOICES as ACCEPTED_NAMES
 from platinum_jax._names import BAYES_LIKELIHOODS as LIKELIHOODS
 from platinum_jax._names import check_bayes_likelihood as check_likelihood
-from platinum_jax.inference import (
-    DIAGNOSTIC_KEYS,
-    Diagnostics,
-    canonical_diagnostics,
-    choose_chain_method,
-    sampler_diagnostics,
-)
+from platinum_jax.inference import DIAGNOSTIC_KEYS, choose_chain_method
+from platinum_jax.inference._diagnostics import sampler_diagnostics
 from platinum_jax.models import BetaBinomial, make_model
 
 OLD_TO_NEW = {  # written out here, not read from the package
@@ -49,23 +42,12 @@ def test_sampler_diagnostics_keys_and_values():
     json.dumps(d)  # written to fit.json as a plain dict
 
 
-def test_old_keys_read_with_a_deprecation_warning():
+def test_old_keys_are_gone():
     d = sampler_diagnostics(_summary(), 2, chains=4, samples=500, chain_method="vectorized",
                             seconds=1.5)
-    for old, new in OLD_TO_NEW.items():
-        assert old in d
-        with pytest.warns(DeprecationWarning, match=f"'{old}' is deprecated; read '{new}'"):
-            assert d[old] == d[new]
-        with pytest.warns(DeprecationWarning):
-            assert d.get(old) == d[new]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert d["rhat_max"] == 1.03  # the new names read silently
-    # A file written with the old names reads back under the new ones.
-    old_file = {"n_divergent": 3, "max_r_hat": 1.2, "wall_s": 9.0, "other": "kept"}
-    back = canonical_diagnostics(json.loads(json.dumps(old_file)))
-    assert isinstance(back, Diagnostics)
-    assert dict(back) == {"divergences": 3, "rhat_max": 1.2, "seconds": 9.0, "other": "kept"}
+    assert type(d) is dict  # a plain dict: no translation of old names
+    for old in OLD_TO_NEW:
+        assert old not in d
 
 
 def test_one_chain_policy(monkeypatch):
@@ -80,15 +62,12 @@ def test_one_chain_policy(monkeypatch):
 
 def test_one_likelihood_name():
     assert "beta_binomial" in LIKELIHOODS and "betabinomial" not in LIKELIHOODS
-    assert "betabinomial" in ACCEPTED_NAMES  # the command line still parses it
     assert BetaBinomial.name == "beta_binomial"
-    from platinum_jax.models.rosetta_bayes import ItemBetaBinomial
+    from platinum_jax.models.rosetta import ItemBetaBinomial
 
     assert ItemBetaBinomial.name == "beta_binomial"
-    with pytest.warns(DeprecationWarning, match="'betabinomial' is deprecated; use 'beta_binomial'"):
-        assert check_likelihood("betabinomial") == "beta_binomial"
-    with pytest.warns(DeprecationWarning, match="betabinomial"):
-        model = make_model("2pl", likelihood="betabinomial")
-    assert isinstance(model.likelihood, BetaBinomial)
-    with pytest.raises(ValueError, match="likelihood must be one of"):
-        check_likelihood("beta-binomial")
+    for old in ("betabinomial", "beta-binomial"):  # one spelling: the old one is refused
+        with pytest.raises(ValueError, match="likelihood must be one of"):
+            check_likelihood(old)
+        with pytest.raises(ValueError, match="unknown likelihood"):
+            make_model("2pl", likelihood=old)

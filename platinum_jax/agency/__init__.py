@@ -1,6 +1,8 @@
 """The principal-agent model of benchmark aggregation (Haupt, Reuel, Kochenderfer and Koyejo,
-"Optimal Aggregation Mechanisms for AI Benchmarking and Platinum Benchmarks", sections 2–3)."""
+"Optimal Aggregation Mechanisms for AI Benchmarking and Platinum Benchmarks", sections 2–3):
+the one home of its names (``import platinum_jax as pj; pj.agency.optimal_weights(...)``)."""
 
+from platinum_jax._validation import validate_primitives
 from platinum_jax.agency._concepts import (
     ConceptBasis,
     PlatinumItems,
@@ -64,6 +66,7 @@ __all__ = [
     "platinum_lower_bound",
     "signal_noise_cost_ratio",
     "uniform_cost_change",
+    "validate_primitives",
     "weight_decomposition",
     "weight_jacobians",
     "welfare",

@@ -25,7 +25,7 @@ class Primitives(eqx.Module):
 
     An ``eqx.Module``, hence a pytree: stack instances with ``jax.tree.map(jnp.stack, ...)`` and
     ``jax.vmap`` over them.  ``M = AC⁻¹Aᵀ`` is derived on access.  Construction validates
-    concrete inputs (:func:`platinum_jax.validate_primitives`).
+    concrete inputs (:func:`platinum_jax.agency.validate_primitives`).
     """
 
     A: Float[Array, "m n"]

@@ -31,7 +31,7 @@ Names are imported lazily (on first use), so the command line's ``--help`` stays
 
 from __future__ import annotations
 
-from platinum_jax._deprecation import module_hooks
+from platinum_jax._lazy import module_hooks
 
 # public name -> private module that defines it
 _EXPORTS = {
@@ -43,12 +43,9 @@ _EXPORTS = {
     "fit_frontier_trend": "_trends",
     "forecast_capability": "_trends",
     "frontier_mask": "_trends",
-    "frontier_line_fit": "_trends",
     "frontier_models": "_trends",
     "year_to_timestamp": "_trends",
-    "weighted_least_squares": "_trends",
     "PAPER_FAMILIES": "_progress",
-    "PAPER_PROGRESS_REFERENCE": "_progress",
     "AlgorithmicProgress": "_progress",
     "fit_algorithmic_progress": "_progress",
     "within_family_slope": "_progress",
@@ -57,7 +54,6 @@ _EXPORTS = {
     "detect_acceleration": "_acceleration",
     "fit_breakpoint": "_acceleration",
     "piecewise_sse": "_acceleration",
-    "PAPER_SIMULATION_REFERENCE": "_study",
     "DetectionStudy": "_study",
     "PaperWorldConfig": "_detection",
     "scan_breakpoints": "_detection",
@@ -75,11 +71,8 @@ _EXPORTS = {
     "leave_benchmarks_out": "_robustness",
     "DEFAULT_ECI_ANCHORS": "_eci",
     "EciResult": "_eci",
-    "affine_from_anchors": "_eci",
     "eci_scale": "_eci",
     "elo_scale": "_eci",
-    "parameter_draws": "_eci",
-    "capability_draw_matrix": "_frontier_lag",
     "frontier_lag": "_frontier_lag",
     "lag_months": "_frontier_lag",
     "organization_lag": "_frontier_lag",

@@ -195,7 +195,7 @@ def domain_index(
                                              proj.index)
         counts = proj["n_benchmarks"]
     else:
-        from platinum_jax.models import anchor_for_table
+        from platinum_jax.models.rosetta import anchor_for_table
         from platinum_jax.stitching import fit_stitching
 
         sub_table = fit.table.select_benchmarks(names)

@@ -242,8 +242,8 @@ def _paper_penalty_scale(weight, mi, n_models, n_benchmarks):
 def _problem(n_models, n_benchmarks, l2):
     """The Rosetta model of a world for the measurement engine, with no anchor: the L2 term
     fixes the scale (and its strength is scaled per fit, :func:`_paper_penalty_scale`)."""
-    from platinum_jax.inference import layout_problem
-    from platinum_jax.models import ParameterLayout
+    from platinum_jax.models.rosetta import ParameterLayout
+    from platinum_jax.stitching import layout_problem
 
     return layout_problem(ParameterLayout(n_models, n_benchmarks), l2)
 

@@ -145,7 +145,7 @@ def generate_world(
 
 
 def _layout(config: WorldConfig):
-    from platinum_jax.models import ParameterLayout
+    from platinum_jax.models.rosetta import ParameterLayout
 
     return ParameterLayout(
         config.n_models,
@@ -159,7 +159,7 @@ def _layout(config: WorldConfig):
 
 def _problem(config: WorldConfig):
     # The Rosetta model of a world for the measurement engine (benchmark 0 fixed, plain L2).
-    from platinum_jax.inference import layout_problem
+    from platinum_jax.stitching import layout_problem
 
     return layout_problem(_layout(config), config.l2)
 

@@ -106,7 +106,7 @@ def penalty_sweep(
     """Refit ``table`` at every strength in ``l2_values`` for every form in ``penalties``.
 
     Args:
-        table: a :class:`~platinum_jax.stitching.ScoreTable`.
+        table: a :class:`~platinum_jax.data.ScoreTable`.
         l2_values: penalty strengths lambda (each finite and > 0).
         anchor: the fit's anchor (default Winogrande, D = 0, alpha = 1).
         penalties: any of ``"l2"`` (the paper's) and ``"log_slope"``.
@@ -123,7 +123,7 @@ def penalty_sweep(
         raise ValueError(f"penalties must be chosen from {PENALTIES} (got {list(penalties)})")
     if not (np.isfinite(baseline_l2) and baseline_l2 > 0):
         raise ValueError(f"baseline_l2 must be a positive number (got {baseline_l2})")
-    from platinum_jax.stitching import BenchmarkAnchor
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     anchor = BenchmarkAnchor() if anchor is None else anchor
     baseline = _fit(table, anchor, baseline_l2, "l2", None)

@@ -91,7 +91,8 @@ def anchor_robustness(
     """
     from tqdm import tqdm
 
-    from platinum_jax.stitching import BenchmarkAnchor, fit_stitching
+    from platinum_jax.models.rosetta import BenchmarkAnchor
+    from platinum_jax.stitching import fit_stitching
 
     names = _check_benchmarks(table, anchors, "anchor")
     base = fit_stitching(table, BenchmarkAnchor(), l2) if baseline is None else baseline
@@ -117,8 +118,9 @@ def _masked_refits(table, base, l2, weights, max_steps):
     objectives and convergence flags."""
     import dataclasses
 
-    from platinum_jax.inference import Problem, map_solver, to_engine_theta
+    from platinum_jax.inference import Problem, map_solver
     from platinum_jax.models import Rosetta
+    from platinum_jax.stitching import to_engine_theta
 
     problem = Problem(Rosetta(link=base.link, l2=float(l2), anchor=base.anchor), table.responses)
     start = to_engine_theta(base.layout, base.theta)
@@ -148,7 +150,8 @@ def leave_benchmarks_out(
     """
     from tqdm import tqdm
 
-    from platinum_jax.stitching import BenchmarkAnchor, fit_stitching
+    from platinum_jax.models.rosetta import BenchmarkAnchor
+    from platinum_jax.stitching import fit_stitching
 
     if method not in ("mask", "refit"):
         raise ValueError(f"method must be 'mask' or 'refit', got {method!r}")

@@ -72,15 +72,11 @@ directory, or to "off"), so a second run of the same analysis starts faster.
 """
 
 
-def build_parser(commands: Sequence[str] | None = None,
-                 argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The ``platinum-jax`` parser.
 
     ``commands`` names the sub-commands to register in full (importing their modules); the
     others get a one-line entry for ``--help`` only.  ``None`` registers every command.
-    ``argv``, the command line to be parsed, reaches a module that defines
-    ``register_for(subparsers, argv)`` instead of ``register`` (``fit --preset stitch`` gets
-    the preset's own options).
     """
     parser = argparse.ArgumentParser(
         prog="platinum-jax",
@@ -96,11 +92,7 @@ def build_parser(commands: Sequence[str] | None = None,
     registered: set[str] = set()
     for name, module, help_line in _COMMANDS:
         if module in full and module not in registered:
-            mod = importlib.import_module(module)
-            if argv is not None and hasattr(mod, "register_for"):
-                mod.register_for(sub, argv)
-            else:
-                mod.register(sub)
+            importlib.import_module(module).register(sub)
             registered.add(module)
         elif module not in full:
             sub.add_parser(name, help=help_line)
@@ -129,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     real_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command_in(argv)
-    parser = build_parser([] if command is None else [command], argv)
+    parser = build_parser([] if command is None else [command])
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_anchor_arguments", "anchor_from_args", "list_written", "note_unconverged"]
+__all__ = ["add_anchor_arguments", "anchor_from_args", "list_written", "note_unconverged",
+           "write_fit_files"]
 
 
 def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,7 +25,7 @@ def add_anchor_arguments(p: argparse.ArgumentParser) -> None:
 
 def anchor_from_args(args: argparse.Namespace):
     """A ``ModelAnchor`` when ``--anchor-models`` is given, else a ``BenchmarkAnchor``."""
-    from platinum_jax.models import BenchmarkAnchor, ModelAnchor
+    from platinum_jax.models.rosetta import BenchmarkAnchor, ModelAnchor
 
     if args.anchor_models or args.anchor_capabilities:
         if not (args.anchor_models and args.anchor_capabilities):
@@ -78,3 +79,15 @@ def list_written(written, converged: bool, command: str = "fit") -> int:
               "written but should not be trusted", file=sys.stderr)
         return 1
     return 0
+
+
+def write_fit_files(out, result, *, draws: bool = False) -> list:
+    """The files of an engine fit (:meth:`platinum_jax.inference.Fit.files`: ``subjects.csv``,
+    ``items.csv``, ``globals.csv``, ``fit.json``; a Bayesian fit's ``summary.csv`` and
+    ``posterior.nc``; ``draws.npz`` with ``draws``), ``fit.json`` recording each other file's
+    size and checksum, written through ``out``; the paths written."""
+    from pathlib import Path
+
+    return [out.write(name, Path.write_bytes if isinstance(content, bytes) else
+                      Path.write_text, content)
+            for name, content in result.files(draws=draws).items()]

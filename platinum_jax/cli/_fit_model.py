@@ -1,7 +1,7 @@
 """The model ``platinum-jax fit`` builds from its options, and the responses it derives.
 
 Model, method and likelihood choices come from the registries (``models.MODELS``,
-``inference.METHODS``, ``models.likelihoods.LIKELIHOODS``), read when the parser is built, so a
+``inference.METHODS``, ``models.LIKELIHOODS``), read when the parser is built, so a
 registered model is offered without touching the command line.
 """
 
@@ -9,31 +9,13 @@ from __future__ import annotations
 
 from ._common import anchor_from_args
 
-__all__ = ["MODEL_LIKELIHOODS", "SAMPLED_ROSETTA", "bayesian_rosetta", "build_model",
-           "derive_responses", "sampled_model_note"]
+__all__ = ["MODEL_LIKELIHOODS", "build_model", "derive_responses"]
 
 # Models that bring their own likelihood, and those that accept only some registered ones
 # (every other model takes any --likelihood).
 MODEL_LIKELIHOODS = {"graded": (), "beta": (),
                      "hierarchical": ("bernoulli", "binomial")}
 FROM_FRACTIONS_MODEL = {"none-some-all": "graded", "squeeze": "beta"}
-
-# Written to fit.json and printed, so that no one mistakes which Rosetta model was sampled.
-SAMPLED_ROSETTA = (
-    "the Bayesian Rosetta model (rosetta_bayes): a noise per benchmark, known standard errors, "
-    "standardised coordinates; the model `platinum-jax stitch-bayes` samples")
-
-
-def bayesian_rosetta(model: str, method: str) -> bool:
-    """Whether ``--model model --method method`` samples the Bayesian Rosetta model."""
-    return model == "rosetta_bayes" or (model == "rosetta" and method in ("svi", "nuts"))
-
-
-def sampled_model_note(model: str, method: str) -> str | None:
-    """What ``fit.json`` says about the model a Bayesian method samples, where it could be
-    mistaken for another."""
-    return SAMPLED_ROSETTA if bayesian_rosetta(model, method) else None
-
 
 def derive_responses(table, how: str):
     """The table with responses derived from fractions in [0, 1] (see ``--from-fractions``),
@@ -64,12 +46,12 @@ def derive_responses(table, how: str):
 def build_model(args, table):
     """The model ``--model`` names, built for ``table`` by its ``from_table`` with the options
     of the command line that it has fields for (``--link``, ``--l2`` and the anchor, ``--dims``,
-    ``--categories``) and the likelihood ``--likelihood`` names. ``--model rosetta`` with svi or
-    nuts, and ``--model rosetta_bayes``, build the Bayesian Rosetta model of ``stitch-bayes``."""
+    ``--categories``) and the likelihood ``--likelihood`` names; ``--model rosetta_bayes`` is the
+    Bayesian Rosetta model of ``stitch-bayes``, its likelihood by name."""
     import dataclasses
 
-    if bayesian_rosetta(args.model, args.method):
-        from platinum_jax.models.rosetta_bayes import RosettaBayes
+    if args.model == "rosetta_bayes":
+        from platinum_jax.models.rosetta import RosettaBayes
 
         if args.link != "sigmoid":
             raise ValueError(f"the Bayesian Rosetta model has the sigmoid link; --link "
@@ -78,15 +60,13 @@ def build_model(args, table):
             "gaussian" if args.likelihood is None else args.likelihood,
             anchor=anchor_from_args(args))
 
-    from platinum_jax._names import likelihood_name
-    from platinum_jax.models import MODELS
-    from platinum_jax.models.likelihoods import LIKELIHOODS
+    from platinum_jax.models import LIKELIHOODS, MODELS
 
     cls = MODELS[args.model]
     fields = {f.name: f for f in dataclasses.fields(cls)}
     lik = args.likelihood
     allowed = MODEL_LIKELIHOODS.get(args.model)
-    if lik is not None and allowed is not None and likelihood_name(lik) not in allowed:
+    if lik is not None and allowed is not None and lik not in allowed:
         own = ("brings its own likelihood" if not allowed else
                f"takes --likelihood {' or '.join(allowed)}")
         raise ValueError(f"--model {args.model} {own}; --likelihood {lik} does not apply to it")
@@ -99,7 +79,7 @@ def build_model(args, table):
             options[name] = value()
     default = fields["likelihood"].default if "likelihood" in fields else None
     if lik is not None:
-        options["likelihood"] = LIKELIHOODS[likelihood_name(lik)]()
+        options["likelihood"] = LIKELIHOODS[lik]()
     elif (table.trials is not None and getattr(default, "name", None) == "bernoulli"
           and allowed != ()):
         options["likelihood"] = LIKELIHOODS["binomial"]()  # k of `trials` successes

@@ -15,9 +15,9 @@ end. :func:`run` does the rest once for all of them, in this order:
    command); ``--overwrite`` replaces only what an earlier run of the same preset wrote;
 6. the preset's closing lines and exit status.
 
-``platinum-jax stitch`` and ``platinum-jax stitch-bayes`` are the Rosetta paper's presets
-(:data:`platinum_jax.cli.stitch.PRESET`, :data:`platinum_jax.cli.stitch_bayes.PRESET`);
-``platinum-jax fit --preset NAME`` runs the same preset with the same options and files.
+``platinum-jax stitch`` and ``platinum-jax stitch-bayes`` are the Rosetta paper's commands
+(:data:`platinum_jax.cli.stitch.PRESET`, :data:`platinum_jax.cli.stitch_bayes.PRESET`), views
+over the same models ``platinum-jax fit --model rosetta`` and ``--model rosetta_bayes`` fit.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PRESETS", "Preset", "add_output_arguments", "command_parser", "preset_in",
-           "preset_named", "run"]
+__all__ = ["Preset", "add_output_arguments", "command_parser", "run"]
 
 
 def _nothing(*_args) -> None:
@@ -65,8 +64,8 @@ class Preset:
       (:class:`platinum_jax._outputs.OutputDir`), whose return goes to ``finish``;
     * ``finish(result, written, args) -> int``: lines printed once the files are in place, and
       the exit status;
-    * ``choose(args) -> Preset``: the preset that actually runs (``stitch --bayes`` runs the
-      Bayesian one); None: this one.
+    * ``choose(args) -> Preset``: the preset that actually runs (``fit --stream`` runs the
+      streamed one); None: this one.
     """
 
     name: str
@@ -100,9 +99,8 @@ def add_output_arguments(p: argparse.ArgumentParser, preset: Preset) -> None:
 def command_parser(subparsers: argparse._SubParsersAction, preset: Preset,
                    name: str | None = None, add_first: Callable | None = None
                    ) -> argparse.ArgumentParser:
-    """A parser for ``preset`` named ``name`` (default the preset's), whose ``func`` runs it.
-
-    ``add_first(parser)`` adds arguments before the preset's own (``fit --preset``)."""
+    """A parser for ``preset`` named ``name`` (default the preset's), whose ``func`` runs it;
+    ``add_first(parser)`` adds arguments before the preset's own."""
     p = subparsers.add_parser(
         name or preset.name, help=preset.help, description=preset.description,
         epilog=preset.epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -136,37 +134,3 @@ def run(preset: Preset, args: argparse.Namespace) -> int:
         result = preset.fit(args, plan)
         written = preset.write(result, out, args)
     return int(preset.finish(result, written, args) or 0)
-
-
-# The paper presets `fit --preset NAME` runs, by the module that defines each (read lazily).
-PRESETS = {"stitch": "platinum_jax.cli.stitch", "stitch-bayes": "platinum_jax.cli.stitch_bayes"}
-
-PRESET_HELP = (
-    "run a paper's preset instead of --model/--method, with that preset's options and files: "
-    "stitch (the Rosetta paper's least-squares fit, as `platinum-jax stitch`) or stitch-bayes "
-    "(its Bayesian fit, as `platinum-jax stitch-bayes`); `platinum-jax fit --preset stitch "
-    "--help` lists the preset's options")
-
-
-def preset_named(name: str):
-    """The :class:`Preset` that ``fit --preset name`` runs."""
-    import importlib
-
-    if name not in PRESETS:
-        raise ValueError(f"--preset {name!r} is not a preset; choose one of "
-                         f"{', '.join(PRESETS)}")
-    return importlib.import_module(PRESETS[name]).PRESET
-
-
-def preset_in(argv) -> str | None:
-    """The value of ``--preset`` in the words ``argv`` (None when absent or unknown, so that
-    the parser reports it)."""
-    argv = list(argv)
-    for k, word in enumerate(argv):
-        if word == "--":
-            break
-        value = (argv[k + 1] if word == "--preset" and k + 1 < len(argv) else
-                 word.split("=", 1)[1] if word.startswith("--preset=") else None)
-        if value is not None:
-            return value if value in PRESETS else None
-    return None

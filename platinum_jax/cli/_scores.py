@@ -51,7 +51,7 @@ def add_min_benchmarks_argument(group) -> None:
 
 
 def load_table(path: str, args: argparse.Namespace):
-    """The :class:`~platinum_jax.stitching.ScoreTable` at ``path`` (CSV file or Epoch raw/
+    """The :class:`~platinum_jax.data.ScoreTable` at ``path`` (CSV file or Epoch raw/
     directory).
 
     ``args.duplicates`` (None: ``"error"`` for a CSV, ``"max"`` for a directory) says how
@@ -70,12 +70,12 @@ def load_table(path: str, args: argparse.Namespace):
 def _load_table(data: str, args: argparse.Namespace):
     import warnings
 
-    from platinum_jax.stitching import ScoreTable
+    from platinum_jax.data import ScoreTable
 
     path = Path(data)
     min_benchmarks = getattr(args, "min_benchmarks", 4)
     if path.is_dir():
-        from platinum_jax.importers import EpochDataWarning  # the directory reader
+        from platinum_jax.importers import EpochDataWarning, read_epoch_scores
 
         rule = args.duplicates or "max"
         if rule not in ("max", "mean", "error"):
@@ -87,7 +87,7 @@ def _load_table(data: str, args: argparse.Namespace):
             raise ValueError(f"--min-benchmarks must be at least 1, got {min_benchmarks}")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", EpochDataWarning)
-            table = ScoreTable.from_epoch(
+            table = read_epoch_scores(
                 path, clip=args.clip, duplicates=rule, min_benchmarks=min_benchmarks
             )
         for w in caught:

@@ -157,7 +157,9 @@ def _run(args: argparse.Namespace, outputs) -> int:
     import pandas as pd
 
     from platinum_jax import analysis as an
-    from platinum_jax.stitching import BenchmarkAnchor, ScoreTable, fit_stitching
+    from platinum_jax.data import ScoreTable
+    from platinum_jax.models.rosetta import BenchmarkAnchor
+    from platinum_jax.stitching import fit_stitching
 
     if not args.data.is_file():
         raise FileNotFoundError(f"scores file {args.data} does not exist; pass a tidy scores CSV")

@@ -78,16 +78,16 @@ def run(args: argparse.Namespace) -> int:
     world = demo_world(args.seed, r=args.r, tau_w=args.tau_w, tau_m=args.tau_m, tau_e=args.tau_e)
     p = world.primitives
     M, Sigma, w, r = p.M, p.Sigma, p.w, p.r
-    v = np.asarray(pj.optimal_weights(M, Sigma, w, r))
+    v = np.asarray(pj.agency.optimal_weights(M, Sigma, w, r))
     m = v.shape[0]
     uniform = np.full(m, 1.0 / m)
     # Best scale for the uniform direction, so the welfare comparison is about shape only.
     Mn, Sn, wn = np.asarray(M), np.asarray(Sigma), np.asarray(w)
     scale = (wn @ Mn @ uniform) / (uniform @ (Mn + float(r) * Sn) @ uniform)
-    w_uniform = float(pj.welfare(scale * uniform, M, Sigma, w, r))
-    w_opt = float(pj.optimal_welfare(M, Sigma, w, r))
+    w_uniform = float(pj.agency.welfare(scale * uniform, M, Sigma, w, r))
+    w_opt = float(pj.agency.optimal_welfare(M, Sigma, w, r))
 
-    plat = pj.platinum_items(M, Sigma, w, r, world.tau_w, world.tau_m, world.tau_e)
+    plat = pj.agency.platinum_items(M, Sigma, w, r, world.tau_w, world.tau_m, world.tau_e)
     labels = _concept_labels(plat.basis, world)
     flags = plat.to_frame(world.item_names, labels)
 
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     concepts = world.concepts.rename(columns={"platinum": "platinum_truth"}).copy()
     concepts["uniform_share"] = items.groupby("concept")["uniform_share"].sum()
     concepts["optimal_share"] = items.groupby("concept")["optimal_share"].sum()
-    statics = pj.comparative_statics(M, Sigma, w, r, basis=plat.basis, concept_names=labels)
+    statics = pj.agency.comparative_statics(M, Sigma, w, r, basis=plat.basis, concept_names=labels)
     statics = statics.loc[[c for c in labels if "contrast" not in c]]
 
     with output_directory(args.out, "demo", overwrite=args.overwrite) as out:

@@ -5,29 +5,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from pathlib import Path
 
-from ._common import add_anchor_arguments, list_written
-from ._fit_model import (  # noqa: F401 (build_model, sampled_model_note: importable from here)
-    FROM_FRACTIONS_MODEL,
-    bayesian_rosetta,
-    build_model,
-    derive_responses,
-    sampled_model_note,
-)
+from ._common import add_anchor_arguments, list_written, write_fit_files
+from ._fit_model import FROM_FRACTIONS_MODEL, build_model, derive_responses
 from ._fit_stream import check_stream, finish_stream, fit_stream, load_stream, write_stream
-from ._runner import PRESET_HELP, PRESETS, Preset, command_parser, preset_in, preset_named
+from ._runner import Preset, command_parser
 
 # What the command line adds to a model's own one-line description (its docstring's first
 # paragraph); models not named here are described by their docstring alone.
 MODEL_NOTES = {
     "rosetta": "the paper's L2-penalised least squares (Ho et al. 2025, "
-    '"A Rosetta Stone for AI Benchmarks"); --link, --l2, anchors. svi/nuts sample the '
-    "Bayesian Rosetta model (rosetta_bayes), the model of `stitch-bayes`; fit.json says so "
-    "(sampled_model)",
+    '"A Rosetta Stone for AI Benchmarks"); --link, --l2, anchors; point methods (its Bayesian '
+    "twin is rosetta_bayes)",
     "rosetta_bayes": "known standard errors (column se, those below 0.005 raised to it) added "
     "in variance; --likelihood gaussian (default), beta, binomial or beta_binomial; methods "
-    "svi and nuts",
+    "svi and nuts; the model `stitch-bayes` samples, with the same draws for the same seed",
     "mirt": "--dims sets their number",
     "graded": "responses are whole numbers 0..K-1 (K = --categories, or the largest "
     "category + 1); from pass rates with --from-fractions none-some-all",
@@ -73,16 +65,9 @@ draws.npz (what `platinum-jax weights` reads). fit.json also records the size an
 every other file. The outputs are staged beside --out and replace an earlier fit only once all
 of them are written: a failure or Ctrl-C leaves --out as it was.
 
-Presets (--preset): a paper's whole run, its options, fit and files, through this same runner.
-  stitch        the Rosetta paper's least-squares fit (Ho et al. 2025, "A Rosetta Stone for AI
-                Benchmarks") with its sensitivity, Laplace or bootstrap intervals, rescaling,
-                Epoch Capabilities Index and figures: `fit DATA --preset stitch ...` is
-                `platinum-jax stitch DATA ...`, option for option and file for file
-  stitch-bayes  its Bayesian fit: `fit DATA --preset stitch-bayes ...` is
-                `platinum-jax stitch-bayes DATA ...`
-`platinum-jax fit --preset stitch --help` lists a preset's options (--model, --method and the
-other options above are not among them). An --out written by one spelling can be replaced with
---overwrite by the other.
+The Rosetta paper's own commands, `platinum-jax stitch` and `platinum-jax stitch-bayes`, fit
+--model rosetta and --model rosetta_bayes with the paper's extra files (sensitivity, the
+Epoch Capabilities Index, figures, weights).
 """
 
 _COMMAND_HELP = ("fit any measurement model (Rosetta, 1PL-4PL, multidimensional) by MAP, "
@@ -98,8 +83,8 @@ examples:
       posterior of a 2PL on pass@1 fractions with a trials column
   platinum-jax fit responses.csv --model hierarchical --diagnostics --out irt
       items within their benchmarks, with the item diagnostics and curves
-  platinum-jax fit scores_long.csv --preset stitch --uncertainty laplace --out stitch
-      the Rosetta paper's preset, the same files as `platinum-jax stitch`
+  platinum-jax fit scores_long.csv --model rosetta_bayes --method nuts --out bayes
+      the posterior of `platinum-jax stitch-bayes` (posterior.nc, summary.csv)
 """
 
 
@@ -127,25 +112,6 @@ def model_help() -> str:
     return "\n".join(lines)
 
 
-def register_for(subparsers: argparse._SubParsersAction, argv) -> None:
-    """``fit``'s parser for the command line ``argv``: the preset's own parser (named ``fit``)
-    when ``argv`` holds ``--preset NAME``, else :func:`register`'s."""
-    name = preset_in(argv)
-    if name is None:
-        register(subparsers)
-        return
-    preset = preset_named(name)
-    import textwrap
-
-    head = textwrap.fill(
-        f"`platinum-jax fit --preset {name}` is `platinum-jax {name}`: the same options, the "
-        f"same files; it fits the registered model {preset.model} (method {preset.method} by "
-        "default).", 93)
-    preset = dataclasses.replace(preset, description=f"{head}\n\n{preset.description}")
-    command_parser(subparsers, preset, name="fit", add_first=lambda p: p.add_argument(
-        "--preset", choices=tuple(PRESETS), required=True, help=PRESET_HELP))
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     head, tail = DESCRIPTION.split("Methods (--method):")  # the models from their registry
     command_parser(subparsers, dataclasses.replace(
@@ -155,10 +121,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``fit`` after DATA, ``--out`` and ``--overwrite``."""
     from platinum_jax.inference import METHODS
-    from platinum_jax.models import MODELS
-    from platinum_jax.models.likelihoods import LIKELIHOODS
+    from platinum_jax.models import LIKELIHOODS, MODELS
 
-    p.add_argument("--preset", choices=tuple(PRESETS), default=None, help=PRESET_HELP)
     p.add_argument("--model", choices=tuple(MODELS), default="2pl", help="model (default 2pl)")
     p.add_argument("--method", choices=METHODS, default="map", help="method (default map)")
     p.add_argument("--likelihood", choices=tuple(LIKELIHOODS), default=None,
@@ -180,15 +144,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b = p.add_argument_group("Bayesian fits")
     b.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
     b.add_argument("--warmup", type=int, default=None,
-                   help="NUTS warm-up steps (default 500; rosetta_bayes and rosetta with nuts: "
-                        "1000, the model's own setting)")
+                   help="NUTS warm-up steps (default: the model's own setting, else 500)")
     b.add_argument("--samples", type=int, default=None,
-                   help="NUTS draws per chain (default 500; rosetta_bayes: 1500)")
+                   help="NUTS draws per chain (default: the model's own setting, else 500)")
     b.add_argument("--target-accept", type=float, default=None,
-                   help="NUTS target acceptance in (0, 1) (default 0.9; rosetta_bayes: 0.99)")
-    b.add_argument("--max-tree-depth", type=int, default=10,
-                   help="NUTS takes at most 2^depth - 1 leapfrog steps per draw (default 10); "
-                        "lower it to bound the time of a badly scaled posterior")
+                   help="NUTS target acceptance in (0, 1) (default: the model's own setting, "
+                        "else 0.9)")
+    b.add_argument("--max-tree-depth", type=int, default=None,
+                   help="NUTS takes at most 2^depth - 1 leapfrog steps per draw (default: the "
+                        "model's own setting, else 10); lower it to bound the time of a badly "
+                        "scaled posterior")
     b.add_argument("--steps", type=int, default=3000, help="SVI steps (default 3000)")
     r = p.add_argument_group("Rosetta model")
     r.add_argument("--link", choices=("sigmoid", "clipped_linear"), default="sigmoid",
@@ -231,6 +196,11 @@ def _check(args) -> None:
     if args.model == "rosetta_bayes" and args.method not in ("svi", "nuts"):
         raise ValueError(f"--model rosetta_bayes is sampled (--method nuts or svi); for "
                          f"--method {args.method} use --model rosetta (least squares)")
+    if args.model == "rosetta" and args.method in ("svi", "nuts"):
+        raise ValueError(f"--model rosetta is the paper's least-squares model, which has no "
+                         f"posterior to sample; for --method {args.method} use --model "
+                         "rosetta_bayes (the Bayesian Rosetta model of `stitch-bayes`: a noise "
+                         "per benchmark and priors)")
     for name in ("restarts",):
         if getattr(args, name) < 0:
             raise ValueError(f"--{name} must be >= 0 (got {getattr(args, name)})")
@@ -288,8 +258,8 @@ def _prepare(args, table) -> dict:
         table, derived = derive_responses(table, args.from_fractions)
         print(derived)
     model = build_model(args, table)
-    if bayesian_rosetta(args.model, args.method):
-        from platinum_jax.models.rosetta_bayes import STDERR_FLOOR, floor_se
+    if args.model == "rosetta_bayes":
+        from platinum_jax.models.rosetta import STDERR_FLOOR, floor_se
 
         table, n_floored = floor_se(table)  # as stitch-bayes does
         if n_floored:
@@ -334,9 +304,6 @@ def _fit(args, plan):
         result.diagnostics["responses_derived"] = plan["derived"]
     if plan["notes"]:
         result.diagnostics["notes"] = plan["notes"]
-    note = sampled_model_note(args.model, args.method)
-    if note is not None:
-        result.diagnostics["sampled_model"] = note
     return result
 
 
@@ -344,14 +311,7 @@ def _write(result, out, args) -> list:
     """subjects.csv, items.csv, globals.csv and fit.json (which records the size and checksum
     of every other file), draws.npz with --save-draws, the item diagnostics with
     --diagnostics."""
-    from platinum_jax.inference import DRAWS_FILE, draws_bytes, with_integrity
-
-    files = dict(result.files())
-    if args.save_draws:
-        files[DRAWS_FILE] = draws_bytes(result)
-    written = [out.write(name, Path.write_bytes if isinstance(content, bytes) else
-                         Path.write_text, content)
-               for name, content in with_integrity(files).items()]
+    written = write_fit_files(out, result, draws=args.save_draws)
     if args.diagnostics:
         written += _write_diagnostics(result, out)
     return written
@@ -368,9 +328,6 @@ def _finish(result, written, args) -> int:
 
 
 def _choose(args):
-    if args.preset is not None:  # only a parser built without the command line gets here
-        raise ValueError(f"--preset {args.preset} selects its own options when the parser is "
-                         "built from the command line: run it through platinum_jax.cli.main")
     return _STREAM if args.stream else PRESET
 
 

@@ -3,14 +3,13 @@
 :data:`PRESET` is what the command adds to the one runner (:mod:`platinum_jax.cli._runner`):
 its options, the score-table loader (:mod:`platinum_jax.cli._scores`), the paper's fit and its
 writer (capabilities, benchmarks, residuals, uncertainty, rescaling, the Epoch Capabilities
-Index, figures). ``fit --preset stitch`` runs the same preset; ``--bayes`` runs
-:data:`platinum_jax.cli.stitch_bayes.PRESET` instead.
+Index, figures). Its Bayesian twin is ``platinum-jax stitch-bayes``, and ``platinum-jax fit
+--model rosetta`` fits the same model with the general command's files.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 
 from ._common import add_anchor_arguments, anchor_from_args
@@ -23,8 +22,6 @@ from ._scores import (
     load_table,
     write_dropped,
 )
-from .stitch_bayes import PRESET as BAYES_PRESET
-from .stitch_bayes import add_bayes_arguments
 
 DESCRIPTION = """\
 Put models and benchmarks on one scale: score(m, b) = sigmoid(alpha_b (C_m - D_b)), with a
@@ -62,7 +59,8 @@ Outputs in --out:
   dropped_models.txt (Epoch directory) models left out by --min-benchmarks
 --out must be empty, or hold an earlier stitch run and --overwrite be given; a second run into
 a directory being written stops with an error. Files are written whole or not at all.
-With --bayes, the Bayesian fit (NumPyro) runs instead; see `platinum-jax stitch-bayes --help`.
+The Bayesian fit (NumPyro) is `platinum-jax stitch-bayes`; `platinum-jax fit --model rosetta`
+fits this model with the general command's files.
 """
 
 EPILOG = """\
@@ -91,7 +89,7 @@ for you.
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The anchor, fit, uncertainty and scale options of ``stitch`` and its ``--bayes`` hook
+    """The anchor, fit, uncertainty and scale options of ``stitch``
     (after DATA, ``--out`` and ``--overwrite``, which are the runner's)."""
     add_anchor_arguments(p)
     f = p.add_argument_group("fit")
@@ -116,6 +114,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    default="none", help="error bars to compute (default none)")
     u.add_argument("--replicates", type=int, default=1000,
                    help="bootstrap replicates (default 1000)")
+    u.add_argument("--seed", type=int, default=0,
+                   help="random seed of the bootstrap resamples (default 0)")
     e = p.add_argument_group("scale")
     e.add_argument("--scale", choices=("raw", "eci"), default="raw",
                    help="raw: the fit's own scale only (default); eci: also the Epoch "
@@ -129,10 +129,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "Epoch; 0 = none); with --uncertainty bootstrap its refits are reused")
     e.add_argument("--eci-level", type=float, default=0.90,
                    help="--scale eci: interval level (default 0.90)")
-    g = p.add_argument_group("Bayesian fit (optional)")
-    g.add_argument("--bayes", action="store_true",
-                   help="run the Bayesian fit (NumPyro) instead of the least-squares fit")
-    add_bayes_arguments(p)
 
 
 def _eci_columns(fit, args, boot, caps, bench):
@@ -225,12 +221,6 @@ def _write_plots(fit, unc, out, suffix: str) -> None:
     plt.close(ax.figure)
 
 
-def _check(args: argparse.Namespace) -> None:
-    if args.bayes and args.scale == "eci":
-        raise ValueError("--scale eci applies to the least-squares fit only; drop --bayes (or "
-                         "--scale eci)")
-
-
 def _prepare(args: argparse.Namespace, table):
     """The options and names checked before --out is touched, so a typo changes nothing there."""
     if args.l2 < 0:
@@ -289,12 +279,7 @@ def _finish(fits: list, path, args: argparse.Namespace) -> int:
     return 0
 
 
-def _choose(args: argparse.Namespace) -> Preset:
-    """``--bayes`` runs the Bayesian preset, its outputs owned by ``stitch``."""
-    return _BAYES if args.bayes else PRESET
-
-
-# The Rosetta paper's least-squares preset of `platinum-jax fit` (`fit --preset stitch`).
+# The Rosetta paper's least-squares fit as a command of the one runner.
 PRESET = Preset(
     name="stitch", model="rosetta", method="map",
     help="stitch benchmarks: capabilities, difficulties and slopes on one scale",
@@ -302,9 +287,7 @@ PRESET = Preset(
     out_help="output directory (created if missing; must be empty unless --overwrite)",
     overwrite_help="replace the outputs of an earlier stitch run in --out (files this command "
     "did not write are never removed)",
-    check=_check, load=load_table, prepare=_prepare, fit=_fit, write=_write, finish=_finish,
-    choose=_choose)
-_BAYES = dataclasses.replace(BAYES_PRESET, name="stitch", check=_check)
+    load=load_table, prepare=_prepare, fit=_fit, write=_write, finish=_finish)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,8 +1,10 @@
-"""``platinum-jax stitch-bayes``: the Rosetta paper's Bayesian preset of ``platinum-jax fit``.
+"""``platinum-jax stitch-bayes``: the Rosetta paper's Bayesian fit, a view over ``platinum-jax
+fit --model rosetta_bayes --method nuts``.
 
 :data:`PRESET` is what the command adds to the one runner (:mod:`platinum_jax.cli._runner`):
-its options, the score-table loader it shares with ``stitch``, and its writer. ``stitch
---bayes`` and ``fit --preset stitch-bayes`` run the same preset.
+its options, the score-table loader it shares with ``stitch``, and its writer: the files of
+``fit`` (the same posterior, the same draws for the same seed) plus the paper's tables, figures
+and weights.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from platinum_jax._names import BAYES_LIKELIHOOD_CHOICES as ACCEPTED_NAMES
+from platinum_jax._names import BAYES_LIKELIHOODS
 
-from ._common import add_anchor_arguments, anchor_from_args
+from ._common import add_anchor_arguments, anchor_from_args, write_fit_files
 from ._runner import Preset, command_parser
 from ._scores import add_duplicates_argument, add_min_benchmarks_argument, load_table, write_dropped
 
@@ -30,13 +32,20 @@ Likelihoods (--likelihood):
             round(score * n_items) ~ BetaBinomial with mean mu and precision phi_b: counts as
             binomial, plus a per-benchmark noise scale for items that share quirks
 
-Outputs in --out:
+Outputs in --out, first those of `platinum-jax fit --model rosetta_bayes --method nuts` (the
+same posterior; the same draws for the same seed):
+  subjects.csv, items.csv, globals.csv   posterior means and 90% intervals per model,
+                     benchmark and global parameter
+  fit.json           the model, its sampler settings and the diagnostics, and each file's
+                     size and checksum
+  summary.csv        every parameter with mean, sd, 94% HDI, r_hat, ess_bulk, ess_tail
+  posterior.nc       the ArviZ InferenceData (arviz.from_netcdf); groups posterior,
+                     sample_stats, log_likelihood, posterior_predictive, observed_data,
+                     constant_data (dims model, benchmark, score)
+then the paper's:
   capabilities.csv   model, mean, sd, hdi_3%, hdi_97% (+ r_hat, ess_bulk, ess_tail, release_date)
   benchmarks.csv     the same for difficulty_* and slope_* per benchmark, and noise_sd_mean;
                      gaussian: noise_pooled, noise_scatter, noise_ppp (the pooled check below)
-  summary.csv        every parameter with r_hat, ess_bulk, ess_tail
-  posterior.nc       the ArviZ InferenceData (arviz.from_netcdf); groups posterior,
-                     sample_stats, log_likelihood, posterior_predictive, observed_data
   capabilities.png   capabilities over release date with posterior intervals
   ppc.png            posterior predictive check: observed vs predicted scores
   optimal_weights.csv  with --weights-config: posterior of v* = (M + r Sigma)^-1 M w per
@@ -116,14 +125,14 @@ def _acceptance(text: str) -> float:
 
 
 def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
-    """The Bayesian options (shared with a ``stitch --bayes`` command)."""
+    """The Bayesian options. The sampler's default settings are the model's own
+    (``RosettaBayes.nuts_settings``), as in ``fit --model rosetta_bayes``."""
     g = p.add_argument_group("Bayesian fit")
     g.add_argument(
         "--likelihood",
-        choices=ACCEPTED_NAMES,
+        choices=BAYES_LIKELIHOODS,
         default="gaussian",
-        help="observation model (default gaussian; betabinomial is the deprecated spelling of "
-        "beta_binomial)",
+        help="observation model (default gaussian)",
     )
     g.add_argument(
         "--method",
@@ -135,25 +144,27 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--samples",
         type=_positive_int,
-        default=1500,
-        help="draws per chain after warmup (SVI: draws from the guide; default 1500)",
+        default=None,
+        help="draws per chain after warmup (default: the model's setting, "
+        "RosettaBayes.nuts_settings; SVI: draws from the guide, default 1500)",
     )
-    g.add_argument("--warmup", type=_non_negative_int, default=1000, help="NUTS warmup steps (default 1000)")
+    g.add_argument("--warmup", type=_non_negative_int, default=None,
+                   help="NUTS warmup steps (default: the model's setting)")
     g.add_argument(
         "--target-accept",
         type=_acceptance,
-        default=0.99,
-        help="NUTS target acceptance in (0, 1) (default 0.99); lower it (e.g. 0.95) for "
-        "shorter trajectories on easy data; if divergences are reported, lengthen --warmup",
+        default=None,
+        help="NUTS target acceptance in (0, 1) (default: the model's setting); if divergences "
+        "are reported, raise it or lengthen --warmup",
     )
     g.add_argument(
         "--mass-matrix",
         choices=("dense", "hyper", "diagonal"),
-        default="dense",
-        help="NUTS mass matrix: dense (default: adapts to every correlation, including the "
-        "slow direction between eras of models and benchmarks), hyper (dense blocks for the "
-        "scale and slopes and for the noise level only: quicker, but that direction mixes "
-        "slowly on some data) or diagonal",
+        default=None,
+        help="NUTS mass matrix (default: the model's setting): dense (adapts to every "
+        "correlation, including the slow direction between eras of models and benchmarks), "
+        "hyper (dense blocks for the scale and slopes and for the noise level only: quicker, "
+        "but that direction mixes slowly on some data) or diagonal",
     )
     g.add_argument(
         "--pooled-below",
@@ -213,7 +224,7 @@ def _prepare(args: argparse.Namespace, table):
     return table, anchor_from_args(args), weights_cfg
 
 
-_MASS = {"dense": True, "hyper": "hyper", "diagonal": False}
+_MASS = {None: None, "dense": True, "hyper": "hyper", "diagonal": False}
 
 
 def _noise_options(args: argparse.Namespace) -> dict:
@@ -230,7 +241,7 @@ def _noise_options(args: argparse.Namespace) -> dict:
 def _fit(args: argparse.Namespace, plan):
     import warnings
 
-    from platinum_jax.stitching.bayes import fit_stitching_bayes
+    from platinum_jax.stitching import fit_stitching_bayes
 
     table, anchor, weights_cfg = plan
     how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
@@ -256,15 +267,14 @@ def _write(result, out, args: argparse.Namespace):
     from platinum_jax.plots import plot_posterior_capabilities, plot_ppc
 
     fit, weights_cfg = result
+    write_fit_files(out, fit.fit)  # what `fit --model rosetta_bayes` writes, then the paper's
     cols = ["mean", "sd", "hdi_3%", "hdi_97%", "r_hat", "ess_bulk", "ess_tail", "release_date"]
     out.write("capabilities.csv", fit.capabilities[cols].to_csv)
     out.write("benchmarks.csv", fit.benchmarks.to_csv)
-    out.write("summary.csv", fit.summary.to_csv, index=False)
-    out.write("posterior.nc", lambda p: fit.idata.to_netcdf(str(p), engine="h5netcdf"))
     out.write("capabilities.png", lambda p: plot_posterior_capabilities(fit, path=p))
     out.write("ppc.png", lambda p: plot_ppc(fit, path=p))
     d = fit.diagnostics
-    print(f"done in {d['seconds']:.1f} s ({fit.info.get('chain_method', args.method)} chains)")
+    print(f"done in {d['seconds']:.1f} s ({d.get('chain_method', args.method)} chains)")
     if args.method == "nuts":
         rhat = (f"max R-hat {d['rhat_max']:.4f} ({d.get('worst_rhat_parameter')})"
                 if d.get("chains", 0) > 1 else "R-hat n/a (1 chain)")
@@ -293,7 +303,7 @@ def _finish(result, path, args: argparse.Namespace) -> int:
     return 0
 
 
-# The Rosetta paper's Bayesian preset of `platinum-jax fit` (`fit --preset stitch-bayes`).
+# The Rosetta paper's Bayesian fit: `fit --model rosetta_bayes --method nuts` plus its extras.
 PRESET = Preset(
     name="stitch-bayes", model="rosetta_bayes", method="nuts",
     help="Bayesian stitching: posterior capabilities, difficulties, slopes and weights",

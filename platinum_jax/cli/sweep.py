@@ -113,7 +113,7 @@ def load_primitives(path: str):
     """Primitives and item names from ``.npz`` / ``.json`` with ``A, C, Sigma, w, r`` (+ ``items``)."""
     import numpy as np
 
-    from platinum_jax import Primitives
+    from platinum_jax.agency import Primitives
 
     file = Path(path)
     if not file.exists():

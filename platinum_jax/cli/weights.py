@@ -306,9 +306,8 @@ def run(args: argparse.Namespace) -> int:
         posterior_decisions,
         primitives_from_fit,
         primitives_from_stitching,
-        read_fit,
     )
-    from platinum_jax.inference import DRAWS_FILE
+    from platinum_jax.inference import DRAWS_FILE, read_fit
 
     factors = comma_numbers(args.r_factors, "--r-factors")
     rank = args.residual_rank

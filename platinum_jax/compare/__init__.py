@@ -26,7 +26,7 @@ from ._intervals import (
 )
 from ._paired import adjust_bh, adjust_holm, compare_pairs, mcnemar, p_better_matrix
 from ._plots import forest_plot, p_better_heatmap
-from ._power import difference_sd, items_needed, mdad, minimum_detectable_effect
+from ._power import items_needed, mdad, minimum_detectable_effect
 
 __all__ = [
     "CompareData",
@@ -48,7 +48,6 @@ __all__ = [
     "p_better_matrix",
     "forest_plot",
     "p_better_heatmap",
-    "difference_sd",
     "items_needed",
     "mdad",
     "minimum_detectable_effect",

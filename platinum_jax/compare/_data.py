@@ -1,10 +1,11 @@
 """Scores laid out for comparison: one dense (subject x item) grid per quantity.
 
-Any response table reads: a long frame or CSV/Parquet file with ``subject, item, response``
+Any response table reads, through :class:`~platinum_jax.data.ResponseTable` (the one
+validation of every table): a long frame or CSV/Parquet file with ``subject, item, response``
 (``model``/``score`` accepted; ``benchmark`` is the group when an ``item`` column exists) and
 optional ``group``, ``cluster`` (items sharing a passage, a prompt template, a repository),
 ``run`` (repeated samples of an item: runs, epochs, seeds) and ``trials`` (the attempts behind a
-fractional response), or a :class:`~platinum_jax.data.ResponseTable` (imported logs included).
+fractional response), or a table itself (imported logs included).
 
 For each (subject, item) the grid holds ``y`` (the item score: the mean over its samples),
 ``n`` (the number of 0/1 samples behind it, 0 where the subject has no response) and ``k`` (the
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from platinum_jax.models.likelihoods import Bernoulli
+from platinum_jax.models import Bernoulli
 
 __all__ = [
     "CompareData",
@@ -50,9 +51,6 @@ class SingleClusterError(CompareInputError):
 
 class NonBinaryScoresError(CompareInputError):
     """A test for 0/1 outcomes (McNemar, exact intervals) was given other scores."""
-
-
-_ALIASES = {"model": "subject", "score": "response"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,68 +92,38 @@ class CompareData:
         return np.flatnonzero(self.item_group == g)
 
 
-def _canonical(df: pd.DataFrame, name: str) -> pd.DataFrame:
-    cols = set(df.columns)
-    mapping = {a: c for a, c in _ALIASES.items() if a in cols and c not in cols}
-    if "benchmark" in cols and "group" not in cols:
-        mapping["benchmark"] = "group" if "item" in cols else "item"
-    out = df.rename(columns=mapping)
-    missing = [c for c in ("subject", "item", "response") if c not in out.columns]
-    if missing:
-        raise CompareInputError(
-            f"{name} lacks the column(s) {missing}; pass a long table with columns subject "
-            "(or model), item, response (or score) and optionally group (or benchmark), "
-            f"cluster, run, trials (found {list(df.columns)})"
-        )
-    return out
+def _table(df: pd.DataFrame, name: str):
+    """The response table of ``df`` (the one validation of every table: aliases, names,
+    numbers, repeated samples by ``run``), its errors as :class:`CompareInputError`."""
+    from platinum_jax.data import ResponseTable
 
-
-def _from_frame(df: pd.DataFrame, name: str, trials: int | None) -> CompareData:
-    df = _canonical(df, name)
     if len(df) == 0:
         raise CompareInputError(f"{name} has no rows; pass at least one response per model")
-    keep = [c for c in ("subject", "item", "response", "group", "cluster", "run", "trials")
-            if c in df.columns]
-    df = df.loc[:, keep].copy()
-    for col in ("subject", "item", "group", "cluster", "run"):
-        if col in df.columns:
-            if df[col].isna().any():
-                rows = [int(i) for i in np.flatnonzero(df[col].isna().to_numpy())[:8]]
-                raise CompareInputError(f"{name}: rows {rows} have no {col}; fill them in or "
-                                        "drop those rows")
-            df[col] = df[col].astype(str)
-    resp = pd.to_numeric(df["response"], errors="coerce").to_numpy(np.float64)
-    bad = ~np.isfinite(resp)
-    if bad.any():
-        rows = [int(i) for i in np.flatnonzero(bad)[:8]]
-        raise CompareInputError(f"{name}: {int(bad.sum())} response(s) are not finite numbers "
-                                f"(rows {rows}); fix or drop them")
+    try:
+        return ResponseTable.from_frame(df, name=name)
+    except ValueError as exc:
+        raise CompareInputError(str(exc)) from None
+
+
+def _from_table(table, name: str, trials: int | None) -> CompareData:
+    resp = np.asarray(table.response, np.float64)
     # The same support check as fit, score and subset (a likelihood's own check), so that
     # percentages and counts get the same message everywhere.
     try:
-        Bernoulli().check(resp, None if "trials" not in df.columns else
-                          pd.to_numeric(df["trials"], errors="coerce").to_numpy(np.float64),
-                          f"{name}, column response")
+        Bernoulli().check(resp, table.trials, f"{name}, column response")
     except ValueError as exc:
         raise CompareInputError(f"{exc}; compare reads scores in [0, 1]") from None
-    if "trials" in df.columns and trials is not None:
+    if table.trials is not None and trials is not None:
         raise CompareInputError(f"{name} has a trials column and trials={trials} was given; "
                                 "pass one of them")
-    if "trials" in df.columns:
-        t = pd.to_numeric(df["trials"], errors="coerce").to_numpy(np.float64)
-    elif trials is not None:
+    t = table.trials
+    if t is None and trials is not None:
         if int(trials) != trials or trials < 1:
             raise CompareInputError(f"trials={trials!r}: pass a whole number >= 1")
-        t = np.full(len(df), float(trials))
-    else:
-        t = None
+        t = np.full(len(resp), float(trials))
     if t is not None:
-        bad = ~np.isfinite(t) | (t < 1) | (t != np.round(t))
-        if bad.any():
-            raise CompareInputError(f"{name}: trials must be whole numbers >= 1 (rows "
-                                    f"{[int(i) for i in np.flatnonzero(bad)[:8]]})")
         succ = resp * t
-        bad = (np.abs(succ - np.round(succ)) > 1e-6 * t) | (resp < 0) | (resp > 1)
+        bad = np.abs(succ - np.round(succ)) > 1e-6 * t
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise NonBinaryScoresError(
@@ -163,20 +131,9 @@ def _from_frame(df: pd.DataFrame, name: str, trials: int | None) -> CompareData:
                 f"successes k/{t[i]:g}; pass responses as successes / trials, or drop the "
                 "trials (column or option) to treat responses as plain item scores"
             )
-    key = ["subject", "item"] + (["run"] if "run" in df.columns else [])
-    dup = df.duplicated(key, keep=False).to_numpy()
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        hint = ("give each repeated sample its own run label" if "run" in df.columns else
-                "add a run column (run, epoch or sample id) to mark repeated samples of an item")
-        raise CompareInputError(
-            f"{name}: {int(dup.sum())} rows repeat a ({', '.join(key)}) key, e.g. "
-            f"{tuple(df.iloc[i][key])}; {hint}"
-        )
-    s_codes, subjects = pd.factorize(df["subject"], sort=True)
-    i_codes, items = pd.factorize(df["item"], sort=True)
-    n_subj, n_item = len(subjects), len(items)
-    n_rows = np.ones(len(df)) if t is None else t
+    s_codes, i_codes = table.subject_index, table.item_index
+    n_subj, n_item = table.n_subjects, table.n_items
+    n_rows = np.ones(len(resp)) if t is None else t
     n = np.zeros((n_subj, n_item))
     tot = np.zeros((n_subj, n_item))
     np.add.at(n, (s_codes, i_codes), n_rows)
@@ -184,10 +141,12 @@ def _from_frame(df: pd.DataFrame, name: str, trials: int | None) -> CompareData:
     with np.errstate(invalid="ignore", divide="ignore"):
         y = np.where(n > 0, tot / np.where(n > 0, n, 1.0), np.nan)
     binary = bool(t is not None or np.isin(resp, (0.0, 1.0)).all())
-    item_group, groups = _per_item(df, "group", i_codes, n_item, name)
-    if groups is None:
+    if table.groups is None:
         groups, item_group = pd.Index(["(all)"], name="group"), np.zeros(n_item, dtype=np.int64)
-    item_cluster, clusters = _per_item(df, "cluster", i_codes, n_item, name)
+    else:
+        groups, item_group = table.groups, np.asarray(table.item_group, dtype=np.int64)
+    clusters = table.clusters
+    item_cluster = None if clusters is None else np.asarray(table.item_cluster, dtype=np.int64)
     if clusters is not None and len(clusters) < 2:
         raise SingleClusterError(
             f"{name}: the cluster column has a single cluster ({clusters[0]!r}), which gives no "
@@ -195,26 +154,10 @@ def _from_frame(df: pd.DataFrame, name: str, trials: int | None) -> CompareData:
             "real clusters (passage, template, repository) of the items"
         )
     return CompareData(
-        subjects=pd.Index(subjects, name="subject"), items=pd.Index(items, name="item"),
+        subjects=pd.Index(table.subjects, name="subject"), items=pd.Index(table.items, name="item"),
         y=y, n=n, groups=groups, item_group=item_group, clusters=clusters,
         item_cluster=item_cluster, binary=binary, repeated=bool((n > 1).any()), source=name,
     )
-
-
-def _per_item(df, col, i_codes, n_items, name):
-    if col not in df.columns:
-        return None, None
-    codes, labels = pd.factorize(df[col], sort=True)
-    per_item = np.full(n_items, -1, dtype=np.int64)
-    per_item[i_codes] = codes
-    clash = per_item[i_codes] != codes
-    if clash.any():
-        i = int(np.flatnonzero(clash)[0])
-        raise CompareInputError(
-            f"{name}: item {df['item'].iat[i]!r} lies in more than one {col}; give each item one "
-            f"{col} (or make item ids unique, e.g. '{col}/item')"
-        )
-    return per_item, pd.Index(labels, name=col)
 
 
 def as_compare_data(data, *, trials: int | None = None, name: str | None = None) -> CompareData:
@@ -237,11 +180,13 @@ def as_compare_data(data, *, trials: int | None = None, name: str | None = None)
             raise FileNotFoundError(f"{path}: no such file")
         frame = (pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq")
                  else pd.read_csv(path))
-        return _from_frame(frame, name or path.name, trials)
+        name = name or path.name
+        return _from_table(_table(frame, name), name, trials)
     if isinstance(data, pd.DataFrame):
-        return _from_frame(data, name or "the response table", trials)
+        name = name or "the response table"
+        return _from_table(_table(data, name), name, trials)
     if hasattr(data, "to_frame") and hasattr(data, "item_index"):  # a ResponseTable
-        return _from_frame(data.to_frame(), name or data.source, trials)
+        return _from_table(data, name or data.source, trials)
     raise TypeError(f"expected a DataFrame, a ResponseTable or a file path, got "
                     f"{type(data).__name__}")
 

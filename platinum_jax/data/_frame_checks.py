@@ -18,6 +18,10 @@ from platinum_jax._names import normalise_names
 Duplicates = Literal["error", "mean", "max", "min", "first", "last"]
 DUPLICATE_RULES = ("error", "mean", "max", "min", "first", "last")
 OPTIONAL = ("trials", "se", "weight")
+# Label columns besides subject and item: the item's group (benchmark) and cluster (items that
+# share a passage, a template, a repository), and a row's run (one of repeated samples of an
+# item: runs, epochs, seeds).
+LABELS = ("group", "cluster", "run")
 # Accepted spellings: the package's stitching tables say model/benchmark/score.
 _ALIASES = {"model": "subject", "score": "response"}
 
@@ -50,7 +54,8 @@ def _rows(frame: pd.DataFrame, mask: np.ndarray, column: str, limit: int = 6) ->
 
 
 def check_frame(df: pd.DataFrame, name: str) -> pd.DataFrame:
-    """Columns ``subject, item, response[, group, trials, se, weight]`` (aliases renamed),
+    """Columns ``subject, item, response[, group, cluster, run, trials, se, weight]`` (aliases
+    renamed),
     names normalised, numbers checked, rows in the order of ``df``; see
     :meth:`ResponseTable.checked_frame`."""
     if not isinstance(df, pd.DataFrame):
@@ -63,15 +68,15 @@ def check_frame(df: pd.DataFrame, name: str) -> pd.DataFrame:
         raise ValueError(
             f"{name} lacks the column(s) {missing}; a response table needs columns "
             "subject, item, response (model/benchmark/score are accepted as aliases) and "
-            f"optionally group, trials, se, weight (found {list(df.columns)})"
+            f"optionally group, cluster, run, trials, se, weight (found {list(df.columns)})"
         )
     if len(frame) == 0:
         raise ValueError(f"{name} has no rows; a response table needs at least one response")
     keep = ["subject", "item", "response"] + [
-        c for c in ("group", *OPTIONAL) if c in frame.columns
+        c for c in (*LABELS, *OPTIONAL) if c in frame.columns
     ]
     frame = frame.loc[:, keep].reset_index(drop=True)
-    for col in ("subject", "item") + (("group",) if "group" in frame.columns else ()):
+    for col in ("subject", "item") + tuple(c for c in LABELS if c in frame.columns):
         bad = frame[col].isna().to_numpy()
         if bad.any():
             raise ValueError(
@@ -121,8 +126,18 @@ def check_duplicate_rule(rule: str) -> None:
 
 def reduce_duplicates(frame: pd.DataFrame, rule: str, name: str) -> pd.DataFrame:
     """One row per (subject, item) of a checked frame by ``rule`` (``"error"`` names the
-    repeated pairs)."""
+    repeated pairs). With a ``run`` column a row is one sample of its item: (subject, item)
+    repeats across runs and stays, and a repeated (subject, item, run) is an error."""
     check_duplicate_rule(rule)
+    if "run" in frame.columns:
+        key = ["subject", "item", "run"]
+        dup = frame.duplicated(key, keep=False).to_numpy()
+        if dup.any():
+            i = int(np.flatnonzero(dup)[0])
+            raise ValueError(
+                f"{name}: {int(dup.sum())} rows repeat a (subject, item, run) key, e.g. "
+                f"{tuple(frame.iloc[i][key])}; give each repeated sample its own run label")
+        return frame
     dup = frame.duplicated(["subject", "item"], keep=False).to_numpy()
     if not dup.any():
         return frame
@@ -131,7 +146,8 @@ def reduce_duplicates(frame: pd.DataFrame, rule: str, name: str) -> pd.DataFrame
         shown = "; ".join(f"({r.subject!r}, {r.item!r})" for r in pairs.itertuples())
         raise ValueError(
             f"{name}: {int(dup.sum())} rows repeat a (subject, item) pair, e.g. {shown}; pass "
-            "duplicates='mean'|'max'|'min'|'first'|'last' (CLI: --duplicates) to reduce them"
+            "duplicates='mean'|'max'|'min'|'first'|'last' (CLI: --duplicates) to reduce them, "
+            "or add a run column (run, epoch or sample id) to keep them as repeated samples"
         )
     pooled = rule == "mean" and "trials" in frame.columns
     if pooled:  # a mean of fractions over different trials: pool the successes
@@ -142,8 +158,9 @@ def reduce_duplicates(frame: pd.DataFrame, rule: str, name: str) -> pd.DataFrame
     agg = {"response": rule}
     if pooled:
         agg["_successes"] = "sum"
-    if "group" in frame.columns:
-        agg["group"] = "first"
+    for label in ("group", "cluster"):
+        if label in frame.columns:
+            agg[label] = "first"
     if "trials" in frame.columns:
         agg["trials"] = "sum" if rule == "mean" else "first"
     if "se" in frame.columns:

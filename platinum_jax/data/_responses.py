@@ -22,6 +22,7 @@ import pandas as pd
 
 from platinum_jax._names import UnknownNameError, close_matches_message
 
+from ._connectivity import bipartite_components, linked_through_busiest
 from ._frame_checks import (
     OPTIONAL,
     Duplicates,
@@ -34,36 +35,10 @@ __all__ = ["ResponseTable"]
 
 
 
-_NUMPY_COMPONENTS_UP_TO = 1_000_000  # responses; above, SciPy's csgraph labels components
-
-
-def component_roots(u: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
-    """Connected components of the undirected graph on ``n`` nodes with edges ``(u[k], v[k])``:
-    each node's label is the smallest node of its component.
-
-    Vectorised hooking and pointer jumping (the idea of Shiloach and Vishkin's parallel
-    algorithm): every edge whose ends have different roots hooks the larger root under the
-    smaller, then every node jumps to its root; repeat until each edge's ends share a root.
-    ``O(edges)`` NumPy work per round and a few rounds on score tables, without importing
-    ``scipy.sparse.csgraph`` (a third of a second at start-up).
-    """
-    parent = np.arange(n, dtype=np.int64)
-    while True:
-        while True:  # pointer jumping: parent[x] becomes x's root
-            grand = parent[parent]
-            if np.array_equal(grand, parent):
-                break
-            parent = grand
-        pu, pv = parent[u], parent[v]
-        split = pu != pv
-        if not split.any():
-            return parent
-        np.minimum.at(parent, np.maximum(pu[split], pv[split]), np.minimum(pu[split], pv[split]))
-
-
 @dataclass(frozen=True, eq=False)
 class ResponseTable:
-    """Validated responses in long form: one row per observed (subject, item) pair.
+    """Validated responses in long form: one row per observed (subject, item) pair, in the
+    order of the input rows.
 
     Attributes:
         subjects, items: sorted unique labels (``pd.Index`` named ``subject``/``item``).
@@ -74,6 +49,11 @@ class ResponseTable:
             benchmark's item count); ``se``: known standard errors or None; ``weight``: row
             weights (default None = 1).
         groups: labels of item groups (benchmarks) or None; ``item_group``: ``int32[I]``.
+        clusters: labels of item clusters (items that share a passage, a prompt template, a
+            repository) or None; ``item_cluster``: ``int32[I]``.
+        run: per row, the label of its run (one of repeated samples of the item: runs,
+            epochs, seeds) or None; with runs a (subject, item) pair may repeat, one row per
+            sample, and models see each sample as one response.
         source: how messages name the input (a file name).
 
     Build one with :meth:`from_frame`, :meth:`from_csv`/:meth:`from_parquet` (:meth:`read`
@@ -90,6 +70,9 @@ class ResponseTable:
     weight: np.ndarray | None = field(default=None, repr=False)
     groups: pd.Index | None = None
     item_group: np.ndarray | None = field(default=None, repr=False)
+    clusters: pd.Index | None = None
+    item_cluster: np.ndarray | None = field(default=None, repr=False)
+    run: np.ndarray | None = field(default=None, repr=False)
     source: str = "the response table"
 
     # ------------------------------------------------------------------ construction
@@ -101,7 +84,8 @@ class ResponseTable:
         duplicates: Duplicates = "error",
         name: str = "the response table",
     ) -> ResponseTable:
-        """Validate a long frame ``subject, item, response[, group, trials, se, weight]``.
+        """Validate a long frame ``subject, item, response[, group, cluster, run, trials, se,
+        weight]``.
 
         ``model``/``score`` are read as ``subject``/``response``; ``benchmark`` is read as
         ``item`` when there is no ``item`` column (benchmark-level scores), else as ``group``.
@@ -141,21 +125,26 @@ class ResponseTable:
     def _from_clean(cls, frame: pd.DataFrame, name: str) -> ResponseTable:
         s_codes, subjects = pd.factorize(frame["subject"], sort=True)
         i_codes, items = pd.factorize(frame["item"], sort=True)
-        groups = item_group = None
-        if "group" in frame.columns:
-            g_codes, groups = pd.factorize(frame["group"], sort=True)
-            item_group = np.full(len(items), -1, dtype=np.int64)
-            item_group[i_codes] = g_codes
-            clash = item_group[i_codes] != g_codes
+
+        def per_item(label):
+            """The item's group or cluster: labels and a position per item (one each)."""
+            if label not in frame.columns:
+                return None, None
+            codes, labels = pd.factorize(frame[label], sort=True)
+            per = np.full(len(items), -1, dtype=np.int64)
+            per[i_codes] = codes
+            clash = per[i_codes] != codes
             if clash.any():
                 i = int(np.flatnonzero(clash)[0])
                 raise ValueError(
-                    f"{name}: item {frame['item'].iat[i]!r} appears in more than one group "
-                    f"(e.g. {frame['group'].iat[i]!r}); give each item one group, or make item "
-                    "ids unique within groups (for example 'group/item')"
+                    f"{name}: item {frame['item'].iat[i]!r} appears in more than one {label} "
+                    f"(e.g. {frame[label].iat[i]!r}); give each item one {label}, or make item "
+                    f"ids unique within {label}s (for example '{label}/item')"
                 )
-            groups = pd.Index(groups, name="group")
-            item_group = item_group.astype(np.int32)
+            return pd.Index(labels, name=label), per.astype(np.int32)
+
+        groups, item_group = per_item("group")
+        clusters, item_cluster = per_item("cluster")
 
         def col(c):
             return frame[c].to_numpy(dtype=np.float64, copy=True) if c in frame.columns else None
@@ -171,10 +160,14 @@ class ResponseTable:
             weight=col("weight"),
             groups=groups,
             item_group=item_group,
+            clusters=clusters,
+            item_cluster=item_cluster,
+            run=(frame["run"].to_numpy(dtype=object, copy=True) if "run" in frame.columns
+                 else None),
             source=name,
         )
         for arr in (table.subject_index, table.item_index, table.response, table.trials,
-                    table.se, table.weight, table.item_group):
+                    table.se, table.weight, table.item_group, table.item_cluster, table.run):
             if arr is not None:
                 arr.setflags(write=False)  # shared, never edited
         return table
@@ -371,6 +364,10 @@ class ResponseTable:
         )
         if self.groups is not None:
             out["group"] = self.groups[self.item_group[self.item_index]]
+        if self.clusters is not None:
+            out["cluster"] = self.clusters[self.item_cluster[self.item_index]]
+        if self.run is not None:
+            out["run"] = self.run
         for c in OPTIONAL:
             if getattr(self, c) is not None:
                 out[c] = getattr(self, c)
@@ -385,42 +382,13 @@ class ResponseTable:
     def components(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Connected components of the subject-item graph, largest first, as
         ``(subject positions, item positions)``; a fit puts only one component on one scale."""
-        n_s, n_i = self.n_subjects, self.n_items
-        u = np.asarray(self.subject_index, dtype=np.int64)
-        v = n_s + np.asarray(self.item_index, dtype=np.int64)
-        if self.n_responses <= _NUMPY_COMPONENTS_UP_TO:
-            roots = component_roots(u, v, n_s + n_i)
-        else:  # SciPy's graph search is faster here, and its import cost no longer matters
-            from scipy.sparse import coo_matrix
-            from scipy.sparse.csgraph import connected_components
-
-            adj = coo_matrix((np.ones(len(u), dtype=np.int8), (u, v)), shape=(n_s + n_i,) * 2)
-            roots = connected_components(adj, directed=False)[1]
-        comps = [
-            (np.flatnonzero(roots[:n_s] == k), np.flatnonzero(roots[n_s:] == k))
-            for k in np.unique(roots)
-        ]
-        return sorted(comps, key=lambda c: -(len(c[0]) + len(c[1])))
-
-    def _linked_through_busiest(self) -> bool:
-        """A sufficient test of connectedness in a few passes over the rows: every subject
-        answers an item that the busiest subject answers (so all subjects are linked through
-        it), and every item has a response (so each hangs on one of those subjects). Nearly
-        dense matrices pass; False means only that the full graph search must decide."""
-        s = np.asarray(self.subject_index)
-        i = np.asarray(self.item_index)
-        if np.bincount(i, minlength=self.n_items).min() == 0:
-            return False
-        busiest = int(np.argmax(np.bincount(s, minlength=self.n_subjects)))
-        hub = np.zeros(self.n_items, dtype=bool)
-        hub[i[s == busiest]] = True
-        linked = np.zeros(self.n_subjects, dtype=bool)
-        linked[s[hub[i]]] = True
-        return bool(linked.all())
+        return bipartite_components(self.subject_index, self.item_index, self.n_subjects,
+                                    self.n_items)
 
     def check_connected(self) -> None:
         """Raise naming the components when the subject-item graph falls apart."""
-        if self._linked_through_busiest():
+        if linked_through_busiest(self.subject_index, self.item_index, self.n_subjects,
+                                  self.n_items):
             return
         comps = self.components()
         if len(comps) <= 1:
@@ -449,6 +417,25 @@ class ResponseTable:
             pos = [self.item_position(i) for i in items]
             mask &= np.isin(self.item_index, pos)
         return self.rows(mask)
+
+    def reordered(self, order: np.ndarray) -> ResponseTable:
+        """The same responses with the rows in ``order`` (a permutation of the row positions);
+        subjects, items and groups are unchanged."""
+        order = np.asarray(order)
+        if sorted(order.tolist()) != list(range(self.n_responses)):
+            raise ValueError("order must be a permutation of the rows")
+
+        def take(a):
+            if a is None:
+                return None
+            out = np.asarray(a)[order]
+            out.setflags(write=False)
+            return out
+
+        return replace(self, subject_index=take(self.subject_index),
+                       item_index=take(self.item_index), response=take(self.response),
+                       trials=take(self.trials), se=take(self.se), weight=take(self.weight),
+                       run=take(self.run))
 
     def rows(self, mask: np.ndarray) -> ResponseTable:
         """The table restricted to the rows where ``mask`` is true."""

@@ -19,6 +19,7 @@ import pandas as pd
 
 from platinum_jax._names import UnknownNameError, close_matches_message
 
+from ._connectivity import linked_through_busiest
 from ._responses import ResponseTable
 
 __all__ = ["ScoreTable"]
@@ -71,7 +72,7 @@ class ScoreTable:
             (subjects = models, items = benchmarks), which every fit reads.
 
     Build one with :meth:`from_frame`, :meth:`from_csv` or :meth:`from_wide`
-    (:class:`platinum_jax.stitching.ScoreTable` adds ``from_epoch`` for Epoch AI's files).
+    (:class:`platinum_jax.data.ScoreTable` adds ``from_epoch`` for Epoch AI's files).
     """
 
     data: pd.DataFrame
@@ -175,7 +176,7 @@ class ScoreTable:
             raise FileNotFoundError(
                 f"score file {str(path)!r} does not exist; pass a tidy CSV with columns "
                 "model, benchmark, score (or an Epoch raw/ directory to "
-                "platinum_jax.stitching.ScoreTable.from_epoch)"
+                "platinum_jax.data.ScoreTable.from_epoch)"
             )
         try:
             df = pd.read_csv(path)
@@ -296,7 +297,8 @@ class ScoreTable:
         """Raise naming the components (their sizes and first benchmarks) when the
         model-benchmark graph falls apart: scores in different components have no common
         scale. ``remedy`` ends the message's list of fixes."""
-        if self.responses._linked_through_busiest():
+        r = self.responses
+        if linked_through_busiest(r.subject_index, r.item_index, r.n_subjects, r.n_items):
             return
         comps = self.components()
         if len(comps) <= 1:

@@ -15,10 +15,9 @@ replicate, so that their uncertainty reaches the intervals too; its intervals ar
 bias-corrected and accelerated (:func:`bca_interval`).
 """
 
-from platinum_jax.inference import read_fit
 
 from ._cluster_bootstrap import bootstrap_subjects
-from ._decisions import DecisionDraws, decisions_per_draw, noise_solve, welfare_lowrank
+from ._decisions import decisions_per_draw, noise_solve
 from ._from_fit import (
     item_noise_variance,
     primitives_from_fit,
@@ -30,20 +29,17 @@ from ._heteroscedastic import fit_heteroscedastic
 from ._intervals import bca_interval
 from ._measured import gwa_loadings, measured_items, primitives_from_measurements
 from ._measured_draws import (
-    MeasuredPlatinum,
     measured_draws,
     platinum_from_release,
     task_average_weights,
     welfare_variants,
 )
 from ._measured_plots import write_plots as write_measured_plots
-from ._posterior import PrimitiveDraws, WeightsPosterior, posterior_decisions, weight_draws
+from ._posterior import PrimitiveDraws, posterior_decisions, weight_draws
 from ._runs import noise_from_runs
 from ._stitching import (
     POSTERIOR_FILE,
     load_weights_config,
-    optimal_weight_draws,
-    posterior_optimal_weights,
     primitives_from_stitching,
     weights_table,
 )
@@ -51,13 +47,10 @@ from ._stitching import (
 __all__ = [
     "bca_interval",
     "bootstrap_subjects",
-    "DecisionDraws",
     "PrimitiveDraws",
-    "WeightsPosterior",
     "decisions_per_draw",
     "fit_heteroscedastic",
     "gwa_loadings",
-    "MeasuredPlatinum",
     "measured_draws",
     "measured_items",
     "platinum_from_release",
@@ -71,15 +64,11 @@ __all__ = [
     "primitives_from_fit",
     "primitives_from_stitching",
     "load_weights_config",
-    "optimal_weight_draws",
-    "posterior_optimal_weights",
-    "read_fit",
     "weight_draws",
     "weights_table",
     "welfare_from_abilities",
     "welfare_from_items",
     "welfare_from_regression",
-    "welfare_lowrank",
     "POSTERIOR_FILE",
     "write_measured_plots",
 ]

@@ -156,7 +156,7 @@ def posterior_decisions(
         r_factors: multiples of ``r`` for the sensitivity grid (``1`` is added if absent).
         tau_w, tau_m, tau_e: Definition 1 thresholds on welfare alignment, item loading and
             signal-to-noise-cost ratio (the scale-invariant versions of
-            :func:`platinum_jax.platinum_items`).
+            :func:`platinum_jax.agency.platinum_items`).
         current: the benchmark's current weights (default: uniform).  Welfare is compared at
             the best scale of each weight vector, so only their shape matters.
         interval: probability of the intervals of ``v*`` (default 0.9).

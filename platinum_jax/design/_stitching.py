@@ -1,7 +1,7 @@
 """Primitives and optimal weights from the posterior of the Bayesian stitching model
 (``platinum-jax stitch-bayes``).
 
-The Bayesian stitching model of :mod:`platinum_jax.stitching.bayes` (Ho et al., "A Rosetta
+The Bayesian stitching model of :func:`platinum_jax.stitching.fit_stitching_bayes` (Ho et al., "A Rosetta
 Stone for AI Benchmarks", ``score = sigmoid(α_b (C_m − D_b))``) has a noise scale per benchmark,
 and its posterior draws are what the weights need: per draw, the loading of benchmark ``b`` on
 capability is ``A_b = mean_m α_b σ'(α_b (C_m − D_b))`` (the same rule as
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -29,10 +28,20 @@ from ._from_fit import _cost_matrix
 from ._posterior import PrimitiveDraws, weight_draws
 
 __all__ = ["primitives_from_stitching", "POSTERIOR_FILE", "optimal_weight_draws",
-           "posterior_optimal_weights", "weights_table", "load_weights_config"]
+           "weights_table", "load_weights_config"]
 
 POSTERIOR_FILE = "posterior.nc"
 _SITES = ("capability", "difficulty", "slope", "noise_variance")
+
+
+def _idata(source):
+    """The InferenceData of a BayesStitchingFit, of an engine Fit of ``rosetta_bayes``, or
+    ``source`` itself."""
+    if hasattr(source, "idata"):
+        return source.idata
+    if hasattr(source, "inference_data"):
+        return source.inference_data
+    return source
 
 
 def _posterior_group(source):
@@ -49,7 +58,7 @@ def _posterior_group(source):
             return az.from_netcdf(str(path)).posterior, str(path)
         except (OSError, ValueError) as exc:
             raise ValueError(f"{path} is not an ArviZ posterior file: {exc}") from exc
-    idata = getattr(source, "idata", source)  # a BayesStitchingFit or its InferenceData
+    idata = _idata(source)
     if not hasattr(idata, "posterior"):
         raise TypeError("give a stitch-bayes output directory, its posterior.nc, a "
                         "BayesStitchingFit or its InferenceData")
@@ -63,7 +72,7 @@ def primitives_from_stitching(source, w=None, *, cost=None,
 
     Args:
         source: the output directory of ``platinum-jax stitch-bayes``, its ``posterior.nc``, a
-            :class:`platinum_jax.stitching.bayes.BayesStitchingFit` or its ``idata``.
+            :class:`platinum_jax.stitching.BayesStitchingFit` or its ``idata``.
         w: welfare weights over the benchmarks, (m,) or (draws, m); default uniform.
         cost: the effort cost of one unit of capability (one number; default 1).
         operating_point: ``"average"`` (over the fitted models) or a model's name.
@@ -137,7 +146,7 @@ def _noise_draws(idata_or_fit):
     if isinstance(idata_or_fit, (str, Path)):
         post = _posterior_group(idata_or_fit)[0]
     else:
-        post = getattr(getattr(idata_or_fit, "idata", idata_or_fit), "posterior", None)
+        post = getattr(_idata(idata_or_fit), "posterior", None)
     if post is None or "noise_variance" not in post:
         raise ValueError(
             "expected a BayesStitchingFit or an InferenceData whose posterior has "
@@ -148,7 +157,7 @@ def _noise_draws(idata_or_fit):
 
 def _primitives_from_cost(source, M, w, benchmarks, cost, operating_point) -> PrimitiveDraws:
     """Primitives with the user's ``M`` (factored as ``BBᵀ``) and the posterior noise."""
-    from platinum_jax import validate_primitives
+    from platinum_jax.agency import validate_primitives
 
     if cost is not None or operating_point != "average":
         raise ValueError("give either M (your output cost matrix) or cost/operating_point "
@@ -253,21 +262,6 @@ def weights_table(prims: PrimitiveDraws, r: float, *, threshold: float | None = 
     )
     frame.attrs.update({"r": float(r), "threshold": float(threshold), "hdi_prob": hdi_prob})
     return frame
-
-
-def posterior_optimal_weights(idata_or_fit, M, w, r: float, *, threshold: float | None = None,
-                              benchmarks: Sequence[str] | None = None,
-                              hdi_prob: float = 0.94) -> pd.DataFrame:
-    """Deprecated: ``weights_table(primitives_from_stitching(fit, w, M=M,
-    benchmarks=benchmarks), r, threshold=threshold, chains=n_chains)``, the same frame from
-    the one weights pipeline (warns with a ``DeprecationWarning``)."""
-    warnings.warn("posterior_optimal_weights is deprecated; use platinum_jax.design."
-                  "weights_table(primitives_from_stitching(fit, w, M=M, benchmarks=...), r, "
-                  "threshold=..., chains=...) or posterior_decisions on the same primitives",
-                  DeprecationWarning, stacklevel=2)
-    prims = primitives_from_stitching(idata_or_fit, w, M=M, benchmarks=benchmarks)
-    chains = _noise_draws(idata_or_fit).sizes["chain"]
-    return weights_table(prims, r, threshold=threshold, hdi_prob=hdi_prob, chains=chains)
 
 
 _CONFIG_KEYS = ("r", "w", "M", "threshold", "benchmarks")

@@ -46,15 +46,15 @@ design-based interval of :func:`assisted_scores` does not rely on the item model
 
 from ._adaptive import AdaptiveRun, AdaptiveTest, CatState, simulate_adaptive, sympson_hetter
 from ._assisted import PROBABILITY_SAMPLES, assisted_scores
-from ._bank import ItemBank, item_bank, pearson_dispersion
+from ._bank import ItemBank, item_bank
 from ._calibrate import BiasFit, cross_fitted_banks, fit_bias_sd, interval_scale
 from ._combined import combined_scores
-from ._estimate import dense_responses, estimate_scores, grid_posterior
+from ._estimate import estimate_scores, grid_posterior
 from ._io import load_fit
 from ._mdad import irt_mdad, irt_mdad_subjects
 from ._measurability import item_measurability
 from ._screen import screen_items
-from ._select import SELECTION_METHODS, item_patterns, kmeans, select_items
+from ._select import SELECTION_METHODS, select_items
 
 __all__ = [
     "SELECTION_METHODS",
@@ -66,7 +66,6 @@ __all__ = [
     "assisted_scores",
     "combined_scores",
     "cross_fitted_banks",
-    "dense_responses",
     "estimate_scores",
     "fit_bias_sd",
     "grid_posterior",
@@ -75,9 +74,6 @@ __all__ = [
     "irt_mdad",
     "irt_mdad_subjects",
     "item_measurability",
-    "item_patterns",
-    "kmeans",
-    "pearson_dispersion",
     "screen_items",
     "select_items",
     "simulate_adaptive",

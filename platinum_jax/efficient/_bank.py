@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from platinum_jax.inference import Fit
-from platinum_jax.models.likelihoods import Bernoulli, Binomial, Gaussian
+from platinum_jax.models import Bernoulli, Binomial, Gaussian
 
 __all__ = ["ItemBank", "item_bank", "pearson_dispersion", "response_range"]
 

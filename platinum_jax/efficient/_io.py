@@ -18,7 +18,7 @@ import pandas as pd
 
 from platinum_jax.data import ResponseTable
 from platinum_jax.inference import Fit, Problem, Theta
-from platinum_jax.models import Identification, make_model
+from platinum_jax.models import Identification, from_config
 
 __all__ = ["load_fit"]
 
@@ -54,9 +54,14 @@ def _check_values(param, values: np.ndarray, index, source: str, label: str) -> 
             "`platinum-jax fit ... --overwrite`")
 
 
-def _read_block(block, frame: pd.DataFrame, source: str) -> np.ndarray:
+def _read_block(block, frame: pd.DataFrame, source: str, init=None) -> np.ndarray:
+    """The raw values of ``block`` from its frame; entries the data fill (an item's group
+    position) come from ``init``, the problem's own values."""
     out = []
     for (name, label), _ in zip(block.columns(), range(block.size), strict=True):
+        if dict(block.decl)[name].data:
+            out.append(np.asarray(init, np.float64)[:, len(out)])
+            continue
         if label not in frame.columns:
             raise ValueError(f"{source} lacks the column {label!r} of parameter {name!r}; was it "
                              "written by `platinum-jax fit` with the same model?")
@@ -64,31 +69,6 @@ def _read_block(block, frame: pd.DataFrame, source: str) -> np.ndarray:
         _check_values(dict(block.decl)[name], values, frame.index, source, label)
         out.append(_inverse(dict(block.decl)[name], values, f"{source}:{label}"))
     return np.stack(out, axis=-1) if out else np.zeros((len(frame), 0))
-
-
-def _model_options(desc: dict) -> dict:
-    """The options of a model that ``fit.json``'s description records as they were (the link
-    and L2 strength of the Rosetta model, a model's number of benchmarks, dimensions or
-    categories): those entries that are fields of the registered model with a value of the
-    field's kind (a description such as the anchor's text is not)."""
-    import dataclasses
-
-    from platinum_jax.models import MODELS
-
-    cls = MODELS.get(desc.get("name"))
-    if cls is None:
-        return {}
-    out = {}
-    for f in dataclasses.fields(cls):
-        if f.name == "likelihood" or f.name not in desc:
-            continue
-        value, default = desc[f.name], f.default
-        numbers = (int, float)
-        if type(value) is type(default) or (
-                isinstance(value, numbers) and isinstance(default, numbers)
-                and not isinstance(value, bool) and not isinstance(default, bool)):
-            out[f.name] = value
-    return out
 
 
 def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = None) -> Fit:
@@ -109,10 +89,7 @@ def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = No
         raise ValueError(f"{d / 'fit.json'} is not the JSON summary `platinum-jax fit` writes "
                          f"({exc}); it was damaged: refit with `platinum-jax fit ... "
                          "--overwrite`") from None
-    options = _model_options(desc)
-    model = make_model(desc.get("name", "?"), **options)
-    if model.likelihood.name != desc.get("likelihood"):  # keep a default's settings (noise)
-        model = make_model(desc["name"], likelihood=desc.get("likelihood"), **options)
+    model = from_config(summary.get("model_config"), f"{d / 'fit.json'}: model_config")
     subjects = pd.read_csv(d / "subjects.csv", index_col=0)
     items = pd.read_csv(d / "items.csv", index_col=0)
     glob = pd.read_csv(d / "globals.csv", index_col=0)
@@ -123,10 +100,11 @@ def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = No
         # One row per item and per subject so the table lists them all; values are never used.
         n_s, n_i = len(subjects), len(items)
         m = max(n_s, n_i)
-        table = ResponseTable.from_frame(pd.DataFrame({
-            "subject": subjects.index[np.arange(m) % n_s],
-            "item": items.index[np.arange(m) % n_i], "response": 0.5}),
-            name=f"{d} (parameters only)")
+        rows = pd.DataFrame({"subject": subjects.index[np.arange(m) % n_s],
+                             "item": items.index[np.arange(m) % n_i], "response": 0.5})
+        if "group" in items.columns:  # each item's benchmark, as the fit's table had it
+            rows["group"] = items["group"].to_numpy()[np.arange(m) % n_i]
+        table = ResponseTable.from_frame(rows, name=f"{d} (parameters only)")
     else:
         table = data if isinstance(data, ResponseTable) else ResponseTable.read(data)
         for kind, have, want in (("subjects", table.subjects, subjects.index),
@@ -140,7 +118,7 @@ def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = No
     subjects = subjects.reindex(table.subjects)
     g_frame = pd.DataFrame([glob["value"].to_numpy()], columns=glob.index.astype(str))
     theta = Theta(_read_block(problem.subject, subjects, f"{d}/subjects.csv"),
-                  _read_block(problem.item, items, f"{d}/items.csv"),
+                  _read_block(problem.item, items, f"{d}/items.csv", problem.init_I),
                   _read_block(problem.glob, g_frame, f"{d}/globals.csv")[0])
     _check_recorded_files(d, summary, ("subjects.csv", "items.csv", "globals.csv"))
     return Fit(problem=problem, method=summary.get("method", "map"), theta=theta,

@@ -16,7 +16,7 @@ records without a usable score (reported, never dropped in silence). ``.table()`
 
 Epoch's side tables (benchmark release dates and flags, METR time horizons, the distillation
 list, training compute) and the Rosetta Stone paper's long score table have their own readers:
-:func:`read_epoch_raw`, :func:`read_benchmark_info`, :func:`read_metr_horizons`,
+:func:`read_epoch_raw` (and :func:`read_epoch_scores`, the same rows as a score table), :func:`read_benchmark_info`, :func:`read_metr_horizons`,
 :func:`read_distilled_models` and :func:`read_model_compute`.
 
 The per-item primitives release of Haupt et al. (noise, cost and welfare per item, the judges'
@@ -37,6 +37,7 @@ from platinum_jax.importers._epoch import (
     read_benchmark_info,
     read_distilled_models,
     read_epoch_raw,
+    read_epoch_scores,
     read_metr_horizons,
     read_model_compute,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "read_distilled_models",
     "read_epoch",
     "read_epoch_raw",
+    "read_epoch_scores",
     "read_every_eval_ever",
     "read_helm",
     "read_inspect",

@@ -292,6 +292,24 @@ class EpochDataWarning(UserWarning):
 _CONFIDENCE_ORDER = ("low", "medium", "high")
 
 
+
+def read_epoch_scores(raw_dir: str | Path, *, min_benchmarks: int = 4,
+                      min_release_date: str | pd.Timestamp | None = "2022-11-01",
+                      duplicates: Duplicates = "max", **kw):
+    """Epoch's ``raw/`` directory as a :class:`~platinum_jax.data.ScoreTable`: the rows of
+    :func:`read_epoch_raw` with the paper's filters (models with at least ``min_benchmarks``
+    scores, released on or after ``min_release_date``, repeated runs reduced by
+    ``duplicates``); other keywords go to :meth:`~platinum_jax.data.ScoreTable.from_frame`."""
+    from platinum_jax.data import ScoreTable
+
+    raw_dir = Path(raw_dir)
+    if not raw_dir.is_dir():
+        raise FileNotFoundError(f"Epoch raw directory {str(raw_dir)!r} does not exist")
+    frame = read_epoch_raw(raw_dir, min_benchmarks=min_benchmarks,
+                           min_release_date=min_release_date, duplicates=duplicates)
+    kw.setdefault("name", f"Epoch data in {raw_dir.name}/")
+    return ScoreTable.from_frame(frame, **kw)
+
 def read_distilled_models(
     raw_dir: str | Path,
     *,

@@ -14,93 +14,30 @@ Levenberg-Marquardt system, optionally sharded over devices), ``marginal`` (item
 with the abilities integrated out by quadrature, abilities by EAP), ``laplace``
 (Gaussian at the MAP), ``bootstrap`` (refits over resampled responses), ``svi`` and ``nuts``
 (NumPyro, the model built from the protocol); :func:`cross_validate` (K-fold) and :func:`loo`
-(PSIS-LOO) compare models; :func:`score_subjects` estimates new subjects against fixed items.
+(PSIS-LOO) compare models. This package names no model: every method is written once on the
+measurement-model protocol of :mod:`platinum_jax.models`.
 """
 
 from typing import TYPE_CHECKING
 
-from platinum_jax._deprecation import module_hooks
+from platinum_jax._lazy import module_hooks
 
 from ._cv import cross_validate, kfold_assignments
-from ._diagnostics import (
-    DIAGNOSTIC_KEYS,
-    Diagnostics,
-    canonical_diagnostics,
-    choose_chain_method,
-    sampler_diagnostics,
-    use_cpu_devices_for_chains,
-)
-from ._fit_files import DRAWS_FILE, draws_bytes, with_integrity
+from ._diagnostics import DIAGNOSTIC_KEYS, choose_chain_method, use_cpu_devices_for_chains
+from ._fit_files import DRAWS_FILE
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
-from ._point import (
-    NOISE_SCALES,
-    fit_map,
-    laplace,
-    laplace_covariance,
-    noise_variance,
-    objective_hessian,
-    score_subjects,
-)
+from ._point import fit_map, laplace, laplace_covariance, noise_variance, objective_hessian
 from ._problem import Data, Problem, Theta
 from ._read_fit import read_fit
 from ._resample import bootstrap, bootstrap_replicates, resample_counts
 from ._results import Fit
-from ._rosetta_bayes import (
-    SBC_GROUPS,
-    hyper_mass_blocks,
-    resolve_dense_mass,
-    sbc_noise_scale,
-    stitching_model,
-    stitching_posterior,
-    stitching_problem,
-    warn_prepared,
-)
 from ._simulate import simulate
-from ._summary import (
-    HDI_PROB,
-    SamplingWarning,
-    check_diagnostics,
-    posterior_summary,
-    summary_diagnostics,
-    threshold_names,
-    warn_on_diagnostics,
-)
+from ._summary import SamplingWarning, check_diagnostics, posterior_summary
 
 if TYPE_CHECKING:
-    from ._bayes import (
-        assemble_parameters,
-        loo,
-        numpyro_model,
-        nuts,
-        posterior_theta,
-        posterior_values,
-        run_nuts,
-        run_svi,
-        svi,
-    )
-    from ._bayes_fit import (
-        Posterior,
-        check_sampler_settings,
-        compare_posteriors,
-        push_forward,
-        sample_posterior,
-    )
-    from ._first_order import row_mesh, shard_rows, solve_first_order
+    from ._bayes import NUTS_SETTINGS, compare_posteriors, loo, nuts, nuts_settings, svi
+    from ._bayes_model import numpyro_model
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
-    from ._rosetta_layout import (
-        BootstrapResult,
-        from_engine_theta,
-        layout_batch,
-        layout_bootstrap,
-        layout_entries,
-        layout_hessian,
-        layout_laplace,
-        layout_laplace_sd,
-        layout_problem,
-        layout_system,
-        solve_layout,
-        to_engine_theta,
-    )
     from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
     from ._scalar import first_crossing, golden_minimum, loss_rise_shifts
     from ._stream import StreamedFit, fit_streamed_2pl, score_streamed_2pl
@@ -109,141 +46,65 @@ if TYPE_CHECKING:
 # check) and optax (the first-order solver) cost about a second to import, which a point fit
 # from the command line would otherwise pay without using them.
 _LAZY = {
-    "assemble_parameters": "_bayes",
-    "loo": "_bayes",
-    "numpyro_model": "_bayes",
-    "nuts": "_bayes",
-    "posterior_theta": "_bayes",
-    "posterior_values": "_bayes",
-    "run_nuts": "_bayes",
-    "run_svi": "_bayes",
-    "svi": "_bayes",
-    "Posterior": "_bayes_fit",
-    "check_sampler_settings": "_bayes_fit",
-    "compare_posteriors": "_bayes_fit",
-    "push_forward": "_bayes_fit",
-    "sample_posterior": "_bayes_fit",
-    "row_mesh": "_first_order",
-    "shard_rows": "_first_order",
-    "solve_first_order": "_first_order",
-    "fit_marginal": "_marginal",
-    "marginal_log_likelihood": "_marginal",
-    "quadrature": "_marginal",
-    "StreamedFit": "_stream",
-    "fit_streamed_2pl": "_stream",
-    "score_streamed_2pl": "_stream",
-    "from_engine_theta": "_rosetta_layout",
-    "layout_batch": "_rosetta_layout",
-    "layout_entries": "_rosetta_layout",
-    "BootstrapResult": "_rosetta_layout",
-    "layout_bootstrap": "_rosetta_layout",
-    "layout_hessian": "_rosetta_layout",
-    "layout_laplace": "_rosetta_layout",
-    "layout_laplace_sd": "_rosetta_layout",
-    "first_crossing": "_scalar",
-    "golden_minimum": "_scalar",
-    "loss_rise_shifts": "_scalar",
-    "layout_problem": "_rosetta_layout",
-    "layout_system": "_rosetta_layout",
-    "solve_layout": "_rosetta_layout",
-    "to_engine_theta": "_rosetta_layout",
-    "rank_uniformity": "_sbc",
-    "run_sbc": "_sbc",
-    "sbc_design": "_sbc",
-    "simulate_world": "_sbc",
+    **dict.fromkeys(("NUTS_SETTINGS", "compare_posteriors", "loo", "nuts", "nuts_settings",
+                     "svi"), "_bayes"),
+    "numpyro_model": "_bayes_model",
+    **dict.fromkeys(("fit_marginal", "marginal_log_likelihood", "quadrature"), "_marginal"),
+    **dict.fromkeys(("rank_uniformity", "run_sbc", "sbc_design", "simulate_world"), "_sbc"),
+    **dict.fromkeys(("first_crossing", "golden_minimum", "loss_rise_shifts"), "_scalar"),
+    **dict.fromkeys(("StreamedFit", "fit_streamed_2pl", "score_streamed_2pl"), "_stream"),
 }
 
 __all__ = [
-    "BootstrapResult",
     "DIAGNOSTIC_KEYS",
     "DRAWS_FILE",
-    "HDI_PROB",
-    "SamplingWarning",
     "Data",
-    "Diagnostics",
     "Fit",
     "MAPResult",
     "METHODS",
-    "NOISE_SCALES",
-    "Posterior",
+    "NUTS_SETTINGS",
     "Problem",
-    "SBC_GROUPS",
-    "hyper_mass_blocks",
-    "resolve_dense_mass",
-    "sbc_noise_scale",
-    "stitching_model",
-    "stitching_posterior",
-    "stitching_problem",
+    "SamplingWarning",
     "StreamedFit",
     "Theta",
-    "assemble_parameters",
     "bootstrap",
     "bootstrap_replicates",
-    "check_sampler_settings",
-    "compare_posteriors",
-    "push_forward",
-    "sample_posterior",
-    "canonical_diagnostics",
     "check_diagnostics",
     "choose_chain_method",
+    "compare_posteriors",
     "cross_validate",
-    "draws_bytes",
+    "first_crossing",
     "fit",
     "fit_map",
     "fit_marginal",
     "fit_streamed_2pl",
-    "from_engine_theta",
     "gauss_newton_system",
+    "golden_minimum",
+    "kfold_assignments",
     "laplace",
     "laplace_covariance",
-    "layout_batch",
-    "layout_entries",
-    "layout_bootstrap",
-    "layout_hessian",
-    "layout_laplace_sd",
-    "layout_problem",
-    "layout_system",
     "loo",
-    "marginal_log_likelihood",
+    "loss_rise_shifts",
     "map_solver",
+    "marginal_log_likelihood",
     "noise_variance",
     "numpyro_model",
-    "objective_hessian",
-    "posterior_values",
-    "run_nuts",
-    "run_svi",
     "nuts",
+    "nuts_settings",
+    "objective_hessian",
     "posterior_summary",
-    "posterior_theta",
     "quadrature",
-    "read_fit",
     "rank_uniformity",
+    "read_fit",
     "resample_counts",
-    "row_mesh",
     "run_sbc",
-    "sampler_diagnostics",
-    "score_streamed_2pl",
     "sbc_design",
-    "score_subjects",
-    "shard_rows",
+    "score_streamed_2pl",
     "simulate",
     "simulate_world",
-    "solve_first_order",
-    "solve_layout",
     "solve_map",
-    "summary_diagnostics",
     "svi",
-    "threshold_names",
-    "to_engine_theta",
-    "with_integrity",
     "use_cpu_devices_for_chains",
-    "warn_on_diagnostics",
-    "warn_prepared",
-    "kfold_assignments",
-    "layout_laplace",
-    "first_crossing",
-    "golden_minimum",
-    "loss_rise_shifts",
 ]
 
 METHODS = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")

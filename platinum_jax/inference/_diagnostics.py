@@ -1,24 +1,20 @@
 """One vocabulary for sampler diagnostics, and one chain policy, for every sampler.
 
-Every NUTS fit of the package (:func:`platinum_jax.inference.nuts`, the Bayesian stitching fit)
-reports its diagnostics under the keys of :data:`DIAGNOSTIC_KEYS`, computed by
-:func:`sampler_diagnostics`, and runs its chains as :func:`choose_chain_method` says. Older
-names (``n_divergent``, ``max_r_hat``, ...) stay readable from a :class:`Diagnostics` with a
-``DeprecationWarning`` naming the new key; :func:`canonical_diagnostics` renames them in a dict
-read back from a file.
+Every Bayesian fit of the package reports its diagnostics under the keys of
+:data:`DIAGNOSTIC_KEYS`, computed by :func:`sampler_diagnostics`, and runs its chains as
+:func:`choose_chain_method` says.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 
 import jax
 import numpy as np
 import pandas as pd
 
-__all__ = ["DIAGNOSTIC_KEYS", "RENAMED_KEYS", "ONE_CHAIN_RHAT", "Diagnostics",
-           "canonical_diagnostics", "choose_chain_method", "sampler_diagnostics"]
+__all__ = ["DIAGNOSTIC_KEYS", "ONE_CHAIN_RHAT", "choose_chain_method", "sampler_diagnostics",
+           "use_cpu_devices_for_chains"]
 
 #: what each key means (every NUTS fit writes these)
 DIAGNOSTIC_KEYS = {
@@ -35,60 +31,8 @@ DIAGNOSTIC_KEYS = {
     "seconds": "wall time of the sampling",
 }
 
-#: earlier names of the Bayesian stitching fit -> the names above
-RENAMED_KEYS = {
-    "n_divergent": "divergences",
-    "max_r_hat": "rhat_max",
-    "min_ess_bulk": "ess_bulk_min",
-    "min_ess_tail": "ess_tail_min",
-    "worst_r_hat": "worst_rhat_parameter",
-    "worst_ess_bulk": "worst_ess_bulk_parameter",
-    "worst_ess_tail": "worst_ess_tail_parameter",
-    "n_chains": "chains",
-    "n_draws": "samples",
-    "wall_s": "seconds",
-}
-
 #: ``rhat_max`` of a one-chain run: R-hat compares chains, so one chain has none
 ONE_CHAIN_RHAT = "unavailable with one chain"
-
-
-def _renamed(key):
-    new = RENAMED_KEYS[key]
-    warnings.warn(f"diagnostics key {key!r} is deprecated; read {new!r}", DeprecationWarning,
-                  stacklevel=3)
-    return new
-
-
-class Diagnostics(dict):
-    """A dict of diagnostics under :data:`DIAGNOSTIC_KEYS` that still answers the old names of
-    :data:`RENAMED_KEYS` (with a ``DeprecationWarning``); it is written with the new ones."""
-
-    def __getitem__(self, key):
-        if key in RENAMED_KEYS and not dict.__contains__(self, key):
-            key = _renamed(key)
-        return dict.__getitem__(self, key)
-
-    def get(self, key, default=None):
-        if key in RENAMED_KEYS and not dict.__contains__(self, key):
-            key = _renamed(key)
-        return dict.get(self, key, default)
-
-    def __contains__(self, key):
-        return dict.__contains__(self, key) or (
-            key in RENAMED_KEYS and dict.__contains__(self, RENAMED_KEYS[key]))
-
-
-def canonical_diagnostics(values: Mapping) -> Diagnostics:
-    """``values`` (e.g. read from a ``fit.json`` written by an older version) with every old
-    key renamed to the current one (a current key wins when both are present)."""
-    out = Diagnostics()
-    for key, value in values.items():
-        new = RENAMED_KEYS.get(key, key)
-        if new != key and new in values:
-            continue
-        out[new] = value
-    return out
 
 
 def choose_chain_method(chains: int) -> str:
@@ -124,7 +68,7 @@ def use_cpu_devices_for_chains(chains: int) -> bool:
 
 
 def sampler_diagnostics(summary: pd.DataFrame, divergences: int, *, chains: int, samples: int,
-                        chain_method: str, seconds: float) -> Diagnostics:
+                        chain_method: str, seconds: float) -> dict:
     """The diagnostics of one NUTS run, under :data:`DIAGNOSTIC_KEYS`.
 
     ``summary``: one row per sampled scalar quantity the check covers (constants such as
@@ -133,7 +77,7 @@ def sampler_diagnostics(summary: pd.DataFrame, divergences: int, *, chains: int,
     ``worst_rhat_parameter`` None.
     """
     several = chains > 1
-    out = Diagnostics(divergences=int(divergences))
+    out: dict = {"divergences": int(divergences)}
     rhat = summary["r_hat"].astype(float)
     out["rhat_max"] = float(rhat.max()) if several else ONE_CHAIN_RHAT
     out["ess_bulk_min"] = float(summary["ess_bulk"].min())

@@ -2,13 +2,12 @@
 
 ``platinum-jax fit --save-draws`` writes, beside ``subjects.csv``, ``items.csv``, ``globals.csv``
 and ``fit.json``, one ``draws.npz`` holding what the weights command needs to rebuild the fit:
-the model (registry name and simple options), the responses it was fitted to, the raw point
+the model (its class and options, :func:`platinum_jax.models.to_config`), the responses it was fitted to, the raw point
 estimate and the raw draws (Laplace draws, bootstrap replicates or posterior draws).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import json
@@ -18,41 +17,25 @@ import numpy as np
 __all__ = ["draws_bytes", "with_integrity", "DRAWS_FILE", "FORMAT"]
 
 DRAWS_FILE = "draws.npz"
-FORMAT = 1  # the version of draws.npz this package writes and reads
-
-
-def _simple_fields(obj) -> dict:
-    out = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if isinstance(value, (bool, int, float, str)) or value is None:
-            out[f.name] = value
-    return out
+FORMAT = 2  # the version of draws.npz this package writes and reads
 
 
 def draws_bytes(fit) -> bytes:
     """The ``draws.npz`` file of ``fit`` as bytes (no pickled objects inside)."""
-    from platinum_jax.models import MODELS
+    from platinum_jax.models import MODELS, to_config
 
     model = fit.model
-    name = next((k for k, cls in MODELS.items() if type(model) is cls), None)
-    if name is None:
-        raise ValueError(f"only the built-in models {sorted(MODELS)} can be saved with their "
-                         f"draws (got {type(model).__name__})")
     t = fit.table
     meta = {
-        "format": FORMAT, "model": name, "method": fit.method, "interval": fit.interval,
-        "model_options": {k: v for k, v in _simple_fields(model).items()},
-        "likelihood": model.likelihood.name,
-        "likelihood_options": _simple_fields(model.likelihood),
+        "format": FORMAT, "method": fit.method, "interval": fit.interval,
+        # the registry's name where the model has one, and the class with its options always
+        # (a model from the user's own module is found again by its import path)
+        "model": next((k for k, cls in MODELS.items() if type(model) is cls),
+                      type(model).__name__),
+        "model_config": to_config(model),
         "has_draws": fit.draws is not None,
         "identification": fit.problem.identification.description,
     }
-    from platinum_jax.models import BenchmarkAnchor
-
-    if isinstance(getattr(model, "anchor", None), BenchmarkAnchor):
-        # So that a refit from the file (the subject bootstrap) pins the same benchmark.
-        meta["anchor"] = dataclasses.asdict(model.anchor)
     arrays = {
         "meta": np.asarray(json.dumps(meta)),
         "subject": np.asarray(t.subjects[t.subject_index], dtype=str),

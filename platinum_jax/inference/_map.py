@@ -244,7 +244,7 @@ def solve_map(
     under :func:`jax.vmap`. ``max_steps`` is a static cap on the iterations: under
     :func:`jax.vmap` the loop runs until every member has stopped or the cap is reached."""
     if curvature == "auto":
-        from platinum_jax.models.likelihoods import Gaussian
+        from platinum_jax.models import Gaussian
 
         curvature = "gauss-newton" if isinstance(problem.model.likelihood, Gaussian) else "newton"
     if curvature not in ("gauss-newton", "newton"):

@@ -87,8 +87,7 @@ import numpyro.distributions as dist
 from jax.scipy.special import logsumexp
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.models import MeasurementModel
-from platinum_jax.models.likelihoods import Bernoulli, Binomial
+from platinum_jax.models import Bernoulli, Binomial, MeasurementModel
 
 from ._marginal_layout import SINGLE_TOL, Counts, log_choose
 from ._marginal_logistic import logistic_columns, logistic_loglik, logistic_m_step, logistic_start

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from platinum_jax.models.likelihoods import Binomial
+from platinum_jax.models import Binomial
 
 from ._problem import Problem
 

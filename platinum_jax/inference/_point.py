@@ -15,14 +15,13 @@ import numpy as np
 import pandas as pd
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.models import Identification, MeasurementModel
+from platinum_jax.models import MeasurementModel
 
 from ._map import gauss_newton_system, map_solver, per_structure
 from ._problem import Problem, Theta
 from ._results import Fit
 
-__all__ = ["fit_map", "laplace", "laplace_covariance", "noise_variance", "objective_hessian",
-           "score_subjects"]
+__all__ = ["fit_map", "laplace", "laplace_covariance", "noise_variance", "objective_hessian"]
 
 
 def _problem(model, table) -> Problem:
@@ -358,33 +357,3 @@ def laplace(fit: Fit, *, draws: int = 2000, seed: int = 0, max_parameters: int =
         raw_sd=Theta(*(np.asarray(s) for s in raw_sd)),
         diagnostics={**fit.diagnostics, "laplace_draws": draws, **info},
     )
-
-
-# ---------------------------------------------------------------------- cross-validation
-def score_subjects(fit: Fit, responses: ResponseTable, *, draws: int = 2000,
-                   seed: int = 0) -> Fit:
-    """Estimate new subjects against the fitted items and globals (held fixed), with Laplace
-    intervals: a new AI model's ability from a handful of items.
-
-    ``responses`` names items of the fit (unknown items raise with close matches). Returns a
-    :class:`Fit` over the new subjects whose ``subjects`` frame has the estimates and intervals.
-    For a least-squares likelihood the Laplace noise is the residual variance of ``fit`` (the
-    items' fit), as :func:`noise_variance` estimates it there.
-    """
-    old = fit.problem
-    pos = np.array([old.table.item_position(i) for i in responses.items])
-    ident = Identification(description="items and globals fixed at an earlier fit")
-    problem = Problem(old.model, responses, identification=ident)
-    fixed_items = np.asarray(fit.theta.items)[pos]
-    problem.free_I = np.zeros_like(problem.free_I)
-    problem.init_I = fixed_items.astype(np.float64)
-    problem.free_G = np.zeros_like(problem.free_G)
-    problem.init_G = np.asarray(fit.theta.globals, np.float64)
-    new = fit_map(problem, responses)
-    # A least-squares noise comes from the fit of the items (many residuals), not from the
-    # handful of new responses.
-    lik = old.model.likelihood
-    scale = "likelihood"
-    if lik.least_squares:
-        scale = float(lik.noise) * float(np.sqrt(noise_variance(fit)["noise_variance"]))
-    return laplace(new, draws=draws, seed=seed, noise_scale=scale)

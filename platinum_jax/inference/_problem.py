@@ -56,6 +56,12 @@ class Block:
     def natural(self, raw: dict) -> dict:
         return {n: p.natural(raw[n]) for n, p in self.decl}
 
+    def parameter_columns(self) -> list[tuple[str, str]]:
+        """:meth:`columns` without the entries the data fill (``Param(data=...)``): the
+        columns a fit reports."""
+        decl = dict(self.decl)
+        return [(n, c) for n, c in self.columns() if not decl[n].data]
+
     def columns(self) -> list[tuple[str, str]]:
         """``(param name, column label)`` per flat entry (``name[k]`` for vector params)."""
         cols = []
@@ -150,7 +156,8 @@ class Problem:
         self.free_S, self.init_S = self._layout(self.subject, table.n_subjects,
                                                 self.identification.subject, "subject")
         self.free_I, self.init_I = self._layout(self.item, table.n_items,
-                                                self.identification.item, "item")
+                                                {**self.identification.item,
+                                                 **self._group_data(model, table)}, "item")
         self.free_G, self.init_G = self._layout(self.glob, None, self.identification.glob,
                                                 "global")
         self.eliminate = (
@@ -159,6 +166,35 @@ class Problem:
         )
 
     # ------------------------------------------------------------------ layout
+    def _group_data(self, model, table) -> dict:
+        """Item entries the data fill (``Param(data="group")``): each item's group position,
+        fixed, from the table's ``group`` column or the model's ``item_groups``."""
+        names = [n for n, p in self.item.decl if p.data == "group"]
+        if not names:
+            return {}
+        n_groups = getattr(model, "groups", None)
+        if table.groups is not None:
+            if n_groups is not None and len(table.groups) != int(n_groups):
+                raise ValueError(
+                    f"{table.source} has {len(table.groups)} groups (benchmarks) but the "
+                    f"{model.name} model was built for {n_groups}; build it with "
+                    f"{type(model).__name__}.from_table(table)")
+            where = np.asarray(table.item_group)
+        elif getattr(model, "item_groups", None) is not None:
+            where = np.asarray(model.item_groups)
+            if len(where) != table.n_items:
+                raise ValueError(f"item_groups names {len(where)} items but {table.source} "
+                                 f"has {table.n_items}")
+        else:
+            raise ValueError(
+                f"{table.source} has no group column and the model no item_groups: the "
+                f"{model.name} model needs the benchmark of every item (add a group column, "
+                "or a benchmark column beside item)")
+        from platinum_jax.models import Fixed
+
+        fixed = Fixed(np.ones(table.n_items, bool), where.astype(np.float64))
+        return dict.fromkeys(names, fixed)
+
     def _layout(self, block: Block, n: int | None, fixed: dict, kind: str):
         lead = () if n is None else (n,)
         free = np.ones((*lead, block.size), dtype=bool)
@@ -176,6 +212,21 @@ class Problem:
                 free[..., a:b] &= ~mask
                 init[..., a:b] = np.where(mask, vals, init[..., a:b])
         return free, init
+
+    def in_canonical_order(self):
+        """``(problem, order)``: this problem with its rows sorted by subject and then item,
+        and the permutation of the rows (None when they are sorted already). Samplers run on
+        it, so that one table gives the same draws however its rows were listed."""
+        import copy
+
+        t = self.table
+        order = np.lexsort((t.item_index, t.subject_index))
+        if np.array_equal(order, np.arange(len(order))):
+            return self, None
+        sorted_problem = copy.copy(self)
+        sorted_problem.table = t.reordered(order)
+        sorted_problem.__dict__.pop("_bayes_reparam", None)  # built from the rows: rebuilt
+        return sorted_problem, order
 
     def start(self) -> Theta:
         """The declared start values with fixed entries in place."""

@@ -98,8 +98,7 @@ def read_fit(directory: str | Path):
     import pandas as pd
 
     from platinum_jax.data import ResponseTable
-    from platinum_jax.models import MODELS, Identification
-    from platinum_jax.models.likelihoods import LIKELIHOODS
+    from platinum_jax.models import Identification, from_config
 
     from ._problem import Problem, Theta
     from ._results import Fit
@@ -126,13 +125,7 @@ def read_fit(directory: str | Path):
     if meta.get("format") != FORMAT:
         raise ValueError(f"{path} has format {meta.get('format')!r}; this version reads "
                          f"format {FORMAT}")
-    lik = LIKELIHOODS[meta["likelihood"]](**meta["likelihood_options"])
-    options = dict(meta["model_options"])
-    if "anchor" in meta:
-        from platinum_jax.models import BenchmarkAnchor
-
-        options["anchor"] = BenchmarkAnchor(**meta["anchor"])
-    model = MODELS[meta["model"]](likelihood=lik, **options)
+    model = from_config(meta.get("model_config"), f"{path}: model_config")
     frame = pd.DataFrame({"subject": z["subject"], "item": z["item"], "response": z["response"]})
     if "trials" in z:
         frame["trials"] = z["trials"]

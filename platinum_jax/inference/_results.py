@@ -41,7 +41,12 @@ class Fit:
         objective: the penalised objective at ``theta`` (MAP methods).
         diagnostics: convergence facts (iterations, gradient norm, R-hat, ESS, divergences...).
         interval: probability of the reported equal-tailed intervals (default 0.9).
-        inference_data: ArviZ ``InferenceData`` for SVI/NUTS fits.
+        inference_data: ArviZ ``InferenceData`` for SVI/NUTS fits (groups posterior,
+            sample_stats, log_likelihood, posterior_predictive, observed_data, constant_data;
+            dimensions named as the model's ``dim_names``).
+        posterior_summary: SVI/NUTS fits: one row per entry of every posterior variable but
+            the sampling coordinates (mean, sd, 94% HDI, R-hat, bulk and tail ESS;
+            :func:`platinum_jax.inference.posterior_summary`).
         subject_columns: extra per-subject columns (e.g. the posterior SD of an EAP ability
             from a marginal fit), added to :attr:`subjects`.
         raw_sd: Laplace fits: the Gaussian's exact sd of every raw entry (0 where fixed); a
@@ -58,6 +63,7 @@ class Fit:
     draws: Theta | None = None
     interval: float = 0.9
     inference_data: object = None
+    posterior_summary: pd.DataFrame | None = field(default=None, repr=False)
     subject_columns: dict = field(default_factory=dict)
     raw_sd: Theta | None = None
 
@@ -95,6 +101,9 @@ class Fit:
                 frame[f"{c}_sd"] = sd[:, k]
                 frame[f"{c}_lo"] = lo[:, k]
                 frame[f"{c}_hi"] = hi[:, k]
+        data = {label for label in cols} - {label for _, label in block.parameter_columns()}
+        data |= {f"{d}_{x}" for d in data for x in ("sd", "lo", "hi")}
+        frame = frame.drop(columns=[c for c in frame.columns if c in data])  # data, not fitted
         for k, v in extra.items():
             frame[k] = v
         return frame
@@ -170,8 +179,11 @@ class Fit:
     def summary(self) -> dict:
         """Plain-Python summary (what ``platinum-jax fit`` writes to ``fit.json``)."""
         t = self.table
+        from platinum_jax.models import to_config
+
         return {
             "model": self.model.describe(),
+            "model_config": to_config(self.model),
             "method": self.method,
             "objective": float(self.objective),
             "converged": bool(self.converged),
@@ -184,32 +196,46 @@ class Fit:
             "diagnostics": _plain(self.diagnostics),
         }
 
-    def files(self) -> dict[str, str]:
-        """The result as text files: ``subjects.csv``, ``items.csv``, ``globals.csv``,
-        ``fit.json``."""
-        return {
+    def files(self, *, draws: bool = False) -> dict[str, str | bytes]:
+        """The result as files: ``subjects.csv``, ``items.csv``, ``globals.csv``, ``fit.json``;
+        a Bayesian fit adds ``summary.csv`` (:attr:`posterior_summary`) and ``posterior.nc``
+        (:attr:`inference_data` as netCDF, ``arviz.from_netcdf`` reads it); ``draws=True``
+        adds ``draws.npz`` (the model, the responses, the raw point estimate and draws, which
+        :func:`platinum_jax.inference.read_fit` and ``platinum-jax weights`` read). ``fit.json``
+        records the size and checksum of every other file."""
+        from ._fit_files import DRAWS_FILE, draws_bytes, with_integrity
+
+        out: dict[str, str | bytes] = {
             "subjects.csv": self.subjects.to_csv(),
             "items.csv": self.items.to_csv(),
             "globals.csv": self.globals.to_csv(),
             "fit.json": json.dumps(self.summary(), indent=2) + "\n",
         }
+        if self.posterior_summary is not None:
+            out["summary.csv"] = self.posterior_summary.to_csv(index=False)
+        if self.inference_data is not None:
+            out["posterior.nc"] = _netcdf_bytes(self.inference_data)
+        if draws:
+            out[DRAWS_FILE] = draws_bytes(self)
+        return with_integrity(out)
 
     def write(self, out: str | Path, *, draws: bool = False) -> list[Path]:
-        """Write :meth:`files` into the directory ``out`` (each file to a temporary name, then
-        renamed, so none is ever half-written).
-
-        ``draws=True`` adds ``draws.npz`` (the model, the responses, the raw point estimate and
-        draws), which :func:`platinum_jax.inference.read_fit` and ``platinum-jax weights`` read.
-        """
+        """Write :meth:`files` (with ``draws.npz`` when ``draws``) into the directory ``out``,
+        each file to a temporary name, then renamed, so none is ever half-written."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        written = [atomic_write(out / name, Path.write_text, text)
-                   for name, text in self.files().items()]
-        if draws:
-            from ._fit_files import DRAWS_FILE, draws_bytes
+        return [atomic_write(out / name, Path.write_bytes if isinstance(content, bytes)
+                             else Path.write_text, content)
+                for name, content in self.files(draws=draws).items()]
 
-            written.append(atomic_write(out / DRAWS_FILE, Path.write_bytes, draws_bytes(self)))
-        return written
+
+def _netcdf_bytes(idata) -> bytes:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "posterior.nc"
+        idata.to_netcdf(str(path), engine="h5netcdf")
+        return path.read_bytes()
 
 
 def _plain(value):

@@ -89,6 +89,15 @@ def sbc_design(
     )
 
 
+def _derived(problem: Problem, values: dict) -> dict:
+    """The likelihood's derived quantities of one draw (e.g. ``sigma`` from log sigma)."""
+    from ._bayes_model import assemble_parameters
+
+    theta, _ = assemble_parameters(problem, values)
+    items = problem.item.natural(problem.item.unflatten(theta.items))
+    return dict(problem.model.likelihood.derived(items))
+
+
 def _problem(model, design: ResponseTable) -> Problem:
     return Problem(model, design, validate=False)  # the responses are placeholders
 
@@ -104,16 +113,17 @@ def _world_simulator(model, design: ResponseTable, problem: Problem,
     run reuses it; run op by op, NumPyro's handlers compile each operation on its own)."""
     from numpyro.infer import Predictive
 
-    from ._bayes import numpyro_model
+    from ._bayes_model import numpyro_model
 
-    npm = numpyro_model(problem, plain_names=True)
+    npm = numpyro_model(problem)
+    extra = _derived if extra is None else extra
     rows = _with_responses(problem, design.response)
 
     @jax.jit
     def draw(key, rows):
         one = {k: v[0] for k, v in Predictive(npm, num_samples=1)(key, rows,
                                                                    observed=False).items()}
-        return one if extra is None else {**one, **extra(problem, one)}
+        return {**one, **extra(problem, one)}
 
     return lambda key: {k: np.asarray(v) for k, v in draw(key, rows).items()}
 
@@ -121,8 +131,9 @@ def _world_simulator(model, design: ResponseTable, problem: Problem,
 def simulate_world(key, model, design: ResponseTable, *, problem: Problem | None = None,
                    extra: Callable | None = None) -> dict[str, np.ndarray]:
     """One draw of every parameter from ``model``'s prior on ``design`` and of the responses
-    ``y`` given them: ``{site: value}`` (sampled and derived sites, plain names, and what
-    ``extra(problem, values)`` adds)."""
+    ``y`` given them: ``{site: value}`` (sampled and derived sites, and what
+    ``extra(problem, values)`` adds; by default the likelihood's derived quantities, such as a
+    noise scale from its logarithm)."""
     problem = _problem(model, design) if problem is None else problem
     return _world_simulator(model, design, problem, extra)(key)
 
@@ -149,24 +160,26 @@ def run_sbc(
     one NUTS chain of ``warmup`` + ``samples`` steps (``dense_mass`` as NumPyro takes it),
     thinned by ``thin`` to L = samples // thin draws (thinning brings the draws close to
     independent, which the rank test assumes). Every site of the model's NumPyro model
-    (:func:`~platinum_jax.inference.numpyro_model`, plain names) but ``y`` is ranked, the
-    sampled coordinates and what a reparameterisation derives alike, plus the entries
-    ``extra(problem, values)`` returns; ``groups`` maps a site to a group label (default the
+    (:func:`~platinum_jax.inference.numpyro_model`) but ``y`` is ranked, the sampled
+    coordinates and what a reparameterisation derives alike, plus the entries
+    ``extra(problem, values)`` returns (default: the likelihood's derived quantities,
+    :meth:`~platinum_jax.models.Likelihood.derived`); ``groups`` maps a site to a group label (default the
     site's name) and, when given, restricts the ranks to its sites. Entries that never vary
     (anchors) are left out. Returns one row per (world, site entry) with columns ``world,
     group, site, index, truth, rank`` (0..L), ``n_draws`` (L), ``in_50``, ``in_90`` (the truth
     inside the central 50% / 90% posterior interval), ``divergences`` (of the world) and
     ``derived`` (a computed, not sampled, site). Run in float64.
     """
-    from ._bayes import numpyro_model
+    from ._bayes_model import numpyro_model
 
+    extra = _derived if extra is None else extra
     for name, value in (("n_worlds", n_worlds), ("samples", samples), ("thin", thin)):
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if samples // thin < 1:
         raise ValueError(f"samples // thin must leave at least one draw (got {samples} // {thin})")
     problem = _problem(model, design)
-    npm = numpyro_model(problem, plain_names=True)
+    npm = numpyro_model(problem)
     sampler = _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mass,
                              extra)
     rows = []
@@ -242,7 +255,7 @@ def _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mas
 
     def constrained(data, z):
         values = {**z, **postprocess_gen(data)(z)}
-        return values if extra is None else {**values, **extra(problem, values)}
+        return {**values, **extra(problem, values)}
 
     @jax.jit
     def run(key, data):

@@ -38,12 +38,9 @@ def posterior_summary(
     import arviz as az
 
     post = idata.posterior
-    names = (
-        list(var_names)
-        if var_names is not None
-        # Standardised coordinates (*_z) and log sigma repeat what their named twins show.
-        else [v for v in post.data_vars if not v.endswith("_z") and v != "noise_log_sigma"]
-    )
+    # Sampling coordinates (attrs role "coordinate") repeat what the parameters show.
+    names = (list(var_names) if var_names is not None else
+             [v for v in post.data_vars if post[v].attrs.get("role") != "coordinate"])
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", (FutureWarning, RuntimeWarning))
@@ -65,7 +62,8 @@ def posterior_summary(
         lo = hdi[var].sel(hdi="lower").values.reshape(-1)
         hi = hdi[var].sel(hdi="higher").values.reshape(-1)
         other = [d for d in x.dims if d not in sample_dims]
-        labels = [str(v) for v in x[other[0]].values] if other else [""]
+        labels = ([",".join(str(x[d].values[k]) for d, k in zip(other, ix, strict=True))
+                   for ix in np.ndindex(*(x.sizes[d] for d in other))] if other else [""])
         if with_diagnostics:
             rh = (
                 rhat[var].values.reshape(-1).astype(float)
@@ -105,17 +103,17 @@ def _checked_rows(summary: pd.DataFrame) -> pd.DataFrame:
 def summary_diagnostics(idata, summary, method: str = "nuts",
                         wall: float = float("nan")) -> dict[str, object]:
     """The package's one set of sampler diagnostics
-    (:func:`platinum_jax.inference.sampler_diagnostics`) over the rows of ``summary`` (from
+    (``sampler_diagnostics``) over the rows of ``summary`` (from
     :func:`posterior_summary`) that vary, and over every other variable of the posterior that
     the summary leaves out (the sampled standardised coordinates ``*_z``, ``noise_log_sigma``):
     a slowly mixing sampled coordinate fails the check even when the named quantities pass.
     ``method`` other than ``"nuts"`` (independent draws, e.g. SVI) has nothing to diagnose
     but the time ``wall``."""
-    from ._diagnostics import Diagnostics, sampler_diagnostics
+    from ._diagnostics import sampler_diagnostics
 
     if method != "nuts":  # independent guide draws: nothing to diagnose but the time
-        return Diagnostics(divergences=0, rhat_max=float("nan"), ess_bulk_min=float("nan"),
-                           ess_tail_min=float("nan"), seconds=float(wall))
+        return {"divergences": 0, "rhat_max": float("nan"), "ess_bulk_min": float("nan"),
+                "ess_tail_min": float("nan"), "seconds": float(wall)}
     checked = _checked_rows(summary)
     hidden = [v for v in idata.posterior.data_vars if v not in set(summary["variable"])]
     if hidden:
@@ -132,8 +130,7 @@ def _label(row: pd.Series) -> str:
     return f"{row['variable']}[{row['name']}]" if row["name"] != "" else str(row["variable"])
 
 
-def check_diagnostics(idata, *, ess_min: float = 400.0, rhat_max: float = 1.01,
-                      **deprecated) -> dict:
+def check_diagnostics(idata, *, ess_min: float = 400.0, rhat_max: float = 1.01) -> dict:
     """Sampler diagnostics of a NUTS posterior, with a :class:`SamplingWarning` for each problem.
 
     Over every quantity of the posterior that varies over the draws (for the Bayesian Rosetta
@@ -145,32 +142,13 @@ def check_diagnostics(idata, *, ess_min: float = 400.0, rhat_max: float = 1.01,
     records them.  Returns the package's diagnostics
     (:data:`platinum_jax.inference.DIAGNOSTIC_KEYS`: ``divergences``, ``rhat_max``,
     ``ess_bulk_min``, ``ess_tail_min``, ``worst_rhat_parameter``, ..., ``chains``,
-    ``samples``), without ``seconds``. (``min_ess`` and ``max_r_hat`` are the deprecated
-    names of ``ess_min`` and ``rhat_max``.)
+    ``samples``), without ``seconds``.
     """
-    ess_min, rhat_max = threshold_names(ess_min, rhat_max, deprecated, "check_diagnostics")
     summary = posterior_summary(idata)
     diag = summary_diagnostics(idata, summary, "nuts", float("nan"))
     diag.pop("seconds")
     warn_on_diagnostics(diag, ess_min=ess_min, rhat_max=rhat_max, run=dict(idata.attrs))
     return diag
-
-
-def threshold_names(ess_min: float, rhat_max: float, deprecated: dict, where: str):
-    """``(ess_min, rhat_max)`` with the old keyword names ``min_ess`` and ``max_r_hat`` read,
-    with a ``DeprecationWarning``; any other keyword is a ``TypeError``."""
-    import warnings as _w
-
-    old = {"min_ess": "ess_min", "max_r_hat": "rhat_max"}
-    unknown = set(deprecated) - set(old)
-    if unknown:
-        raise TypeError(f"{where}() got unexpected keyword argument(s) {sorted(unknown)}")
-    for name, new in old.items():
-        if name in deprecated:
-            _w.warn(f"{where}({name}=...) is deprecated; the package's one name is {new}",
-                    DeprecationWarning, stacklevel=3)
-    return (float(deprecated.get("min_ess", ess_min)),
-            float(deprecated.get("max_r_hat", rhat_max)))
 
 
 def _divergence_advice(run: Mapping) -> str:

@@ -9,8 +9,8 @@ or judges per cell, and audit the result against expert labels.  ``platinum_jax.
 holds a scripted local server for offline tests and demos.
 """
 
-from ._audit import FIELD_LEVELS, AuditReport, audit, load_expert_labels, quadratic_weighted_kappa
-from ._cache import CacheCorruptError, JudgmentCache, call_key, prompt_hash, set_aside
+from ._audit import AuditReport, audit, load_expert_labels, quadratic_weighted_kappa
+from ._cache import CacheCorruptError, JudgmentCache, set_aside
 from ._prompts import (
     ReplyError,
     parse_concept_reply,
@@ -20,7 +20,6 @@ from ._prompts import (
 )
 from ._providers import (
     AnthropicProvider,
-    CancelledCall,
     FatalProviderError,
     JudgeConfig,
     OpenAIChatProvider,
@@ -35,11 +34,9 @@ from ._report import certification_figure, write_report
 from ._runner import Judgments, aggregate_categorical, aggregate_ordinal, load_items, run_judgments
 
 __all__ = [
-    "FIELD_LEVELS",
     "AnthropicProvider",
     "AuditReport",
     "CacheCorruptError",
-    "CancelledCall",
     "FatalProviderError",
     "JudgeConfig",
     "JudgmentCache",
@@ -53,14 +50,12 @@ __all__ = [
     "aggregate_categorical",
     "aggregate_ordinal",
     "audit",
-    "call_key",
     "certification_figure",
     "load_expert_labels",
     "load_items",
     "make_provider",
     "parse_concept_reply",
     "parse_item_reply",
-    "prompt_hash",
     "quadratic_weighted_kappa",
     "redact",
     "render_concept_prompt",

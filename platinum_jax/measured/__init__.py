@@ -31,7 +31,6 @@ Example::
 from platinum_jax.measured._cost import RELEASE_PRICES_USD, cost_from_slopes, estimate_cost
 from platinum_jax.measured._findings import Findings, compute_findings, reproduce_findings
 from platinum_jax.measured._findings_tables import (
-    benchmark_label,
     cost_quantile_table,
     noise_decomposition,
     noise_quantile_table,
@@ -44,7 +43,6 @@ from platinum_jax.measured._findings_welfare import (
     concept_quadrants,
     dominated_by,
     heldout_rater_check,
-    pareto_frontier,
     task_family,
     welfare_frontier,
     welfare_robustness,
@@ -74,7 +72,6 @@ __all__ = [
     "Findings",
     "HeldoutCheck",
     "WelfareFrontier",
-    "benchmark_label",
     "compute_findings",
     "concept_quadrants",
     "cost_quantile_table",
@@ -82,7 +79,6 @@ __all__ = [
     "heldout_rater_check",
     "noise_decomposition",
     "noise_quantile_table",
-    "pareto_frontier",
     "quantile_bands",
     "reproduce_findings",
     "task_family",

@@ -1,26 +1,41 @@
 """Measurement models: how a subject's parameters and an item's produce a response.
 
 One protocol (:class:`MeasurementModel`: parameters per subject, per item and global, a mean
-function, a likelihood, penalties and priors, an identification) and the models built on it:
+function, a likelihood, penalties and priors, an identification) and every model built on it,
+each in one file (or, for the Rosetta model, one folder) and one line of :data:`MODELS`:
 
 * :class:`Rosetta`: ``score = f(alpha_b (C_m - D_b))``, benchmarks as items (Ho et al. 2025,
-  "A Rosetta Stone for AI Benchmarks"); its objective over a flat vector of free parameters is
-  :func:`stitching_residuals` on a :class:`ParameterLayout`;
+  "A Rosetta Stone for AI Benchmarks"), fitted by the paper's least squares, and
+  :class:`RosettaBayes` (registered as ``"rosetta_bayes"``): the Bayesian Rosetta model, a
+  noise per benchmark, sampled in standardised coordinates (a :class:`Reparameterisation`).
+  Their anchors, priors, likelihoods and the paper's flat objective are in
+  :mod:`platinum_jax.models.rosetta`;
 * :class:`OnePL`, :class:`TwoPL`, :class:`ThreePL`, :class:`FourPL`: item response theory for
-  single questions; :class:`BetaTwoPL`: the 2PL for continuous fractions;
-  :class:`GradedResponse`: ordered categories; :class:`MultidimensionalTwoPL`: K abilities per
-  subject; :class:`HierarchicalTwoPL`: items within benchmarks;
-* :class:`~platinum_jax.models.rosetta_bayes.RosettaBayes` (registered as
-  ``"rosetta_bayes"``): the Bayesian Rosetta model, a noise per benchmark, sampled in
-  standardised coordinates (a :class:`Reparameterisation`); NumPyro loads only when its
-  priors are read.
+  single questions; :class:`GroupGuessingThreePL`: a guessing floor per benchmark;
+  :class:`BetaTwoPL`: the 2PL for continuous fractions; :class:`GradedResponse`: ordered
+  categories; :class:`MultidimensionalTwoPL`: K abilities per subject;
+  :class:`HierarchicalTwoPL`: items within benchmarks.
 
-Every model gets every inference method of :mod:`platinum_jax.inference` for free.
+Likelihoods by name are :data:`LIKELIHOODS`. Every model gets every inference method of
+:mod:`platinum_jax.inference` for free; NumPyro loads only when a prior is read.
 """
 
-from . import likelihoods
-from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor, anchor_for_table
 from ._check import SCORE_MODELS, check_responses, response_notes
+from ._config import from_config, to_config
+from ._graded import GradedResponse
+from ._group_guessing import GroupGuessingThreePL
+from ._hierarchical import HierarchicalTwoPL
+from ._irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
+from ._likelihoods import (
+    LIKELIHOODS,
+    Bernoulli,
+    Beta,
+    BetaBinomial,
+    Binomial,
+    Categorical,
+    Gaussian,
+)
+from ._mirt import MultidimensionalTwoPL, varimax
 from ._protocol import (
     DataInfo,
     Fixed,
@@ -35,27 +50,9 @@ from ._protocol import (
     fix_entries,
 )
 from ._registry import MODELS, make_model
-from ._rosetta_layout import (
-    ParameterLayout,
-    StitchingParams,
-    link_function,
-    penalty_mask,
-    penalty_vector,
-    predict_scores,
-    regularisation_denominator,
-    stitching_cost,
-    stitching_residuals,
-)
-from .graded import GradedResponse
-from .hierarchical import HierarchicalTwoPL
-from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
-from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Categorical, Gaussian
-from .mirt import MultidimensionalTwoPL, varimax
-from .rosetta import Rosetta
+from .rosetta import Rosetta, RosettaBayes
 
 __all__ = [
-    "Anchor",
-    "BenchmarkAnchor",
     "Bernoulli",
     "Beta",
     "BetaBinomial",
@@ -67,37 +64,30 @@ __all__ = [
     "FourPL",
     "Gaussian",
     "GradedResponse",
+    "GroupGuessingThreePL",
     "Hierarchical",
     "HierarchicalTwoPL",
     "Identification",
+    "LIKELIHOODS",
     "Likelihood",
     "LogisticCurve",
     "MODELS",
     "MeasurementModel",
-    "ModelAnchor",
     "MultidimensionalTwoPL",
     "OnePL",
     "Param",
-    "ParameterLayout",
     "PriorSpec",
     "Reparameterisation",
     "Rosetta",
-    "StitchingParams",
-    "anchor_for_table",
-    "check_responses",
-    "response_notes",
+    "RosettaBayes",
+    "SCORE_MODELS",
     "ThreePL",
     "TwoPL",
+    "check_responses",
     "fix_entries",
-    "likelihoods",
-    "link_function",
-    "penalty_mask",
-    "penalty_vector",
-    "predict_scores",
-    "regularisation_denominator",
-    "stitching_cost",
-    "stitching_residuals",
+    "from_config",
     "make_model",
+    "response_notes",
+    "to_config",
     "varimax",
-    "SCORE_MODELS",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .likelihoods import unit_hint
+from ._likelihoods import unit_hint
 
 __all__ = ["check_responses", "response_notes"]
 

@@ -5,7 +5,7 @@ A measurement model says, for one response of subject ``s`` on item ``i``:
 * which parameters belong to each **subject** (an ability, a capability vector), to each
   **item** (a difficulty, a discrimination, a guessing floor) and to the whole (**globals**);
 * the **mean** response ``mu = f(subject params, item params, globals)``: any jittable function;
-* a **likelihood** family for the response given ``mu`` (:mod:`~platinum_jax.models.likelihoods`);
+* a **likelihood** family for the response given ``mu`` (:mod:`~platinum_jax.models`);
 * a **penalty** for point (MAP) fits and **priors** for Bayesian fits; by default the penalty is
   the negative log prior, so MAP is the posterior mode;
 * how the scale is **identified** (entries fixed to values, e.g. an anchor item).
@@ -20,7 +20,7 @@ natural value (e.g. ``jax.nn.sigmoid`` for a guessing floor in (0, 1)). Priors a
 stated on the raw value; :meth:`MeasurementModel.mean` receives natural values.
 
 Three additions serve models whose posterior needs care to sample (the Bayesian Rosetta model
-of :mod:`platinum_jax.models.rosetta_bayes` uses all three):
+of :mod:`platinum_jax.models.rosetta` uses all three):
 
 * a likelihood may declare **per-item parameters** (:meth:`Likelihood.item_params`, e.g. a
   noise scale per benchmark) and reads each row's known standard error ``se`` (the response
@@ -130,6 +130,11 @@ class Param:
             ``relative=True`` raw * exp(N(0, jitter^2)) (for scales and slopes).
         map_only: a device of point fits that the likelihood never sees (e.g. the centring shift
             of the Rosetta penalty); Bayesian fits hold it at ``init``.
+        data: an item entry that the data fill and no fit moves: ``"group"`` holds the
+            position of the item's group (its benchmark: the table's ``group`` column, or the
+            model's ``item_groups`` option for a table without one), for a model whose mean
+            reads per-group parameters; it needs no prior and is reported as the items'
+            ``group`` column, not as a parameter.
     """
 
     shape: tuple[int, ...] = ()
@@ -140,6 +145,11 @@ class Param:
     map_only: bool = False
     jitter: float = 0.5
     relative: bool = False
+    data: str | None = None
+
+    def __post_init__(self):
+        if self.data not in (None, "group"):
+            raise ValueError(f"Param.data must be None or 'group' (got {self.data!r})")
 
     @property
     def size(self) -> int:
@@ -272,6 +282,10 @@ class Likelihood(eqx.Module):
     name: ClassVar[str] = "likelihood"
     # True for families that read ``theta["se"]`` (solvers that cannot pass it then refuse).
     reads_se: ClassVar[bool] = False
+    # True for families of k successes out of ``trials`` with the response the fraction k / n:
+    # Bayesian fits then record the log density of that fraction (log pmf + log n), so that
+    # their log likelihoods compare with those of continuous families (PSIS-LOO, WAIC).
+    lattice: ClassVar[bool] = False
 
     def params(self) -> dict[str, Param]:
         return {}
@@ -299,6 +313,12 @@ class Likelihood(eqx.Module):
         (not estimated): its Laplace covariance then takes the noise from the residuals
         (:func:`platinum_jax.inference.laplace`, ``noise_scale="auto"``)."""
         return False
+
+    def derived(self, item: dict) -> dict:
+        """Quantities of each item that a Bayesian fit records beside the parameters, from the
+        natural values ``item`` of the item block (arrays of shape ``(n_items, ...)``); e.g. a
+        noise scale from its logarithm. Default: none."""
+        return {}
 
     def moments(self, mu, trials, theta: dict):
         """Mean and variance of one response given ``mu`` (residuals, infit/outfit).
@@ -333,6 +353,13 @@ class MeasurementModel(eqx.Module):
 
     likelihood: eqx.AbstractVar[Likelihood]
     name: ClassVar[str] = "model"
+    #: names of the subject, item and response dimensions in labelled results (ArviZ
+    #: coordinates): a benchmark-level model says ("model", "benchmark", "score")
+    dim_names: ClassVar[tuple[str, str, str]] = ("subject", "item", "response")
+    #: sampler settings of :func:`platinum_jax.inference.nuts` for this model where a call
+    #: gives none (keys ``warmup``, ``samples``, ``target_accept``, ``dense_mass``, ``init``,
+    #: ``max_tree_depth``); the package's defaults fill the rest
+    nuts_settings: ClassVar[dict] = {}
 
     # ------------------------------------------------------------------ declarations
     def subject_params(self) -> dict[str, Param]:  # pragma: no cover - abstract
@@ -432,6 +459,12 @@ class Reparameterisation(eqx.Module):
     def sites(self) -> dict:  # pragma: no cover - abstract
         """``{site name: NumPyro distribution}``, in the order they are sampled."""
         raise NotImplementedError
+
+    def coords(self, subjects, items) -> dict[str, list[tuple[str, list]]]:
+        """Labels of the sites' entries for labelled posteriors, given the data's subject and
+        item labels: ``{site: [(dimension name, labels), ...]}`` (default: none, and the
+        dimensions are numbered)."""
+        return {}
 
     def parameters(self, values: dict) -> dict:  # pragma: no cover - abstract
         """Sampled ``values`` -> ``{name: raw value}`` for every name in ``replaces``

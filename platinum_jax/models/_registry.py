@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from platinum_jax._names import likelihood_name
-
-from .graded import GradedResponse
-from .group_guessing import GroupGuessingThreePL
-from .hierarchical import HierarchicalTwoPL
-from .irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
-from .likelihoods import LIKELIHOODS
-from .mirt import MultidimensionalTwoPL
-from .rosetta import Rosetta
-from .rosetta_bayes import RosettaBayes
+from ._graded import GradedResponse
+from ._group_guessing import GroupGuessingThreePL
+from ._hierarchical import HierarchicalTwoPL
+from ._irt import BetaTwoPL, FourPL, OnePL, ThreePL, TwoPL
+from ._likelihoods import LIKELIHOODS
+from ._mirt import MultidimensionalTwoPL
+from .rosetta import Rosetta, RosettaBayes
 
 __all__ = ["MODELS", "make_model"]
 
@@ -32,7 +29,7 @@ MODELS = {
 
 def make_model(name: str, *, likelihood: str | None = None, table=None, **options):
     """A built-in model by name, with an optional likelihood by name (any of
-    :data:`~platinum_jax.models.likelihoods.LIKELIHOODS`: ``bernoulli``, ``binomial``,
+    :data:`~platinum_jax.models.LIKELIHOODS`: ``bernoulli``, ``binomial``,
     ``gaussian``, ``beta``, ``beta_binomial``, ...) and model options. With ``table`` the
     model is built by its :meth:`~platinum_jax.models.MeasurementModel.from_table`, which
     reads the options that depend on the data (e.g. the number of benchmarks)."""
@@ -41,7 +38,6 @@ def make_model(name: str, *, likelihood: str | None = None, table=None, **option
     except KeyError:
         raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)}") from None
     if likelihood is not None:
-        likelihood = likelihood_name(likelihood)
         try:
             options["likelihood"] = LIKELIHOODS[likelihood]()
         except KeyError:

@@ -37,7 +37,7 @@ import pandas as pd
 
 from platinum_jax._programs import kept_program
 
-from .likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Categorical, Gaussian
+from ._likelihoods import Bernoulli, Beta, BetaBinomial, Binomial, Categorical, Gaussian
 
 __all__ = ["item_diagnostics", "item_curves", "item_information", "plot_item_curves"]
 

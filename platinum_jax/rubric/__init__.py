@@ -6,7 +6,7 @@ factor Q_j = gamma(W_j) eta(K_j) pi(N_j) and the platinum score P_i = max_j S_ij
 decide which items to certify and upweight.
 """
 
-from ._concepts import BUILTIN_CONCEPT_SETS, Concept, ConceptSet, load_concepts
+from ._concepts import Concept, ConceptSet, load_concepts
 from ._reweight import (
     RankingChange,
     RubricModelMap,
@@ -31,7 +31,6 @@ from ._scores import (
 )
 
 __all__ = [
-    "BUILTIN_CONCEPT_SETS",
     "COST_LEVELS",
     "NOISE_LEVELS",
     "STRENGTH_LEVELS",

@@ -18,8 +18,8 @@ Two routes:
   neither orthonormal nor eigenvectors of M or Sigma (two concepts that share items have
   overlapping columns), so M and Sigma need not commute and the concepts are *not* in general a
   shared eigenbasis of M, Sigma and w. v* = (M + r Sigma)^-1 M w follows from
-  :func:`platinum_jax.optimal_weights` either way; for platinum flags,
-  :func:`platinum_jax.concept_basis` uses the shared eigenbasis only when M and Sigma do commute
+  :func:`platinum_jax.agency.optimal_weights` either way; for platinum flags,
+  :func:`platinum_jax.agency.concept_basis` uses the shared eigenbasis only when M and Sigma do commute
   (e.g. orthonormal loadings) and otherwise the generalised basis M q = lambda Sigma q.
 """
 
@@ -144,7 +144,7 @@ def rubric_primitives(strengths: pd.DataFrame, concept_scores: pd.DataFrame,
 def model_weights(strengths: pd.DataFrame, concept_scores: pd.DataFrame,
                   model_map: RubricModelMap | None = None) -> pd.Series:
     """Model-route weights v* = (M + r Sigma)^-1 M w for the rubric primitives (one per item)."""
-    from platinum_jax import optimal_weights
+    from platinum_jax.agency import optimal_weights
 
     prim = rubric_primitives(strengths, concept_scores, model_map)
     v = np.asarray(optimal_weights(prim.M, prim.Sigma, prim.w, prim.r), dtype=np.float64)

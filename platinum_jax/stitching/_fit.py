@@ -18,18 +18,17 @@ import numpy as np
 import pandas as pd
 from jaxtyping import ArrayLike
 
+from platinum_jax.data import ScoreTable
 from platinum_jax.inference import kfold_assignments
-from platinum_jax.models import (
+from platinum_jax.models import Rosetta
+from platinum_jax.models.rosetta import (
     Anchor,
     BenchmarkAnchor,
     ParameterLayout,
-    Rosetta,
     StitchingParams,
     anchor_for_table,
     predict_scores,
 )
-
-from ._table import ScoreTable
 
 __all__ = ["StitchingFit", "cross_validate", "fit_stitching"]
 
@@ -129,7 +128,7 @@ def fit_stitching(table: ScoreTable, anchor: Anchor | None = None, l2: float = 0
                   **solver_options) -> StitchingFit | list[StitchingFit]:
     """MAP fit of ``score(m, b) = sigmoid(alpha_b (C_m - D_b))`` to ``table``.
 
-    Minimises the paper's L2-regularised least squares (:func:`platinum_jax.models.stitching_cost`,
+    Minimises the paper's L2-regularised least squares (:func:`platinum_jax.models.rosetta.stitching_cost`,
     strength ``l2``) from the paper's start (C = D = 0, alpha = 1) with the engine's
     Levenberg-Marquardt (:func:`platinum_jax.inference.fit_map` on
     :class:`~platinum_jax.models.Rosetta`). Enable float64 first
@@ -143,7 +142,7 @@ def fit_stitching(table: ScoreTable, anchor: Anchor | None = None, l2: float = 0
         components: a disconnected model-benchmark graph has no common scale; ``"error"``
             (default) raises naming the components, ``"separate"`` fits each on its own and
             returns a list of fits, largest first (a component without the anchor is anchored
-            on its most-scored benchmark, see :func:`platinum_jax.models.anchor_for_table`).
+            on its most-scored benchmark, see :func:`platinum_jax.models.rosetta.anchor_for_table`).
         theta0: optional start (P,) in the layout of the whole table (not with ``"separate"``).
         restarts: extra jittered starts solved in one vmapped call; the lowest cost wins.
         seed: seed of the jitter.
@@ -183,7 +182,9 @@ def fit_stitching(table: ScoreTable, anchor: Anchor | None = None, l2: float = 0
 
 
 def _fit_connected(table, anchor, l2, theta0, restarts, seed, link, options, model):
-    from platinum_jax.inference import fit_map, from_engine_theta, to_engine_theta
+    from platinum_jax.inference import fit_map
+
+    from ._layout import from_engine_theta, to_engine_theta
 
     layout = ParameterLayout.from_table(table, anchor)
     start = None

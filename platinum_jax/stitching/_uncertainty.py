@@ -16,11 +16,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from platinum_jax.inference import BootstrapResult as _Replicates
 from platinum_jax.inference import first_crossing, golden_minimum, loss_rise_shifts
-from platinum_jax.models import stitching_cost
+from platinum_jax.models.rosetta import stitching_cost
 
 from ._fit import StitchingFit
+from ._layout import BootstrapResult as _Replicates
 
 __all__ = ["BootstrapResult", "bootstrap", "by_kind", "laplace", "objective_hessian",
            "sensitivity"]
@@ -157,8 +157,8 @@ def sensitivity(fit: StitchingFit, rise: float = 0.05, *, method: str = "own_sco
 
 def objective_hessian(fit: StitchingFit):
     """Exact Hessian (P, P) of the paper's objective over the free (C, D, alpha):
-    :func:`platinum_jax.inference.layout_hessian` of the engine's fit."""
-    from platinum_jax.inference import layout_hessian
+    ``layout_hessian`` of the engine's fit."""
+    from ._layout import layout_hessian
 
     return layout_hessian(fit.engine, fit.layout)
 
@@ -166,14 +166,14 @@ def objective_hessian(fit: StitchingFit):
 def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "residual"):
     """Laplace approximation ``theta ~ N(theta_hat, s^2 H^{-1})`` around the fit.
 
-    The engine's covariance (:func:`platinum_jax.inference.layout_laplace`, the one
+    The engine's covariance (``layout_laplace``, the one
     ``platinum-jax fit --model rosetta --method laplace`` draws from), with ``s^2 = sum r_i^2 /
     (N - P)`` from the residuals (``"residual"``) or ``s`` given as a number; the penalty's free
     centre is marginalised. A Hessian that is not positive definite raises ``ValueError``.
     Returns ``value, sd, lower, upper`` (normal interval at ``level``); ``attrs`` holds
     ``noise_variance``.
     """
-    from platinum_jax.inference import layout_laplace
+    from ._layout import layout_laplace
 
     if isinstance(noise_scale, str) and noise_scale != "residual":
         raise ValueError(f"noise_scale must be 'residual' or a positive number (got "
@@ -182,7 +182,7 @@ def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "
 
 
 class BootstrapResult(_Replicates):
-    """Bootstrap replicates of a stitching fit: :class:`platinum_jax.inference.BootstrapResult`
+    """Bootstrap replicates of a stitching fit: :class:`platinum_jax.stitching.BootstrapResult`
     labelled by the fit's free parameters, its ``value`` the fit's estimate."""
 
     def __init__(self, fit, thetas, costs, converged, level):
@@ -191,13 +191,13 @@ class BootstrapResult(_Replicates):
 
 def bootstrap(fit: StitchingFit, replicates: int = 1000, *, seed: int = 0, level: float = 0.95,
               chunk: int = 5, block: int = 250, max_steps: int = 200, progress: bool = False):
-    """Non-parametric bootstrap over scores: :func:`platinum_jax.inference.layout_bootstrap`
+    """Non-parametric bootstrap over scores: ``layout_bootstrap``
     of the engine's fit (multinomial weights, :func:`platinum_jax.inference.resample_counts`;
     each replicate refitted from the estimate by
     exact-Hessian LM, ``chunk`` vmapped refits at a time in compiled blocks of ``block``: small
     chunks are fastest on a CPU, raise ``chunk`` on a GPU). Replicates that do not converge
     within ``max_steps`` leave the summary, with a ``RuntimeWarning``."""
-    from platinum_jax.inference import layout_bootstrap
+    from ._layout import layout_bootstrap
 
     out = layout_bootstrap(fit.engine, fit.layout, _index(fit), replicates, level=level,
                            max_steps=max_steps, seed=seed, chunk=chunk, block=block,

@@ -3,7 +3,7 @@
 From Haupt, Reuel, Kochenderfer and Koyejo, "Optimal Aggregation Mechanisms for AI Benchmarking
 and Platinum Benchmarks", §2-3.
 
-One entry point, :func:`sweep`, takes base :class:`platinum_jax.Primitives`, a list of small
+One entry point, :func:`sweep`, takes base :class:`platinum_jax.agency.Primitives`, a list of small
 axis objects and a list of outputs, and returns a labelled ``xarray.Dataset``::
 
     from platinum_jax.sweeps import sweep, RiskAversion, CostScale, ConceptShift
@@ -22,8 +22,7 @@ from platinum_jax.sweeps._axes import (
     RiskAversion,
     WelfareShift,
 )
-from platinum_jax.sweeps._fast import SweepPoint
-from platinum_jax.sweeps._grid import grid_size, sweep
+from platinum_jax.sweeps._grid import sweep
 from platinum_jax.sweeps._outputs import (
     EffortCost,
     Output,
@@ -44,7 +43,6 @@ from platinum_jax.sweeps._store import ChunkStore, NetCDFStore, ZarrStore
 
 __all__ = [
     "sweep",
-    "grid_size",
     "Axis",
     "RiskAversion",
     "CostScale",
@@ -61,7 +59,6 @@ __all__ = [
     "EffortCost",
     "Platinum",
     "UserOutput",
-    "SweepPoint",
     "ChunkStore",
     "NetCDFStore",
     "ZarrStore",

@@ -120,7 +120,7 @@ def _check_concept(axis_name: str, concept: int, basis: Basis) -> None:
     if not 0 <= concept < J:
         raise ValueError(
             f"{axis_name}: unknown concept index {concept}; the concept basis has {J} concepts, "
-            f"so use an index in 0..{J - 1} (see platinum_jax.concept_basis for their order)"
+            f"so use an index in 0..{J - 1} (see platinum_jax.agency.concept_basis for their order)"
         )
 
 
@@ -219,10 +219,10 @@ class CostScale(Axis):
 class ConceptShift(Axis):
     """Concept-separable cost change ``M ↦ M + δ p_j p_jᵀ`` (Haupt et al., eq. 3).
 
-    ``p_j = G q_j`` with ``q_j`` concept ``j`` of :func:`platinum_jax.concept_basis` and ``G`` its
+    ``p_j = G q_j`` with ``q_j`` concept ``j`` of :func:`platinum_jax.agency.concept_basis` and ``G`` its
     metric: when ``M`` and ``Σ`` commute ``p_j = q_j`` (the unit eigenvector of the paper);
     otherwise ``p_j = Σ q_j`` (Σ-normalised ``q_j``), the form that keeps every other concept
-    fixed.  Only ``λ_j`` moves, to ``λ_j + δ``, as in :func:`platinum_jax.concept_shift`.
+    fixed.  Only ``λ_j`` moves, to ``λ_j + δ``, as in :func:`platinum_jax.agency.concept_shift`.
     Values must keep ``M`` positive semi-definite: ``δ ≥ −λ_j``.
     """
 

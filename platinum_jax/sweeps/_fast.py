@@ -76,7 +76,7 @@ def spectral_point(state: SpectralState, basis: Basis) -> SweepPoint:
 
 
 def base_basis(M: np.ndarray, Sigma: np.ndarray, w: np.ndarray) -> Basis | None:
-    """The concept basis of the base problem from :func:`platinum_jax.concept_basis`.
+    """The concept basis of the base problem from :func:`platinum_jax.agency.concept_basis`.
 
     Written as ``M = P diag(λ) Pᵀ``, ``Σ = P diag(σ) Pᵀ`` with ``P = G Q`` (``G`` the basis
     metric, ``I`` or ``Σ``) so concept indices and orientation match the rest of the library.
@@ -127,7 +127,7 @@ def _flags(align, load, ratio, tau_w, tau_m, tau_e):
 
 
 def platinum_flags(point: SweepPoint, tau_w: float, tau_m: float, tau_e: float) -> Array:
-    """Platinum flags (m,) of one grid point, as :func:`platinum_jax.platinum_items` decides.
+    """Platinum flags (m,) of one grid point, as :func:`platinum_jax.agency.platinum_items` decides.
 
     Fast path: the basis is fixed, so the point's own basis is the base one rescaled.  In the
     commuting kind ``cos φ_j = (Pᵀw)_j / ‖Pᵀw‖``, ``cos θ_ij = Q_ij``; in the generalized kind

@@ -129,7 +129,7 @@ def _base_arrays(base: Any):
     missing = [k for k, x in got.items() if x is None]
     if missing:
         raise ValueError(
-            "base must be platinum_jax.Primitives (or have M, Sigma, w, r attributes); "
+            "base must be platinum_jax.agency.Primitives (or have M, Sigma, w, r attributes); "
             f"got {type(base).__name__} without {missing}"
         )
     A = np.asarray(base.A, dtype=np.float64) if getattr(base, "A", None) is not None else None
@@ -142,7 +142,7 @@ def _base_arrays(base: Any):
 
 
 def _output_cost_np(A: np.ndarray, C: np.ndarray) -> np.ndarray:
-    """``M = AC⁻¹Aᵀ = XᵀX`` with ``X = L⁻¹Aᵀ``, ``C = LLᵀ`` (as :func:`platinum_jax.output_cost`)."""
+    """``M = AC⁻¹Aᵀ = XᵀX`` with ``X = L⁻¹Aᵀ``, ``C = LLᵀ`` (as :func:`platinum_jax.agency.output_cost`)."""
     from scipy.linalg import solve_triangular
 
     scale = max(1.0, float(np.abs(C).max()))
@@ -213,7 +213,7 @@ def sweep(
     """Evaluate ``outputs`` at every point of the grid spanned by ``axes``.
 
     Args:
-        base: the base primitives (:class:`platinum_jax.Primitives`): ``M = AC⁻¹Aᵀ`` (m, m),
+        base: the base primitives (:class:`platinum_jax.agency.Primitives`): ``M = AC⁻¹Aᵀ`` (m, m),
             ``Σ`` (m, m), ``w`` (m,), ``r``.
         axes: axis objects (:class:`RiskAversion`, :class:`CostScale`, :class:`ConceptShift`,
             :class:`NoiseScale`, :class:`WelfareShift`, :class:`RandomPrimitives`,

@@ -1,7 +1,7 @@
 """What a sweep records at each grid point: the outputs.
 
 An output names its variables and their trailing shapes (:meth:`Output.variables`) and computes
-them from one :class:`~platinum_jax.sweeps.SweepPoint` (:meth:`Output.evaluate`); the sweep
+them from one ``SweepPoint`` (:meth:`Output.evaluate`); the sweep
 vmaps that over a chunk of points. :meth:`Output.fingerprint` identifies an output in a stored
 sweep, so a resumed sweep never mixes chunks computed by a different output.
 """
@@ -99,7 +99,7 @@ class Platinum(Output):
 
     Item ``i`` is platinum when some concept ``j`` has welfare alignment ``cos φ_j ≥ τ_w``,
     loading ``cos θ_ij ≥ τ_m`` and signal-to-noise-cost ratio ``λ_j/(rσ_j) ≥ τ_e``, exactly as
-    :func:`platinum_jax.platinum_items` decides.  On the fast path the basis is fixed, so only
+    :func:`platinum_jax.agency.platinum_items` decides.  On the fast path the basis is fixed, so only
     ``λ``, ``σ`` and ``w`` are updated per point; on the general path the basis is recomputed.
     """
 

@@ -63,21 +63,21 @@ def np_welfare(v, M, Sigma, w, r):
 def test_core_quantities_match_numpy(inst):
     A, C, Sigma, _, w, r = inst
     M_np = A @ np.linalg.solve(C, A.T)
-    M = pj.output_cost(A, C)
+    M = pj.agency.output_cost(A, C)
     np.testing.assert_allclose(M, M_np, atol=1e-10, rtol=1e-10)
     v_np = np_v_star(M_np, Sigma, w, r)
-    v = pj.optimal_weights(M, Sigma, w, r)
+    v = pj.agency.optimal_weights(M, Sigma, w, r)
     np.testing.assert_allclose(v, v_np, atol=1e-10, rtol=1e-9)
-    np.testing.assert_allclose(pj.welfare(v, M, Sigma, w, r), np_welfare(v_np, M_np, Sigma, w, r),
+    np.testing.assert_allclose(pj.agency.welfare(v, M, Sigma, w, r), np_welfare(v_np, M_np, Sigma, w, r),
                                atol=1e-10)
-    np.testing.assert_allclose(pj.optimal_welfare(M, Sigma, w, r),
+    np.testing.assert_allclose(pj.agency.optimal_welfare(M, Sigma, w, r),
                                np_welfare(v_np, M_np, Sigma, w, r), atol=1e-10)
-    a = pj.lab_best_response(v, A, C)
+    a = pj.agency.lab_best_response(v, A, C)
     np.testing.assert_allclose(a, np.linalg.solve(C, A.T @ v_np), atol=1e-10)
     # The induced expected performance is M v and the effort cost ½ vᵀMv.
     np.testing.assert_allclose(A @ np.asarray(a), M_np @ v_np, atol=1e-10)
-    np.testing.assert_allclose(pj.effort_cost(v, M), 0.5 * v_np @ M_np @ v_np, atol=1e-10)
-    ce = pj.certainty_equivalent(a, v, A, C, Sigma, r)
+    np.testing.assert_allclose(pj.agency.effort_cost(v, M), 0.5 * v_np @ M_np @ v_np, atol=1e-10)
+    ce = pj.agency.certainty_equivalent(a, v, A, C, Sigma, r)
     a_np = np.linalg.solve(C, A.T @ v_np)
     np.testing.assert_allclose(
         ce, v_np @ A @ a_np - 0.5 * a_np @ C @ a_np - 0.5 * r * v_np @ Sigma @ v_np, atol=1e-10)
@@ -88,8 +88,8 @@ def test_core_quantities_match_numpy(inst):
 def test_best_response_maximises_certainty_equivalent(inst):
     A, C, Sigma, _, w, r = inst
     v = np.random.default_rng(1).normal(size=w.shape)
-    a = np.asarray(pj.lab_best_response(v, A, C))
-    grad = jax.grad(lambda a_: pj.certainty_equivalent(a_, v, A, C, Sigma, r))(jnp.asarray(a))
+    a = np.asarray(pj.agency.lab_best_response(v, A, C))
+    grad = jax.grad(lambda a_: pj.agency.certainty_equivalent(a_, v, A, C, Sigma, r))(jnp.asarray(a))
     np.testing.assert_allclose(grad, 0.0, atol=1e-9)
 
 
@@ -98,7 +98,7 @@ def test_best_response_maximises_certainty_equivalent(inst):
 def test_kappa_identity(inst):
     _, _, Sigma, M, w, r = inst
     for kappa in (0.3, 2.5):
-        lhs = pj.optimal_weights(pj.uniform_cost_change(M, kappa), Sigma, w, r)
+        lhs = pj.agency.optimal_weights(pj.agency.uniform_cost_change(M, kappa), Sigma, w, r)
         np.testing.assert_allclose(lhs, np_v_star(M, Sigma, w, kappa * r), atol=1e-10, rtol=1e-9)
 
 
@@ -106,7 +106,7 @@ def test_kappa_identity(inst):
 @given(instances)
 def test_generalized_basis_reproduces_direct_solve(inst):
     _, _, Sigma, M, w, r = inst
-    basis = pj.concept_basis(M, Sigma, w, method="generalized")
+    basis = pj.agency.concept_basis(M, Sigma, w, method="generalized")
     Q = np.asarray(basis.vectors)
     np.testing.assert_allclose(Q.T @ Sigma @ Q, np.eye(len(w)), atol=1e-9)
     np.testing.assert_allclose(M @ Q, Sigma @ Q * np.asarray(basis.eigenvalues), atol=1e-9)
@@ -114,7 +114,7 @@ def test_generalized_basis_reproduces_direct_solve(inst):
     v_basis = Q @ (lam / (lam + r) * (Q.T @ Sigma @ w))
     v_np = np_v_star(M, Sigma, w, r)
     np.testing.assert_allclose(v_basis, v_np, atol=1e-10, rtol=1e-9)
-    np.testing.assert_allclose(np.asarray(pj.weight_decomposition(basis, w, r)).sum(axis=1), v_np,
+    np.testing.assert_allclose(np.asarray(pj.agency.weight_decomposition(basis, w, r)).sum(axis=1), v_np,
                                atol=1e-10, rtol=1e-9)
 
 
@@ -122,7 +122,7 @@ def test_generalized_basis_reproduces_direct_solve(inst):
 @given(st.integers(0, 2**31 - 1), SIZES)
 def test_commuting_basis_eq2_and_decomposition(seed, m):
     _, _, Sigma, M, w, r = random_instance(seed, m, m, commuting=True)
-    basis = pj.concept_basis(M, Sigma, w, method="commuting")
+    basis = pj.agency.concept_basis(M, Sigma, w, method="commuting")
     assert basis.kind == "commuting"
     Q = np.asarray(basis.vectors)
     lam, sig = np.asarray(basis.eigenvalues), np.asarray(basis.noise)
@@ -135,28 +135,28 @@ def test_commuting_basis_eq2_and_decomposition(seed, m):
     v_np = np_v_star(M, Sigma, w, r)
     np.testing.assert_allclose(Q @ v_hat, v_np, atol=1e-10, rtol=1e-9)
     # v_i = ‖w‖ Σ_j cos θ_ij cos φ_j / (1 + rσ_j/λ_j)
-    cos_phi = np.asarray(pj.welfare_alignment(basis, w))
+    cos_phi = np.asarray(pj.agency.welfare_alignment(basis, w))
     np.testing.assert_allclose(cos_phi, w_hat / np.linalg.norm(w), atol=1e-12)
     terms = np.linalg.norm(w) * Q * cos_phi / (1 + r * sig / lam)
     np.testing.assert_allclose(terms.sum(axis=1), v_np, atol=1e-10, rtol=1e-9)
-    np.testing.assert_allclose(pj.weight_decomposition(basis, w, r), terms, atol=1e-10)
+    np.testing.assert_allclose(pj.agency.weight_decomposition(basis, w, r), terms, atol=1e-10)
 
 
 def test_commuting_and_generalized_agree_on_weights():
     _, _, Sigma, M, w, r = random_instance(7, 5, 5, commuting=True)
     v = {}
     for method in ("commuting", "generalized"):
-        basis = pj.concept_basis(M, Sigma, w, method=method)
-        v[method] = np.asarray(pj.weight_decomposition(basis, w, r)).sum(axis=1)
+        basis = pj.agency.concept_basis(M, Sigma, w, method=method)
+        v[method] = np.asarray(pj.agency.weight_decomposition(basis, w, r)).sum(axis=1)
     np.testing.assert_allclose(v["commuting"], v["generalized"], atol=1e-10)
-    assert pj.concept_basis(M, Sigma, w).kind == "commuting"
+    assert pj.agency.concept_basis(M, Sigma, w).kind == "commuting"
 
 
 def test_commuting_basis_rejects_non_commuting():
     _, _, Sigma, M, w, _ = random_instance(3, 4, 4)
-    assert pj.concept_basis(M, Sigma).kind == "generalized"
+    assert pj.agency.concept_basis(M, Sigma).kind == "generalized"
     with pytest.raises(ValueError, match="do not commute"):
-        pj.concept_basis(M, Sigma, method="commuting")
+        pj.agency.concept_basis(M, Sigma, method="commuting")
 
 
 def _tied_commuting_pair(mixes):
@@ -189,7 +189,7 @@ def test_commuting_basis_survives_a_tie_in_the_mixed_matrix():
 
     M, Sigma, Q0, lam0, sig0 = _tied_commuting_pair(_MIXING[:1])
     w = np.array([0.4, 0.3, 0.2, 0.1])
-    basis = pj.concept_basis(M, Sigma, w, method="commuting")
+    basis = pj.agency.concept_basis(M, Sigma, w, method="commuting")
     Q = np.asarray(basis.vectors)
     # The returned Q really diagonalises both (an unchecked eigh(M + tΣ) mixes concepts 0, 1).
     for X, d in ((M, basis.eigenvalues), (Sigma, basis.noise)):
@@ -197,7 +197,7 @@ def test_commuting_basis_survives_a_tie_in_the_mixed_matrix():
     np.testing.assert_allclose(np.sort(np.asarray(basis.eigenvalues)), np.sort(lam0), atol=1e-10)
     # Each returned direction is ± a constructed concept.
     np.testing.assert_allclose(np.sort(np.abs(Q0.T @ Q).max(axis=0)), np.ones(4), atol=1e-10)
-    assert pj.concept_basis(M, Sigma).kind == "commuting"
+    assert pj.agency.concept_basis(M, Sigma).kind == "commuting"
 
 
 def test_unseparable_tie_falls_back_or_raises():
@@ -207,19 +207,19 @@ def test_unseparable_tie_falls_back_or_raises():
     assert np.linalg.norm(M @ Sigma - Sigma @ M) < 1e-12  # they do commute
     w, r = np.array([0.4, 0.3, 0.2, 0.1]), 0.7
     with pytest.raises(ValueError, match="no shared eigenbasis could be separated"):
-        pj.concept_basis(M, Sigma, w, method="commuting")
-    basis = pj.concept_basis(M, Sigma, w)
+        pj.agency.concept_basis(M, Sigma, w, method="commuting")
+    basis = pj.agency.concept_basis(M, Sigma, w)
     assert basis.kind == "generalized"
-    v = np.asarray(pj.weight_decomposition(basis, w, r)).sum(axis=1)
+    v = np.asarray(pj.agency.weight_decomposition(basis, w, r)).sum(axis=1)
     np.testing.assert_allclose(v, np_v_star(M, Sigma, w, r), atol=1e-10)
-    res = pj.platinum_items(M, Sigma, w, r, 0.3, 0.4, 0.5)
+    res = pj.agency.platinum_items(M, Sigma, w, r, 0.3, 0.4, 0.5)
     assert res.basis.kind == "generalized"
 
 
 _FLOAT32_SCRIPT = """
 import json, jax, numpy as np
 assert not jax.config.jax_enable_x64  # JAX's default: float32
-from platinum_jax import concept_basis, platinum_items
+from platinum_jax.agency import concept_basis, platinum_items
 from platinum_jax.datasets import demo_world
 from platinum_jax.sweeps import sweep, RiskAversion, CostScale, ConceptShift, Weights, Welfare
 world = demo_world(seed=0)
@@ -287,7 +287,7 @@ def test_float32_keeps_the_commuting_basis_and_the_fast_path():
 def test_platinum_definition_and_bound(seed, m, tau_w, tau_m, tau_e):
     _, _, Sigma, M, w, r = random_instance(seed, m, m, commuting=True)
     w = w / np.linalg.norm(w)
-    res = pj.platinum_items(M, Sigma, w, r, tau_w, tau_m, tau_e, method="commuting")
+    res = pj.agency.platinum_items(M, Sigma, w, r, tau_w, tau_m, tau_e, method="commuting")
     Q = np.asarray(res.basis.vectors)
     lam, sig = np.asarray(res.basis.eigenvalues), np.asarray(res.basis.noise)
     cos_phi = Q.T @ w
@@ -296,7 +296,7 @@ def test_platinum_definition_and_bound(seed, m, tau_w, tau_m, tau_e):
     expected = ((Q >= tau_m) & good[None, :]).any(axis=1)
     np.testing.assert_array_equal(res.flags, expected)
     v = np_v_star(M, Sigma, w, r)
-    bound = pj.platinum_lower_bound(tau_w, tau_m, tau_e)
+    bound = pj.agency.platinum_lower_bound(tau_w, tau_m, tau_e)
     terms = Q * cos_phi / (1 + r * sig / lam)
     for i in np.flatnonzero(expected):
         j = int(res.witness[i])
@@ -312,22 +312,22 @@ def test_demo_world_truth_is_recovered():
 
     world = demo_world(0)
     p = world.primitives
-    res = pj.platinum_items(p.M, p.Sigma, p.w, p.r, world.tau_w, world.tau_m, world.tau_e)
+    res = pj.agency.platinum_items(p.M, p.Sigma, p.w, p.r, world.tau_w, world.tau_m, world.tau_e)
     np.testing.assert_array_equal(res.flags, world.items["platinum"].to_numpy())
     assert res.basis.kind == "commuting"
 
 
 def test_ascent_matches_closed_form():
     _, _, Sigma, M, w, r = random_instance(11, 6, 8)
-    np.testing.assert_allclose(pj.optimal_weights_by_ascent(M, Sigma, w, r),
+    np.testing.assert_allclose(pj.agency.optimal_weights_by_ascent(M, Sigma, w, r),
                                np_v_star(M, Sigma, w, r), atol=1e-6)
 
 
 def test_rank_one_concept_change_moves_only_its_eigenvalue():
     _, _, Sigma, M, w, r = random_instance(5, 5, 5)
-    basis = pj.concept_basis(M, Sigma, w, method="generalized")
+    basis = pj.agency.concept_basis(M, Sigma, w, method="generalized")
     j, delta = 2, 0.8
-    M_new = np.asarray(pj.concept_shift(M, basis, j, delta))
+    M_new = np.asarray(pj.agency.concept_shift(M, basis, j, delta))
     lam_new = np.sort(np.real(np.linalg.eigvals(np.linalg.solve(Sigma, M_new))))
     lam_expected = np.asarray(basis.eigenvalues).copy()
     lam_expected[j] += delta
@@ -345,13 +345,13 @@ def test_new_activity_and_cost_decrease_give_rank_one_changes():
     A, C, Sigma, _, w, r = random_instance(9, 4, 4)
     M = A @ np.linalg.solve(C, A.T)
     q = np.linalg.eigh(M)[1][:, -1]
-    A2, C2 = pj.add_activity(A, C, q, cost=0.5)
-    np.testing.assert_allclose(pj.output_cost(A2, C2), M + np.outer(q, q) / 0.5, atol=1e-10)
+    A2, C2 = pj.agency.add_activity(A, C, q, cost=0.5)
+    np.testing.assert_allclose(pj.agency.output_cost(A2, C2), M + np.outer(q, q) / 0.5, atol=1e-10)
     d = np.linalg.solve(A @ np.linalg.inv(C), q)  # independent route: explicit inverse in NumPy
     t = 0.5 / float(d @ np.linalg.solve(C, d))  # halfway to the positive-definiteness limit
-    res = pj.cost_decrease(A, C, q, t=t)
+    res = pj.agency.cost_decrease(A, C, q, t=t)
     np.testing.assert_allclose(res.direction, d, atol=1e-9)
-    np.testing.assert_allclose(pj.output_cost(A, res.C), M + float(res.delta) * np.outer(q, q),
+    np.testing.assert_allclose(pj.agency.output_cost(A, res.C), M + float(res.delta) * np.outer(q, q),
                                atol=1e-9)
     assert float(res.delta) > 0
 
@@ -359,13 +359,13 @@ def test_new_activity_and_cost_decrease_give_rank_one_changes():
 def test_cost_decrease_conditions():
     A, C, *_ = random_instance(2, 3, 5)
     with pytest.raises(ValueError, match="as many activities as tasks"):
-        pj.cost_decrease(A, C, np.ones(3))
+        pj.agency.cost_decrease(A, C, np.ones(3))
     A_sq = np.ones((3, 3))
     with pytest.raises(ValueError, match="singular"):
-        pj.cost_decrease(A_sq, np.eye(3), np.ones(3))
+        pj.agency.cost_decrease(A_sq, np.eye(3), np.ones(3))
     A, C, *_ = random_instance(2, 3, 3)
     with pytest.raises(ValueError, match="not positive definite"):
-        pj.cost_decrease(A, C, np.ones(3), t=1e6)
+        pj.agency.cost_decrease(A, C, np.ones(3), t=1e6)
 
 
 def _fd(f, x, eps=1e-6):
@@ -380,9 +380,9 @@ def _fd(f, x, eps=1e-6):
 
 def test_autodiff_sensitivities_match_finite_differences():
     A, C, Sigma, _, w, r = random_instance(4, 3, 4)
-    prims = pj.Primitives(A, C, Sigma, w, r)
-    jac = pj.weight_jacobians(prims)
-    grad = pj.welfare_gradient(prims)
+    prims = pj.agency.Primitives(A, C, Sigma, w, r)
+    jac = pj.agency.weight_jacobians(prims)
+    grad = pj.agency.welfare_gradient(prims)
 
     def v_of(A_=A, C_=C, S_=Sigma, w_=w, r_=r):
         M_ = A_ @ np.linalg.solve(C_, A_.T)
@@ -420,8 +420,8 @@ def test_autodiff_sensitivities_match_finite_differences():
 
 def test_comparative_statics_match_eq2_closed_form():
     _, _, Sigma, M, w, r = random_instance(21, 5, 5, commuting=True)
-    basis = pj.concept_basis(M, Sigma, w, method="commuting")
-    df = pj.comparative_statics(M, Sigma, w, r, basis=basis)
+    basis = pj.agency.concept_basis(M, Sigma, w, method="commuting")
+    df = pj.agency.comparative_statics(M, Sigma, w, r, basis=basis)
     lam, sig = np.asarray(basis.eigenvalues), np.asarray(basis.noise)
     w_hat = np.asarray(basis.vectors).T @ w
     np.testing.assert_allclose(df["d_weight_d_welfare"], lam / (lam + r * sig), atol=1e-10)
@@ -434,18 +434,18 @@ def test_comparative_statics_match_eq2_closed_form():
 
 def test_primitives_is_a_vmappable_pytree():
     insts = [random_instance(s, 4, 5) for s in range(3)]
-    prims = [pj.Primitives(A, C, S, w, r) for A, C, S, _, w, r in insts]
+    prims = [pj.agency.Primitives(A, C, S, w, r) for A, C, S, _, w, r in insts]
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *prims)
     v = jax.vmap(lambda p: p.optimal_weights())(stacked)
     for k, (_, _, S, M, w, r) in enumerate(insts):
         np.testing.assert_allclose(v[k], np_v_star(M, S, w, r), atol=1e-10)
-    p = pj.Primitives.from_output_cost(insts[0][3], insts[0][2], insts[0][4], insts[0][5])
+    p = pj.agency.Primitives.from_output_cost(insts[0][3], insts[0][2], insts[0][4], insts[0][5])
     np.testing.assert_allclose(p.M, insts[0][3], atol=1e-10)
 
 
 def test_float32_inputs_stay_float32_and_agree():
     _, _, Sigma, M, w, r = random_instance(8, 5, 5)
-    v32 = pj.optimal_weights(M.astype(np.float32), Sigma.astype(np.float32),
+    v32 = pj.agency.optimal_weights(M.astype(np.float32), Sigma.astype(np.float32),
                              w.astype(np.float32), np.float32(r))
     assert v32.dtype == jnp.float32
     np.testing.assert_allclose(v32, np_v_star(M, Sigma, w, r), rtol=2e-3, atol=2e-4)
@@ -453,7 +453,7 @@ def test_float32_inputs_stay_float32_and_agree():
 
 def test_jit_and_runtime_checks():
     _, _, Sigma, M, w, r = random_instance(8, 4, 4)
-    f = jax.jit(lambda M_, S_, w_, r_: pj.optimal_weights(M_, S_, w_, r_, check="runtime"))
+    f = jax.jit(lambda M_, S_, w_, r_: pj.agency.optimal_weights(M_, S_, w_, r_, check="runtime"))
     np.testing.assert_allclose(f(M, Sigma, w, r), np_v_star(M, Sigma, w, r), atol=1e-10)
     with pytest.raises(Exception, match="Sigma is not positive definite"):
         jax.block_until_ready(f(M, -Sigma, w, r))
@@ -479,7 +479,7 @@ def test_jit_and_runtime_checks():
 def test_validate_primitives_names_the_problem(kwargs, message):
     base = dict(A=np.eye(3), C=np.eye(3), Sigma=np.eye(3), w=np.ones(3), r=1.0)
     with pytest.raises(ValueError, match=message):
-        pj.validate_primitives(**(base | kwargs))
+        pj.agency.validate_primitives(**(base | kwargs))
 
 
 def test_certainty_equivalent_checks_the_effort_shape():
@@ -487,12 +487,12 @@ def test_certainty_equivalent_checks_the_effort_shape():
     v = np.ones(3)
     for bad in (np.ones(3), np.ones((5, 1)), np.float64(1.0)):
         with pytest.raises(ValueError, match=r"a \(the lab's effort\) must have shape \(5,\)"):
-            pj.certainty_equivalent(bad, v, A, C, Sigma, r)
+            pj.agency.certainty_equivalent(bad, v, A, C, Sigma, r)
     with pytest.raises(ValueError, match=r"must have shape \(5,\)"):  # also under jit
-        jax.jit(lambda a_: pj.certainty_equivalent(a_, v, A, C, Sigma, r))(jnp.ones(4))
+        jax.jit(lambda a_: pj.agency.certainty_equivalent(a_, v, A, C, Sigma, r))(jnp.ones(4))
     a = np.linspace(0.1, 0.5, 5)
     expected = v @ A @ a - 0.5 * a @ C @ a - 0.5 * r * v @ Sigma @ v
-    np.testing.assert_allclose(pj.certainty_equivalent(a, v, A, C, Sigma, r), expected, atol=1e-12)
+    np.testing.assert_allclose(pj.agency.certainty_equivalent(a, v, A, C, Sigma, r), expected, atol=1e-12)
 
 
 def test_float32_low_rank_output_cost_passes_validation():
@@ -504,19 +504,19 @@ def test_float32_low_rank_output_cost_passes_validation():
     lam, V = np.linalg.eigh(M)
     M32 = ((V * np.where(lam > 1e-9, lam, -1e-6 * lam.max())) @ V.T).astype(np.float32)
     M32 = np.triu(M32) + np.triu(M32, 1).T  # exactly symmetric after rounding
-    pj.validate_primitives(M=M32)  # rounding-sized negative eigenvalues are accepted ...
+    pj.agency.validate_primitives(M=M32)  # rounding-sized negative eigenvalues are accepted ...
     with pytest.raises(ValueError, match="M is not positive semi-definite"):
-        pj.validate_primitives(M=M32.astype(np.float64))  # ... but not in float64
+        pj.agency.validate_primitives(M=M32.astype(np.float64))  # ... but not in float64
     with pytest.raises(ValueError, match="M is not positive semi-definite"):
-        pj.validate_primitives(M=(M32 - 0.01 * lam.max() * np.eye(12)).astype(np.float32))
+        pj.agency.validate_primitives(M=(M32 - 0.01 * lam.max() * np.eye(12)).astype(np.float32))
 
 
 def test_public_functions_validate_and_singular_system():
     with pytest.raises(ValueError, match="Sigma is not positive definite"):
-        pj.optimal_weights(np.eye(2), np.diag([1.0, -1.0]), np.ones(2), 1.0)
+        pj.agency.optimal_weights(np.eye(2), np.diag([1.0, -1.0]), np.ones(2), 1.0)
     with pytest.raises(ValueError, match="not unique"):
-        pj.optimal_weights(np.diag([1.0, 0.0]), np.eye(2), np.ones(2), 0.0)
+        pj.agency.optimal_weights(np.diag([1.0, 0.0]), np.eye(2), np.ones(2), 0.0)
     with pytest.raises(ValueError, match="tau_w must lie in"):
-        pj.platinum_items(np.eye(2), np.eye(2), np.ones(2), 1.0, 1.5, 0.5, 1.0)
+        pj.agency.platinum_items(np.eye(2), np.eye(2), np.ones(2), 1.0, 1.5, 0.5, 1.0)
     with pytest.raises(ValueError, match="kappa"):
-        pj.uniform_cost_change(np.eye(2), 0.0)
+        pj.agency.uniform_cost_change(np.eye(2), 0.0)

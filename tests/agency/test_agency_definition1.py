@@ -32,7 +32,7 @@ def _instance(seed, m=5):
 
 
 def _quantities(M, Sigma, w, r):
-    res = pj.platinum_items(M, Sigma, w, r, 0.3, 0.4, 0.5, method="generalized")
+    res = pj.agency.platinum_items(M, Sigma, w, r, 0.3, 0.4, 0.5, method="generalized")
     return (np.asarray(res.alignment), np.asarray(res.loadings), np.asarray(res.ratio),
             np.asarray(res.flags))
 
@@ -93,7 +93,7 @@ def test_item_permutation_permutes_flags(seed, perm_seed):
 @given(seed=st.integers(0, 10_000))
 def test_loadings_are_cosines_and_terms_rebuild_v_star(seed):
     M, Sigma, w, r = _instance(seed)
-    res = pj.platinum_items(M, Sigma, w, r, 0.3, 0.4, 0.5, method="generalized")
+    res = pj.agency.platinum_items(M, Sigma, w, r, 0.3, 0.4, 0.5, method="generalized")
     load = np.asarray(res.loadings)
     assert np.all(np.abs(load) <= 1 + 1e-12)
     np.testing.assert_allclose(np.linalg.norm(load, axis=0), 1.0, rtol=1e-12)
@@ -120,8 +120,8 @@ def test_generalised_basis_reduces_to_the_paper_when_m_and_sigma_commute():
     w = np.abs(rng.normal(size=5))
     w /= np.linalg.norm(w)
     r = 0.8
-    gen = pj.platinum_items(M, Sigma, w, r, 0.2, 0.3, 0.5, method="generalized")
-    com = pj.platinum_items(M, Sigma, w, r, 0.2, 0.3, 0.5, method="commuting")
+    gen = pj.agency.platinum_items(M, Sigma, w, r, 0.2, 0.3, 0.5, method="generalized")
+    com = pj.agency.platinum_items(M, Sigma, w, r, 0.2, 0.3, 0.5, method="commuting")
     # the paper: cos φ_j = q_jᵀw, cos θ_ij = Q_ij, ratio λ_j/(rσ_j), ordered by λ/σ
     order = np.argsort(-lam / sig)
     Qp = Q0[:, order] * np.sign(w @ Q0[:, order])
@@ -135,26 +135,26 @@ def test_generalised_basis_reduces_to_the_paper_when_m_and_sigma_commute():
 def test_raw_generalised_entries_would_break_the_noise_symmetry():
     """Why the definition uses unit directions: the Σ-normalised q_j scale with Σ."""
     M, Sigma, w, r = _instance(12)
-    b1 = pj.concept_basis(M, Sigma, w, method="generalized")
-    b2 = pj.concept_basis(M, 100.0 * Sigma, w, method="generalized")
+    b1 = pj.agency.concept_basis(M, Sigma, w, method="generalized")
+    b2 = pj.agency.concept_basis(M, 100.0 * Sigma, w, method="generalized")
     np.testing.assert_allclose(np.asarray(b2.vectors), np.asarray(b1.vectors) / 10.0, atol=1e-10)
-    np.testing.assert_allclose(pj.item_loadings(b2), pj.item_loadings(b1), atol=1e-10)
+    np.testing.assert_allclose(pj.agency.item_loadings(b2), pj.agency.item_loadings(b1), atol=1e-10)
 
 
 def test_comparative_statics_at_zero_risk_match_theory():
     M, Sigma, w, _ = _instance(3)
-    df = pj.comparative_statics(M, Sigma, w, 0.0)
+    df = pj.agency.comparative_statics(M, Sigma, w, 0.0)
     # eq. 2 at r = 0: v* = w, so only the welfare effect is non-zero
     np.testing.assert_allclose(df["d_weight_d_lambda"], 0.0, atol=1e-10)
     np.testing.assert_allclose(df["d_weight_d_sigma"], 0.0, atol=1e-10)
     assert df["matches_theory"].all()
-    pos = pj.comparative_statics(M, Sigma, w, 0.7)
+    pos = pj.agency.comparative_statics(M, Sigma, w, 0.7)
     assert pos["matches_theory"].all()
 
 
 def test_comparative_statics_still_catch_a_wrong_sign():
     M, Sigma, w, _ = _instance(5)
-    df = pj.comparative_statics(jnp.asarray(M), jnp.asarray(Sigma), jnp.asarray(w), 0.5)
+    df = pj.agency.comparative_statics(jnp.asarray(M), jnp.asarray(Sigma), jnp.asarray(w), 0.5)
     assert df["matches_theory"].all()
     assert (df.loc[df["w_hat"] > 0, "d_weight_d_sigma"] < 0).all()
 
@@ -162,6 +162,6 @@ def test_comparative_statics_still_catch_a_wrong_sign():
 @pytest.mark.parametrize("c", [1e-3, 1e3])
 def test_platinum_flags_survive_extreme_noise_units(c):
     M, Sigma, w, r = _instance(21)
-    a = pj.platinum_items(M, Sigma, w, r, 0.3, 0.4, 0.5, method="generalized")
-    b = pj.platinum_items(M, c * Sigma, w, r / c, 0.3, 0.4, 0.5, method="generalized")
+    a = pj.agency.platinum_items(M, Sigma, w, r, 0.3, 0.4, 0.5, method="generalized")
+    b = pj.agency.platinum_items(M, c * Sigma, w, r / c, 0.3, 0.4, 0.5, method="generalized")
     np.testing.assert_array_equal(np.asarray(a.flags), np.asarray(b.flags))

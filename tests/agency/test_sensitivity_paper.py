@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from platinum_jax.stitching import ScoreTable, fit_stitching, sensitivity
+from platinum_jax.data import ScoreTable
+from platinum_jax.stitching import fit_stitching, sensitivity
 
 GPT5 = "gpt-5-2025-08-07_high"
 FRONTIERMATH = "FrontierMath-2025-02-28-Private"
@@ -144,7 +145,7 @@ def test_interval_ends_raise_the_own_loss_by_five_percent(real):
 
 def test_bad_method_and_rise_are_named():
     from platinum_jax.datasets import synthetic_score_table
-    from platinum_jax.stitching import BenchmarkAnchor
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     table, _ = synthetic_score_table(seed=1, n_models=8, n_benchmarks=3, density=1.0)
     fit = fit_stitching(table, BenchmarkAnchor(table.benchmarks[0]))
@@ -159,7 +160,7 @@ def test_bad_method_and_rise_are_named():
 def test_saturated_side_is_infinite_not_clipped():
     import pandas as pd
 
-    from platinum_jax.stitching import BenchmarkAnchor
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     # 'ace' scores 1.0 everywhere: pushing its capability up never raises its loss by 5%
     rows = []

@@ -13,12 +13,13 @@ import pytest
 
 from platinum_jax import analysis as an
 from platinum_jax.cli import main
+from platinum_jax.data import ScoreTable
 from platinum_jax.importers import (
     read_distilled_models,
     read_metr_horizons,
     read_model_compute,
 )
-from platinum_jax.stitching import ScoreTable, fit_stitching
+from platinum_jax.stitching import fit_stitching
 
 
 @pytest.fixture(scope="module")

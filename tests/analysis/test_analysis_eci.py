@@ -10,13 +10,10 @@ import pytest
 from scipy.optimize import least_squares, minimize_scalar
 
 from platinum_jax import analysis as an
+from platinum_jax.data import UnknownNameError
 from platinum_jax.datasets import synthetic_score_table
-from platinum_jax.stitching import (
-    BenchmarkAnchor,
-    BootstrapResult,
-    UnknownNameError,
-    fit_stitching,
-)
+from platinum_jax.models.rosetta import BenchmarkAnchor
+from platinum_jax.stitching import BootstrapResult, fit_stitching
 
 ANCHOR = BenchmarkAnchor("bench_00")
 

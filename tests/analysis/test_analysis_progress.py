@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 from platinum_jax import analysis as an
+from platinum_jax.data import ScoreTable
 from platinum_jax.importers import read_distilled_models, read_model_compute
-from platinum_jax.stitching import ScoreTable, fit_stitching
+from platinum_jax.stitching import fit_stitching
 
 DAYS = 365.25
 

@@ -310,7 +310,7 @@ def test_fit_json_records_every_file_and_the_draws(laplace_dirs):
 def test_weights_names_the_draws_file_it_rejects(laplace_dirs, tmp_path, capsys, damage, says):
     import shutil
 
-    from platinum_jax.design import read_fit
+    from platinum_jax.inference import read_fit
 
     d = tmp_path / "fit"
     shutil.copytree(laplace_dirs / "a", d)

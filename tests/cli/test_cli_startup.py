@@ -31,7 +31,7 @@ def test_lazy_names_resolve_to_the_real_objects():
     import platinum_jax
     from platinum_jax.agency import optimal_weights
 
-    assert platinum_jax.optimal_weights is optimal_weights
+    assert platinum_jax.agency.optimal_weights is optimal_weights
     assert set(platinum_jax.__all__) <= set(dir(platinum_jax))
     import pytest
 

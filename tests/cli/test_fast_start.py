@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from platinum_jax import _runtime
-from platinum_jax.data._responses import component_roots
+from platinum_jax.data._connectivity import component_roots
 from platinum_jax.inference import _dense
 from platinum_jax.models import Gaussian, Param, PriorSpec, Rosetta
 
@@ -299,9 +299,9 @@ def test_spd_solve_reports_an_indefinite_system_as_nan(n):
 
 
 def test_solver_key_names_what_the_program_depends_on(scores_long_csv, executables):
+    from platinum_jax.data import ScoreTable
     from platinum_jax.inference import Problem, _map
-    from platinum_jax.models import BenchmarkAnchor
-    from platinum_jax.stitching import ScoreTable
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     table = ScoreTable.from_csv(scores_long_csv).responses
     key = {}
@@ -354,8 +354,9 @@ def test_a_misspelt_solver_option_is_named_not_hashed():
 
 def test_stitching_fit_from_a_loaded_solver_is_the_same_fit(scores_long_csv, executables,
                                                              monkeypatch):
+    from platinum_jax.data import ScoreTable
     from platinum_jax.inference import _map
-    from platinum_jax.stitching import ScoreTable, fit_stitching
+    from platinum_jax.stitching import fit_stitching
 
     monkeypatch.setattr(_map, "_SOLVERS", {})
     table = ScoreTable.from_csv(scores_long_csv)
@@ -375,7 +376,7 @@ def test_links_give_numpy_results_equal_to_the_jax_ones(name):
     call); the values must be the JAX link's, overflow-free at extreme arguments."""
     from scipy.special import expit
 
-    from platinum_jax.models.rosetta import LINKS
+    from platinum_jax.models.rosetta._model import LINKS
 
     z = np.concatenate([np.linspace(-40.0, 40.0, 101), [-800.0, 800.0, 0.0]])
     with np.errstate(over="raise", invalid="raise", divide="raise"):

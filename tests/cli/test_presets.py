@@ -1,5 +1,5 @@
-"""``stitch`` and ``stitch-bayes`` are presets of ``fit``'s one runner: the same options, the
-same files, and the runner's output and precision policy for every preset."""
+"""``stitch`` and ``stitch-bayes`` are the paper's views of ``fit``: one runner, one spelling
+per job, the runner's output and precision policy for every command."""
 
 from __future__ import annotations
 
@@ -35,15 +35,18 @@ def _files(out: Path) -> dict[str, bytes]:
             if p.name not in (LOCK, MANIFEST)}
 
 
-def test_fit_preset_stitch_writes_the_files_of_stitch_byte_for_byte(tmp_path):
+def test_stitch_and_fit_model_rosetta_fit_one_model(tmp_path):
+    """``stitch`` is the paper's view of ``fit --model rosetta``: the same capabilities."""
     data, truth = _scores(tmp_path / "scores.csv")
-    common = [str(data), "--uncertainty", "laplace", "--rescale", "m0", "100", "m13", "200"]
-    assert main(["stitch", *common, "--out", str(tmp_path / "a")]) == 0
-    assert main(["fit", *common, "--preset", "stitch", "--out", str(tmp_path / "b")]) == 0
-    a, b = _files(tmp_path / "a"), _files(tmp_path / "b")
-    assert set(a) == {"capabilities.csv", "benchmarks.csv", "residuals.csv", "fit.json"}
-    assert a == b
-    caps = pd.read_csv(tmp_path / "b" / "capabilities.csv", index_col="model")
+    assert main(["stitch", str(data), "--uncertainty", "laplace", "--rescale", "m0", "100",
+                 "m13", "200", "--out", str(tmp_path / "a")]) == 0
+    assert main(["fit", str(data), "--model", "rosetta", "--out", str(tmp_path / "b")]) == 0
+    assert set(_files(tmp_path / "a")) == {"capabilities.csv", "benchmarks.csv",
+                                           "residuals.csv", "fit.json"}
+    caps = pd.read_csv(tmp_path / "a" / "capabilities.csv", index_col="model")
+    subjects = pd.read_csv(tmp_path / "b" / "subjects.csv", index_col=0)
+    np.testing.assert_allclose(subjects["capability"].loc[caps.index], caps["capability"],
+                               atol=1e-6)
     # the fit recovers the synthetic ordering, and the rescaled ends read 100 and 200
     assert caps["capability"].loc[truth.index].rank().tolist() == truth.rank().tolist()
     np.testing.assert_allclose(caps.loc[["m0", "m13"], "capability_rescaled"], [100, 200],
@@ -51,63 +54,42 @@ def test_fit_preset_stitch_writes_the_files_of_stitch_byte_for_byte(tmp_path):
     assert (caps["sd"] > 0).all()
 
 
-def test_an_out_written_by_one_spelling_is_overwritten_by_the_other(tmp_path, capsys):
+def test_one_spelling_per_job(tmp_path, capsys):
+    """``fit --preset`` and ``stitch --bayes`` are gone; the paper's commands stay."""
     data, _ = _scores(tmp_path / "scores.csv")
-    out = tmp_path / "out"
-    assert main(["stitch", str(data), "--out", str(out)]) == 0
-    assert main(["fit", str(data), "--preset", "stitch", "--l2", "0.5", "--out", str(out)]) == 2
-    assert "--overwrite" in capsys.readouterr().err
-    assert main(["fit", str(data), "--preset", "stitch", "--l2", "0.5", "--overwrite",
-                 "--out", str(out)]) == 0
-    assert '"l2": 0.5' in (out / "fit.json").read_text()
+    for argv in (["fit", str(data), "--preset", "stitch", "--out", "o"],
+                 ["stitch", str(data), "--bayes", "--out", "o"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert "unrecognized arguments" in capsys.readouterr().err
 
 
-def test_a_preset_that_fails_on_its_data_leaves_out_as_it_was(tmp_path, capsys):
+def test_a_command_that_fails_on_its_data_leaves_out_as_it_was(tmp_path, capsys):
     data, _ = _scores(tmp_path / "scores.csv")
     out = tmp_path / "out"
     assert main(["stitch", str(data), "--out", str(out)]) == 0
     before = _files(out)
-    rc = main(["fit", str(data), "--preset", "stitch", "--anchor-benchmark", "nope",
-               "--overwrite", "--out", str(out)])
+    rc = main(["stitch", str(data), "--anchor-benchmark", "nope", "--overwrite",
+               "--out", str(out)])
     assert rc == 2 and "nope" in capsys.readouterr().err
     assert _files(out) == before
     fresh = tmp_path / "never"
-    assert main(["fit", str(data), "--preset", "stitch", "--l2", "-1", "--out", str(fresh)]) == 2
+    assert main(["stitch", str(data), "--l2", "-1", "--out", str(fresh)]) == 2
     assert not fresh.exists()
 
 
-def _parsed(argv: list[str]) -> dict:
-    args = vars(build_parser([argv[0]], argv).parse_args(argv))
-    return {k: v for k, v in args.items() if k not in ("func", "command", "preset")}
+def test_stitch_bayes_takes_the_model_s_sampler_settings():
+    """The sampler settings have one home, the model's declaration: the command's options
+    default to None, and the model's ``nuts_settings`` fill them."""
+    from platinum_jax.inference import nuts_settings
+    from platinum_jax.models import RosettaBayes
 
-
-@pytest.mark.parametrize("name", ["stitch", "stitch-bayes"])
-def test_fit_preset_takes_the_options_and_defaults_of_the_command(name):
-    tail = ["d.csv", "--out", "o", "--chains", "2", "--anchor-slope", "2"]
-    direct = _parsed([name, *tail])
-    via_fit = _parsed(["fit", *tail, "--preset", name])
-    assert via_fit == direct
-    if name == "stitch-bayes":  # its own defaults, not fit's (500 draws, 0.9)
-        assert (direct["samples"], direct["target_accept"]) == (1500, 0.99)
-
-
-def test_the_preset_is_found_in_either_spelling_and_before_a_double_dash():
-    from platinum_jax.cli._runner import preset_in
-
-    assert preset_in(["fit", "d.csv", "--preset", "stitch"]) == "stitch"
-    assert preset_in(["fit", "--preset=stitch-bayes", "d.csv"]) == "stitch-bayes"
-    assert preset_in(["fit", "d.csv", "--model", "2pl"]) is None
-    assert preset_in(["fit", "--", "--preset", "stitch"]) is None
-    assert preset_in(["fit", "--preset", "bogus"]) is None  # the parser names it
-
-
-def test_fit_preset_refuses_the_options_of_fit_and_unknown_presets(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        main(["fit", "d.csv", "--preset", "stitch", "--model", "2pl", "--out", "o"])
-    assert "--model" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["fit", "d.csv", "--preset", "bogus", "--out", "o"])
-    assert "bogus" in capsys.readouterr().err
+    args = vars(build_parser(["stitch-bayes"]).parse_args(["stitch-bayes", "d.csv", "--out",
+                                                           "o"]))
+    assert args["samples"] is None and args["warmup"] is None
+    assert args["target_accept"] is None and args["mass_matrix"] is None
+    settings = nuts_settings(RosettaBayes())
+    assert {k: settings[k] for k in RosettaBayes.nuts_settings} == RosettaBayes.nuts_settings
 
 
 def _preset(**hooks) -> Preset:

@@ -10,8 +10,11 @@ import pandas as pd
 import pytest
 
 from platinum_jax.cli import main
+from platinum_jax.data import ScoreTable
 from platinum_jax.datasets import synthetic_score_table
-from platinum_jax.stitching import BenchmarkAnchor, ScoreTable, fit_stitching
+from platinum_jax.importers import read_epoch_scores
+from platinum_jax.models.rosetta import BenchmarkAnchor
+from platinum_jax.stitching import fit_stitching
 
 
 def test_a_benchmark_scored_by_one_model_is_named(tmp_path):
@@ -40,14 +43,14 @@ def test_a_truncated_raw_file_is_refused_by_name(tmp_path, epoch_dir, capsys):
     cut = data.index(b"\n", len(data) // 2) + 40  # 40 bytes into a row
     mmlu.write_bytes(data[:cut])
     with pytest.raises(ValueError, match="external_benchmark_mmlu.csv looks truncated .*MMLU"):
-        ScoreTable.from_epoch(raw)
+        read_epoch_scores(raw)
     rc = main(["stitch", str(raw), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert rc == 2 and "looks truncated" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
     # a complete file without a final line break is fine, and so is the untouched data
     mmlu.write_bytes(data.rstrip(b"\r\n"))
-    assert ScoreTable.from_epoch(raw).n_scores == ScoreTable.from_epoch(epoch_dir / "raw").n_scores
+    assert read_epoch_scores(raw).n_scores == read_epoch_scores(epoch_dir / "raw").n_scores
 
 
 def test_messages_name_the_file_the_rows_and_the_option(tmp_path, capsys):

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from platinum_jax._names import normalise_names
+from platinum_jax.data import ScoreTable
 from platinum_jax.importers import read_model_compute
-from platinum_jax.stitching import ScoreTable
 
 
 def test_normalise_names_strips_and_collapses_and_reports():

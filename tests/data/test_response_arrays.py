@@ -17,6 +17,13 @@ def _same(a: ResponseTable, b: ResponseTable):
     np.testing.assert_array_equal(a.response, b.response)
 
 
+def _linked(table):
+    from platinum_jax.data._connectivity import linked_through_busiest
+
+    return linked_through_busiest(table.subject_index, table.item_index, table.n_subjects,
+                                  table.n_items)
+
+
 def test_matches_from_frame_with_unused_positions():
     rng = np.random.default_rng(0)
     s = rng.integers(0, 30, 200)
@@ -73,20 +80,43 @@ def test_connectedness_shortcut_agrees_with_the_graph_search():
     keep = rng.random(len(dense_s)) > 0.3
     keep[::9] = True  # every subject keeps item 0
     dense = ResponseTable.from_arrays(dense_s[keep], dense_i[keep], np.ones(keep.sum()))
-    assert dense._linked_through_busiest() and len(dense.components()) == 1
+    assert _linked(dense) and len(dense.components()) == 1
     dense.check_connected()
 
     # a chain s0-i0-s1-i1-s2-...: connected, but no subject shares an item with all others
     s = np.array([0, 1, 1, 2, 2, 3, 3, 4])
     i = np.array([0, 0, 1, 1, 2, 2, 3, 3])
     chain = ResponseTable.from_arrays(s, i, np.ones(len(s)))
-    assert not chain._linked_through_busiest() and len(chain.components()) == 1
+    assert not _linked(chain) and len(chain.components()) == 1
     chain.check_connected()
 
     # two blocks that share nothing
     s2 = np.concatenate([dense_s, dense_s + 40])
     i2 = np.concatenate([dense_i, dense_i + 9])
     split = ResponseTable.from_arrays(s2, i2, np.ones(len(s2)))
-    assert not split._linked_through_busiest() and len(split.components()) == 2
+    assert not _linked(split) and len(split.components()) == 2
     with pytest.raises(ValueError, match="2 disconnected components"):
         split.check_connected()
+
+
+def test_runs_keep_repeated_samples_and_clusters_label_items():
+    """A run column keeps repeated samples of one (subject, item) as rows of their own; a
+    cluster column labels each item once; both survive the round trip through a frame."""
+    import pandas as pd
+
+    from platinum_jax.data import ResponseTable
+
+    frame = pd.DataFrame({"subject": ["a", "a", "a", "b"], "item": ["q1", "q1", "q2", "q1"],
+                          "response": [1.0, 0.0, 1.0, 1.0], "run": ["r0", "r1", "r0", "r0"],
+                          "cluster": ["p", "p", "s", "p"]})
+    table = ResponseTable.from_frame(frame)
+    assert table.n_responses == 4 and list(table.run) == ["r0", "r1", "r0", "r0"]
+    assert list(table.clusters) == ["p", "s"] and list(table.item_cluster) == [0, 1]
+    back = table.to_frame()
+    assert list(back["run"]) == list(frame["run"]) and list(back["cluster"]) == list(frame["cluster"])
+    with pytest.raises(ValueError, match=r"repeat a \(subject, item, run\) key"):
+        ResponseTable.from_frame(frame.assign(run="r0"))
+    with pytest.raises(ValueError, match="add a run column"):
+        ResponseTable.from_frame(frame.drop(columns="run"))
+    with pytest.raises(ValueError, match="more than one cluster"):
+        ResponseTable.from_frame(frame.assign(cluster=["p", "x", "s", "p"]))

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from platinum_jax.data import ScoreTable
-from platinum_jax.models import BenchmarkAnchor, ModelAnchor, anchor_for_table
+from platinum_jax.models.rosetta import BenchmarkAnchor, ModelAnchor, anchor_for_table
 
 ROWS = [("m1", "a", 0.2), ("m1", "b", 0.4), ("m2", "a", 0.6), ("m2", "b", 0.3),
         ("m3", "b", 0.9), ("m3", "c", 0.5)]

@@ -14,21 +14,20 @@ import pandas as pd
 import pytest
 from scipy.optimize import minimize_scalar
 
-from platinum_jax import platinum_items
-from platinum_jax.agency import commutator_norm
+from platinum_jax.agency import commutator_norm, platinum_items
 from platinum_jax.design import (
     PrimitiveDraws,
     decisions_per_draw,
     noise_solve,
     posterior_decisions,
     primitives_from_fit,
-    read_fit,
     welfare_from_abilities,
     welfare_from_items,
     welfare_from_regression,
 )
 from platinum_jax.design._from_fit import _residual_factor
 from platinum_jax.design._synthetic import weights_world
+from platinum_jax.inference import read_fit
 
 jax.config.update("jax_enable_x64", True)
 
@@ -167,7 +166,8 @@ def test_residual_factor_finds_a_planted_factor_and_none_in_pure_noise():
 def world_fit():
     from platinum_jax.data import ResponseTable
     from platinum_jax.inference import fit
-    from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
+    from platinum_jax.models import Gaussian, Rosetta
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     world = weights_world(60, 8, 0.6, shared=0.0, seed=3)
     table = ResponseTable.from_frame(world.scores)
@@ -203,7 +203,7 @@ def test_loadings_and_noise_from_a_rosetta_fit_match_numpy(world_fit):
 
 
 def test_small_world_recovers_the_true_optimal_weights(world_fit):
-    from platinum_jax import optimal_weights, welfare
+    from platinum_jax.agency import optimal_weights, welfare
 
     world, fit = world_fit
     w = welfare_from_items(world.items, world.items[:3])
@@ -351,10 +351,11 @@ HETEROSCEDASTIC_SEEDS = (87, 91, 102)
 def test_heteroscedastic_fit_recovers_item_noise_and_covers_the_true_weights():
     """Worlds whose benchmarks differ tenfold in noise sd: the per-item noise is recovered and
     the 90% intervals of v* cover the true weights at about the nominal rate."""
-    from platinum_jax import optimal_weights
+    from platinum_jax.agency import optimal_weights
     from platinum_jax.data import ResponseTable
     from platinum_jax.design import fit_heteroscedastic
-    from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
+    from platinum_jax.models import Gaussian, Rosetta
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     inside, log_ratio = [], []
     # Three worlds with the same number of scores (739; the scored share is random), so the
@@ -539,7 +540,8 @@ def test_subject_bootstrap_warns_when_many_replicates_fail():
     sample, naming the sparse item."""
     from platinum_jax.data import ResponseTable
     from platinum_jax.design import bootstrap_subjects
-    from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
+    from platinum_jax.models import Gaussian, Rosetta
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     world = weights_world(40, 6, 0.8, noise=(0.01, 0.06), shared=0.0, seed=5)
     sc = world.scores
@@ -559,7 +561,8 @@ def test_subject_bootstrap_dof_counts_each_copy_as_a_subject():
     from platinum_jax.design._cluster_bootstrap import _dof
     from platinum_jax.design._from_fit import _residual_dof
     from platinum_jax.inference._problem import Problem
-    from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
+    from platinum_jax.models import Gaussian, Rosetta
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     world = weights_world(40, 6, 0.6, seed=3)
     table = ResponseTable.from_frame(world.scores)
@@ -583,10 +586,11 @@ def test_subject_bootstrap_covers_the_true_weights_in_a_small_world():
     the noise draws spread as a variance from ~30 scores does, and the 90% percentile
     intervals of v* cover the true weights within three binomial SEs of the nominal rate (in
     worlds this small they run somewhat short; the benchmark measures the Epoch-size ones)."""
-    from platinum_jax import optimal_weights
+    from platinum_jax.agency import optimal_weights
     from platinum_jax.data import ResponseTable
     from platinum_jax.design import bootstrap_subjects
-    from platinum_jax.models import BenchmarkAnchor, Gaussian, Rosetta
+    from platinum_jax.models import Gaussian, Rosetta
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     # a world of the heteroscedastic test above: the bootstrap's full-data fit with noise
     # weights is the program that test compiled

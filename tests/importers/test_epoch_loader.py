@@ -554,12 +554,10 @@ def test_side_table_errors(tmp_path):
         read_distilled_models(raw)
 
 
-def test_old_stitching_names_warn_and_point_to_importers():
+def test_epoch_readers_have_one_home():
     import platinum_jax.importers as importers
     import platinum_jax.stitching as st
 
-    for name in ("read_epoch_raw", "read_benchmark_info", "read_metr_horizons",
-                 "read_distilled_models", "read_model_compute"):
-        with pytest.warns(DeprecationWarning, match=f"platinum_jax.importers import {name}"):
-            old = getattr(st, name)
-        assert old is getattr(importers, name)
+    for name in ("read_epoch_raw", "read_epoch_scores", "read_benchmark_info",
+                 "read_metr_horizons", "read_distilled_models", "read_model_compute"):
+        assert hasattr(importers, name) and not hasattr(st, name)

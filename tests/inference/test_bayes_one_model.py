@@ -1,9 +1,10 @@
-"""One Bayesian Rosetta model: ``platinum-jax fit --model rosetta --method nuts`` (and
-``--model rosetta_bayes``) samples the model ``platinum-jax stitch-bayes`` samples.
+"""One Bayesian Rosetta model, one driver: ``platinum-jax fit --model rosetta_bayes --method
+nuts`` samples the model ``platinum-jax stitch-bayes`` samples, through the same
+:func:`~platinum_jax.inference.nuts`, and writes the same posterior.
 
 Two posteriors are the same when their unnormalised log densities differ by a constant; the
-density test evaluates both commands' models at points drawn from the prior, and the sampled
-test holds their posterior means against each other within Monte Carlo error."""
+density test evaluates both commands' models at points drawn from the prior, and the command
+test runs both commands with one seed and compares their files."""
 
 from __future__ import annotations
 
@@ -16,17 +17,17 @@ import pytest
 from numpyro import handlers
 from numpyro.infer.util import log_density
 
-from platinum_jax.cli.fit import build_model, register, sampled_model_note
-from platinum_jax.data import ResponseTable
+from platinum_jax.cli.fit import build_model, register
+from platinum_jax.data import ResponseTable, ScoreTable
 from platinum_jax.inference import Problem, numpyro_model
-from platinum_jax.models.rosetta_bayes import STDERR_FLOOR, RosettaBayes, floor_se
-from platinum_jax.stitching import BenchmarkAnchor, ScoreTable
-from platinum_jax.stitching.bayes import fit_stitching_bayes, prepare_data, stitching_problem
+from platinum_jax.models import RosettaBayes
+from platinum_jax.models.rosetta import STDERR_FLOOR, BenchmarkAnchor, floor_se
+from platinum_jax.stitching import stitching_problem
 
 jax.config.update("jax_enable_x64", True)
 
 
-def _fit_args(tmp_path, model="rosetta", likelihood=None, method="nuts"):
+def _fit_args(tmp_path, model="rosetta_bayes", likelihood=None, method="nuts"):
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())
     argv = ["fit", "x.csv", "--model", model, "--method", method, "--out", str(tmp_path),
@@ -47,21 +48,17 @@ def _fit_problem(frame, args):
 
 
 @pytest.mark.parametrize("likelihood", [None, "beta_binomial"])
-@pytest.mark.parametrize("model", ["rosetta", "rosetta_bayes"])
-def test_fit_and_stitch_bayes_share_one_posterior_density(tmp_path, model, likelihood,
-                                                          sparse_scores):
+def test_fit_and_stitch_bayes_share_one_posterior_density(tmp_path, likelihood, sparse_scores):
     frame = sparse_scores()
-    args = _fit_args(tmp_path, model, likelihood)
+    args = _fit_args(tmp_path, likelihood=likelihood)
     ours, n_floored = _fit_problem(frame, args)
     assert isinstance(ours.model, RosettaBayes)
     assert n_floored == int((frame["stderr"] < STDERR_FLOOR).sum()) > 0
     table = ScoreTable.from_frame(frame)
-    lik = likelihood or "gaussian"
-    data, _ = prepare_data(table, lik)
-    theirs, _ = stitching_problem(table, BenchmarkAnchor("b0"), likelihood=lik, data=data)
+    theirs, _ = stitching_problem(table, BenchmarkAnchor("b0"), likelihood=likelihood or "gaussian")
     assert list(ours.table.subjects) == list(theirs.table.subjects)
     assert list(ours.table.items) == list(theirs.table.items)
-    m_ours, m_theirs = numpyro_model(ours), numpyro_model(theirs, plain_names=True)
+    m_ours, m_theirs = numpyro_model(ours), numpyro_model(theirs)
     d_ours, d_theirs = ours.data(), theirs.data()
 
     # Four points from the prior and both log densities at each, as three compiled programs
@@ -90,76 +87,69 @@ def test_fit_and_stitch_bayes_share_one_posterior_density(tmp_path, model, likel
     np.testing.assert_allclose(gaps, 0.0, atol=1e-8)
 
 
-def test_fit_says_it_samples_the_bayesian_rosetta_model(tmp_path):
-    for method in ("svi", "nuts"):
-        assert "stitch-bayes" in sampled_model_note("rosetta", method)
-        assert "rosetta_bayes" in sampled_model_note("rosetta", method)
-    assert sampled_model_note("rosetta", "laplace") is None
-    assert sampled_model_note("2pl", "nuts") is None
-
-
 def test_rosetta_bayes_is_only_sampled(tmp_path, sparse_scores):
     from platinum_jax.cli.fit import _check
 
     with pytest.raises(ValueError, match="--model rosetta_bayes is sampled"):
         _check(_fit_args(tmp_path, "rosetta_bayes", method="laplace"))
-    args = _fit_args(tmp_path, "rosetta")
+    args = _fit_args(tmp_path, "rosetta_bayes")
     args.link = "clipped_linear"
     with pytest.raises(ValueError, match="sigmoid link"):
         build_model(args, ResponseTable.from_frame(sparse_scores().drop(columns=["n_items", "stderr"])))
 
 
-@pytest.mark.slow
-def test_the_two_commands_posteriors_agree(tmp_path, sparse_scores):
-    """Short runs of both paths: posterior means of C_m within 5 Monte Carlo standard errors."""
-    from platinum_jax.inference import fit
+def test_rosetta_bayes_is_only_sampled_and_rosetta_is_never(tmp_path, sparse_scores):
+    from platinum_jax.cli.fit import _check
 
-    frame = sparse_scores(seed=1, n_models=8, n_bench=3)
-    table = ScoreTable.from_frame(frame.drop(columns="n_items"))
+    with pytest.raises(ValueError, match="rosetta_bayes"):
+        _check(_fit_args(tmp_path, "rosetta", method="nuts"))  # one spelling per job
+    with pytest.raises(ValueError, match="rosetta_bayes"):
+        _check(_fit_args(tmp_path, "rosetta", method="svi"))
+
+
+@pytest.mark.slow
+def test_the_two_commands_write_the_same_posterior(tmp_path):
+    """``stitch-bayes`` and ``fit --model rosetta_bayes --method nuts`` on one file with one seed:
+    the same groups, variables and draws, and the same summary columns; stitch-bayes adds the
+    paper's files."""
+    import arviz as az
+    import pandas as pd
+
+    from platinum_jax.cli import main
+
+    rng = np.random.default_rng(2)
+    rows = [(f"m{m}", f"b{b}", float(np.clip(0.5 + 0.2 * rng.normal(), 0.01, 0.99)))
+            for m in range(12) for b in range(4) if (m + b) % 5]
+    csv = tmp_path / "scores.csv"
+    # rows listed out of order: the response table sorts them, as the score table does
+    pd.DataFrame(rows[::-1], columns=["model", "benchmark", "score"]).to_csv(csv, index=False)
+    run = ["--chains", "2", "--warmup", "60", "--samples", "40", "--seed", "5",
+           "--anchor-benchmark", "b0"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        theirs = fit_stitching_bayes(table, BenchmarkAnchor("b0"), chains=1, warmup=200,
-                                     samples=400, seed=3)
-        problem, _ = _fit_problem(frame, _fit_args(tmp_path))
-        ours = fit(problem.model, problem.table, method="nuts", chains=1, warmup=200,
-                   samples=400, seed=4)
-    c_theirs = theirs.capabilities
-    mean_ours = ours.subjects["capability"].reindex(c_theirs.index)
-    # Monte Carlo standard error of each mean: sd / sqrt(ESS), both runs' added in variance.
-    ess = np.minimum(c_theirs["ess_bulk"].to_numpy(), 400.0)
-    se = np.sqrt(2.0) * c_theirs["sd"].to_numpy() / np.sqrt(np.maximum(ess, 50.0))
-    gap = np.abs(mean_ours.to_numpy() - c_theirs["mean"].to_numpy())
-    assert np.all(gap < 5 * se), (gap / se)
+        assert main(["stitch-bayes", str(csv), "--out", str(tmp_path / "sb"), *run]) == 0
+        main(["fit", str(csv), "--model", "rosetta_bayes", "--method", "nuts", "--out",
+              str(tmp_path / "fit"), *run])
+    sb, ft = (az.from_netcdf(str(tmp_path / d / "posterior.nc")) for d in ("sb", "fit"))
+    assert sb.groups() == ft.groups()
 
+    def rows(idata):  # each table keeps its rows' order: align them by model and benchmark
+        labels = idata.observed_data
+        return np.lexsort((labels["score_benchmark"].values, labels["score_model"].values))
 
-@pytest.mark.parametrize("old, home, new", [
-    ("Priors", "platinum_jax.models.rosetta_bayes", "Priors"),
-    ("SamplingWarning", "platinum_jax.inference", "SamplingWarning"),
-    ("check_diagnostics", "platinum_jax.inference", "check_diagnostics"),
-    ("posterior_summary", "platinum_jax.inference", "posterior_summary"),
-    ("use_cpu_devices_for_chains", "platinum_jax.inference", "use_cpu_devices_for_chains"),
-    ("posterior_optimal_weights", "platinum_jax.design", "posterior_optimal_weights"),
-    ("optimal_weight_draws", "platinum_jax.design", "optimal_weight_draws"),
-    ("load_weights_config", "platinum_jax.design", "load_weights_config"),
-    ("plot_capabilities", "platinum_jax.plots", "plot_posterior_capabilities"),
-    ("plot_ppc", "platinum_jax.plots", "plot_ppc"),
-])
-def test_moved_names_still_import_with_a_pointer_to_their_home(old, home, new):
-    import importlib
-
-    import platinum_jax.stitching.bayes as bayes
-
-    with pytest.warns(DeprecationWarning, match=f"moved to {home}.{new}"):
-        value = getattr(bayes, old)
-    assert value is getattr(importlib.import_module(home), new)
-
-
-def test_old_threshold_names_still_read(tmp_path):
-    from platinum_jax.inference._summary import threshold_names
-
-    with pytest.warns(DeprecationWarning, match="rhat_max"):
-        assert threshold_names(400.0, 1.01, {"max_r_hat": 1.05}, "f") == (400.0, 1.05)
-    with pytest.warns(DeprecationWarning, match="ess_min"):
-        assert threshold_names(400.0, 1.01, {"min_ess": 100}, "f") == (100.0, 1.01)
-    with pytest.raises(TypeError, match="unexpected"):
-        threshold_names(400.0, 1.01, {"rhat": 1.0}, "f")
+    for group in sb.groups():
+        a, b = getattr(sb, group), getattr(ft, group)
+        assert sorted(a.data_vars) == sorted(b.data_vars)
+        for var in a.data_vars:
+            x, y = a[var].values, b[var].values
+            if "score" in a[var].dims:  # per score: the last dimension
+                x, y = x[..., rows(sb)], y[..., rows(ft)]
+                if group == "constant_data":  # positions: compare the names they point to
+                    continue
+            np.testing.assert_array_equal(x, y)
+    summaries = [pd.read_csv(tmp_path / d / "summary.csv") for d in ("sb", "fit")]
+    assert list(summaries[0].columns) == list(summaries[1].columns)
+    fit_files = {p.name for p in (tmp_path / "fit").iterdir()}
+    sb_files = {p.name for p in (tmp_path / "sb").iterdir()}
+    assert fit_files - {".platinum-jax-manifest.json"} <= sb_files
+    assert {"capabilities.csv", "benchmarks.csv", "ppc.png"} <= sb_files - fit_files

@@ -97,17 +97,23 @@ def test_design_is_shaped_like_the_epoch_table():
         sbc_design(10, 5, 20)
 
 
+#: the Bayesian Rosetta model's sites by kind of parameter
+GROUPS = {"capability": "capability", "difficulty": "difficulty", "slope": "slope",
+          "sigma": "noise scale", "noise_log_mu": "hyper-parameter",
+          "noise_log_tau": "hyper-parameter", "capability_mu": "hyper-parameter",
+          "capability_tau": "hyper-parameter"}
+
+
 @pytest.mark.slow
 def test_small_sbc_run_of_the_bayesian_rosetta_model_is_calibrated():
-    from platinum_jax.inference import SBC_GROUPS, sbc_noise_scale
-    from platinum_jax.models import BenchmarkAnchor
-    from platinum_jax.models.rosetta_bayes import RosettaBayes
+    from platinum_jax.models import RosettaBayes
+    from platinum_jax.models.rosetta import BenchmarkAnchor
 
     design = sbc_design(16, 4, 64, seed=0)  # every pair scored
     model = RosettaBayes.with_likelihood("gaussian", anchor=BenchmarkAnchor("b00000"))
+    # sigma, the likelihood's derived noise scale, is ranked by default
     result = run_sbc(model, design, 10, warmup=200, samples=200, thin=2, seed=1,
-                     dense_mass=[("noise",)], groups=SBC_GROUPS,
-                     extra=sbc_noise_scale)
+                     dense_mass=[("noise",)], groups=GROUPS)
     assert set(result["group"]) == {
         "capability", "difficulty", "slope", "noise scale", "hyper-parameter"
     }
@@ -153,7 +159,7 @@ def test_a_world_is_numpyros_prior_predictive_draw():
     design = dataclasses.replace(sbc_design(30, 5, 150, se_share=0.0, seed=3), se=None)
     problem = _problem(TwoPL(), design)
     key = jax.random.PRNGKey(4)
-    eager = Predictive(numpyro_model(problem, plain_names=True), num_samples=1)(
+    eager = Predictive(numpyro_model(problem), num_samples=1)(
         key, _with_responses(problem, design.response), observed=False)
     got = simulate_world(key, TwoPL(), design)
     assert set(got) == set(eager) and {"ability", "difficulty", "y"} <= set(got)

@@ -17,20 +17,17 @@ from platinum_jax.inference import (
     cross_validate,
     fit_map,
     laplace,
-    score_subjects,
     simulate,
 )
 from platinum_jax.models import (
-    BenchmarkAnchor,
     Bernoulli,
-    Binomial,
     Gaussian,
-    ModelAnchor,
     MultidimensionalTwoPL,
     Rosetta,
     TwoPL,
     varimax,
 )
+from platinum_jax.models.rosetta import BenchmarkAnchor, ModelAnchor
 
 GPT5 = "gpt-5-2025-08-07_high"
 FRONTIERMATH = "FrontierMath-2025-02-28-Private"
@@ -226,28 +223,6 @@ def test_2pl_recovers_a_simulated_truth():
     assert np.corrcoef(fit.items["difficulty"], truth.items[:, 0])[0, 1] > 0.9
     # Discriminations are log-normal: compare on the log scale they are drawn on.
     assert np.corrcoef(np.log(fit.items["discrimination"]), truth.items[:, 1])[0, 1] > 0.8
-
-
-def test_binomial_trials_and_laplace_against_closed_form():
-    """One new subject against fixed 2PL items: the Laplace sd is 1/sqrt(sum n a^2 p(1-p) + 1)."""
-    table, _ = simulate(TwoPL(likelihood=Binomial()), 60, 12, seed=4, trials=10)
-    base = fit_map(TwoPL(likelihood=Binomial()), table)
-    items = list(table.items[:6])
-    new = ResponseTable.from_frame(pd.DataFrame({
-        "subject": "new", "item": items, "response": [0.9, 0.7, 0.6, 0.4, 0.3, 0.1],
-        "trials": 10}))
-    scored = score_subjects(base, new, draws=4000)
-    theta = scored.subjects.loc["new", "ability"]
-    b = base.items.loc[items, "difficulty"].to_numpy()
-    a = base.items.loc[items, "discrimination"].to_numpy()
-    y = new.response
-    p = _sigmoid(a * (theta - b))
-    assert np.sum(10 * a * (y - p)) - theta == pytest.approx(0.0, abs=1e-7)  # stationarity
-    sd = 1.0 / np.sqrt(np.sum(10 * a**2 * p * (1 - p)) + 1.0)
-    assert scored.subjects.loc["new", "ability_sd"] == pytest.approx(sd, rel=0.05)
-    with pytest.raises(KeyError, match="unknown item"):
-        score_subjects(base, ResponseTable.from_frame(pd.DataFrame({
-            "subject": ["new"], "item": ["nope"], "response": [1.0], "trials": [10]})))
 
 
 def test_laplace_bootstrap_and_cv_are_labelled(small_2pl):

@@ -21,7 +21,6 @@ from platinum_jax.inference import (
 )
 from platinum_jax.models import (
     MODELS,
-    BenchmarkAnchor,
     BetaTwoPL,
     FourPL,
     Gaussian,
@@ -33,7 +32,7 @@ from platinum_jax.models import (
     ThreePL,
     TwoPL,
 )
-from platinum_jax.models.rosetta_bayes import RosettaBayes
+from platinum_jax.models.rosetta import BenchmarkAnchor, RosettaBayes
 
 # name -> (model, main subject parameter, subjects, items, minimum MAP correlation with truth)
 # Each world's tests share one module fixture; the suite spreads the worlds over its workers.
@@ -100,7 +99,7 @@ def test_map_recovers_the_truth(world):
     name, model, param, table, truth, base, min_corr = world
     assert base.converged, base.diagnostics
     _labelled(base.subjects, table.subjects, [param, "n_responses"])
-    _labelled(base.items, table.items, [c for _, c in base.problem.item.columns()])
+    _labelled(base.items, table.items, [c for _, c in base.problem.item.parameter_columns()])
     corr = _corr(name, base.subjects[param], truth.subjects[:, 0])
     assert corr > min_corr, (name, corr)
 
@@ -113,7 +112,7 @@ def test_laplace_and_bootstrap_give_intervals(world):
     assert (lap.subjects[f"{param}_lo"] <= lap.subjects[f"{param}_hi"]).all()
     boot = bootstrap(base, replicates=8, chunk=8)
     assert boot.diagnostics["replicates_converged"] >= 6
-    _labelled(boot.items, table.items, [f"{c}_sd" for _, c in base.problem.item.columns()])
+    _labelled(boot.items, table.items, [f"{c}_sd" for _, c in base.problem.item.parameter_columns()])
 
 
 def test_cross_validation_predicts_every_response(world):
@@ -141,7 +140,8 @@ def test_svi_and_nuts_give_labelled_posteriors(world):
     _labelled(post.subjects, table.subjects, [param, f"{param}_sd", f"{param}_lo"])
     idata = post.inference_data
     site = param.split("[")[0]
-    assert list(idata.posterior[site].coords["subject"].values) == list(table.subjects)
+    subject_dim = model.dim_names[0]  # "subject", or "model" for the Rosetta models
+    assert list(idata.posterior[site].coords[subject_dim].values) == list(table.subjects)
     assert post.diagnostics["rhat_max"] == "unavailable with one chain"
     assert post.diagnostics["max_tree_depth"] == 5
     corr = _corr(name, post.subjects[param], truth.subjects[:, 0])
@@ -152,7 +152,7 @@ def test_svi_and_nuts_give_labelled_posteriors(world):
     assert corr > min(min_corr, point) - 0.15, (name, corr, point)
     assert np.isfinite(loo(post).elpd_loo)
     var = svi(model, table, steps=200, draws=100, seed=1)
-    _labelled(var.items, table.items, [f"{c}_sd" for _, c in post.problem.item.columns()])
+    _labelled(var.items, table.items, [f"{c}_sd" for _, c in post.problem.item.parameter_columns()])
 
 
 def test_models_are_values_with_their_own_options():

@@ -11,8 +11,10 @@ import pytest
 from scipy.optimize import least_squares
 
 from platinum_jax.datasets import synthetic_score_table
-from platinum_jax.inference import Data, Problem, solve_map, to_engine_theta
-from platinum_jax.models import BenchmarkAnchor, ParameterLayout, Rosetta
+from platinum_jax.inference import Data, Problem, solve_map
+from platinum_jax.models import Rosetta
+from platinum_jax.models.rosetta import BenchmarkAnchor, ParameterLayout
+from platinum_jax.stitching import to_engine_theta
 
 
 @pytest.fixture(scope="module")
@@ -71,31 +73,29 @@ def test_penalty_scale_weights_and_starts_vmap_in_one_program(small):
     assert refits._cache_size() == 1  # new strengths, same program
 
 
-def test_deprecated_wrappers_warn_and_match_scipy(small):
-    from platinum_jax.stitching import fit_theta, gauss_newton_system, solve_stitching
+def test_layout_solver_matches_scipy_and_maps_to_the_engine(small):
+    from platinum_jax.stitching import layout_system, solve_layout
 
     table, anchor = small
     layout = ParameterLayout.from_table(table, BenchmarkAnchor(anchor))
     args = (layout, table.model_index, table.benchmark_index, table.scores)
-    with pytest.warns(DeprecationWarning, match="platinum_jax.inference.solve_map"):
-        theta, cost, conv = fit_theta(layout.initial(), *args, None, 0.3)
+    res = solve_layout(layout.initial(), *args, None, 0.3)
     ref_cost, ref_caps = scipy_fit(table, anchor, 0.3, np.ones(table.n_scores))
-    assert bool(conv) and float(cost) == pytest.approx(ref_cost, rel=1e-9)
-    np.testing.assert_allclose(np.asarray(layout.unpack(theta).capability), ref_caps, atol=1e-6)
+    assert bool(res.converged) and float(res.objective) == pytest.approx(ref_cost, rel=1e-9)
+    np.testing.assert_allclose(np.asarray(layout.unpack(res.theta).capability), ref_caps,
+                               atol=1e-6)
     # at the minimum the profiled gradient vanishes and the Gauss-Newton matrix is positive
-    with pytest.warns(DeprecationWarning, match="gauss_newton_system is deprecated"):
-        c, g, h = gauss_newton_system(theta, *args, np.ones(table.n_scores), 0.3)
+    c, g, h = layout_system(res.theta, *args, np.ones(table.n_scores), 0.3)
     assert float(c) == pytest.approx(ref_cost, rel=1e-9)
     assert float(jnp.max(jnp.abs(g))) < 1e-8
     assert np.all(np.linalg.eigvalsh(np.asarray(h)) > 0)
-    back = to_engine_theta(layout, theta)
+    back = to_engine_theta(layout, res.theta)
     np.testing.assert_allclose(back.subjects[:, 0], ref_caps, atol=1e-6)
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="damping"):
-        solve_stitching(layout.initial(), *args, damping=0.1)
 
 
 def test_solve_layout_vmaps_strengths_and_weights_against_scipy(small):
-    from platinum_jax.inference import MAPResult, layout_system, solve_layout
+    from platinum_jax.inference import MAPResult
+    from platinum_jax.stitching import layout_system, solve_layout
 
     table, anchor = small
     layout = ParameterLayout.from_table(table, BenchmarkAnchor(anchor))
@@ -119,15 +119,14 @@ def test_solve_layout_vmaps_strengths_and_weights_against_scipy(small):
         assert float(jnp.max(jnp.abs(grad))) < 1e-7
 
 
-def test_deprecated_names_warn_and_name_their_replacement():
+def test_old_stitching_solver_names_are_gone():
+    """Nothing is released: renamed things are renamed, not shimmed."""
+    import platinum_jax.inference as inference
     import platinum_jax.stitching as st
-    from platinum_jax.inference import MAPResult
 
-    with pytest.warns(DeprecationWarning, match="platinum_jax.inference.MAPResult"):
-        assert st.LMResult is MAPResult
-    for old, new in [("layout_problem", "platinum_jax.inference"),
-                     ("to_engine_theta", "platinum_jax.inference"),
-                     ("bootstrap_weights", "platinum_jax.inference")]:
-        with pytest.warns(DeprecationWarning, match=f"import it from {new}"):
-            getattr(st, old)
-    assert {"fit_theta", "solve_stitching", "gauss_newton_system"} <= set(dir(st))
+    for old in ("LMResult", "bootstrap_weights", "fit_theta", "solve_stitching",
+                "gauss_newton_system"):
+        assert not hasattr(st, old)
+    # the layout's solvers live with the paper's presets, not in the engine
+    for name in ("layout_problem", "to_engine_theta", "solve_layout", "layout_system"):
+        assert hasattr(st, name) and not hasattr(inference, name)

@@ -16,13 +16,12 @@ import pytest
 from platinum_jax.cli import main
 from platinum_jax.data import ResponseTable
 from platinum_jax.datasets import synthetic_score_table
-from platinum_jax.design import read_fit
 from platinum_jax.inference import (
     fit_map,
     laplace,
     laplace_covariance,
     noise_variance,
-    score_subjects,
+    read_fit,
 )
 from platinum_jax.inference import objective_hessian as engine_hessian
 from platinum_jax.models import (
@@ -33,14 +32,10 @@ from platinum_jax.models import (
     Likelihood,
     MeasurementModel,
     Param,
-    Rosetta,
     TwoPL,
 )
-from platinum_jax.stitching import (
-    BenchmarkAnchor,
-    fit_stitching,
-    objective_hessian,
-)
+from platinum_jax.models.rosetta import BenchmarkAnchor
+from platinum_jax.stitching import fit_stitching, objective_hessian
 from platinum_jax.stitching import laplace as stitching_laplace
 
 SCORES = Path("../shared/data/epoch-benchmark-stitching/scores_long.csv")
@@ -125,20 +120,6 @@ def test_least_squares_laplace_is_textbook_covariance(linear):
     np.testing.assert_allclose(drawn, sd[: table.n_subjects], rtol=5 / np.sqrt(2 * 3999))
 
 
-def test_new_subjects_take_the_noise_of_the_items_fit(linear):
-    table, x = linear
-    _, rss, *_ = np.linalg.lstsq(x, table.response, rcond=None)
-    s2 = float(rss[0]) / (x.shape[0] - x.shape[1])
-    fit = fit_map(Additive(), table)
-    new = ResponseTable.from_frame(pd.DataFrame({
-        "subject": ["new", "new", "one"], "item": ["i1", "i2", "i3"], "response": [0.3, 1.2, 0.0]}))
-    scored = score_subjects(fit, new, draws=200)
-    # level_new has unit derivative on each of its responses: H = n_new, sd = s / sqrt(n_new);
-    # "one" has a single response, whose own residual could not estimate any noise.
-    np.testing.assert_allclose(scored.subjects.loc[["new", "one"], "level_sd"],
-                               np.sqrt(s2 / np.array([2.0, 1.0])), rtol=1e-7)
-
-
 def test_noise_scale_is_checked(linear):
     table, _ = linear
     fit = fit_map(Additive(), table)  # compiled already by the test above
@@ -221,24 +202,3 @@ def test_weights_reads_draws_on_the_residual_scale(epoch):
     # allow 5 (the old scale was off by a factor of about 12).
     tol = 5 / np.sqrt(2 * (draws.shape[0] - 1))
     assert np.all(np.abs(drawn / ref - 1) < tol)
-
-
-def test_fit_says_which_rosetta_model_it_samples(tmp_path):
-    import argparse
-
-    from platinum_jax.cli.fit import build_model, register, sampled_model_note
-    from platinum_jax.models.rosetta_bayes import RosettaBayes
-
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
-    table = ResponseTable.from_frame(pd.DataFrame({
-        "model": np.repeat(["m0", "m1", "m2"], 2), "benchmark": ["Winogrande", "b1"] * 3,
-        "score": [0.5, 0.4, 0.6, 0.5, 0.7, 0.6]}))
-    for method in ("svi", "nuts"):
-        args = parser.parse_args(["fit", "x.csv", "--model", "rosetta", "--method", method,
-                                  "--out", str(tmp_path)])
-        model = build_model(args, table)  # the model of stitch-bayes, not plain Rosetta
-        assert isinstance(model, RosettaBayes) and not isinstance(model, Rosetta)
-        assert "stitch-bayes" in sampled_model_note("rosetta", method)
-    assert sampled_model_note("rosetta", "laplace") is None
-    assert sampled_model_note("2pl", "nuts") is None

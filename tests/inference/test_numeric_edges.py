@@ -31,21 +31,21 @@ def _silent(fn, *args):
 @pytest.mark.parametrize("scale", [1e-12, 1.0, 1e12, 1e150])
 def test_weights_are_scale_free_and_so_are_the_checks(scale):
     # v* is unchanged when M and Sigma are multiplied by one factor (float64 here)
-    v = _silent(pj.optimal_weights, scale * M0, scale * S0, W0, 1.5)
+    v = _silent(pj.agency.optimal_weights, scale * M0, scale * S0, W0, 1.5)
     np.testing.assert_allclose(v, _numpy_weights(M0, S0, W0, 1.5), rtol=1e-12)
 
 
 def test_tiny_matrices_are_judged_on_their_own_scale():
     M = 1e-9 * np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3e-9 and -1e-9: indefinite
     with pytest.raises(ValueError, match="M is not positive semi-definite: smallest eigenvalue -1e-09"):
-        pj.optimal_weights(M, np.eye(2), np.ones(2), 1.0)
+        pj.agency.optimal_weights(M, np.eye(2), np.ones(2), 1.0)
     asym = 1e-12 * np.array([[1.0, 0.5], [0.4, 1.0]])  # 10% asymmetric, however small
     with pytest.raises(ValueError, match="Sigma is not symmetric"):
-        pj.optimal_weights(np.eye(2), asym, np.ones(2), 1.0)
+        pj.agency.optimal_weights(np.eye(2), asym, np.ones(2), 1.0)
     with pytest.raises(ValueError, match="Sigma is not positive definite"):
-        pj.optimal_weights(np.eye(2), 1e-12 * np.diag([1.0, -1e-6]), np.ones(2), 1.0)
+        pj.agency.optimal_weights(np.eye(2), 1e-12 * np.diag([1.0, -1e-6]), np.ones(2), 1.0)
     with pytest.raises(ValueError, match="not unique"):  # exactly singular, at any scale
-        pj.optimal_weights(1e-12 * np.diag([1.0, 0.0]), 1e-12 * np.eye(2), np.ones(2), 0.0)
+        pj.agency.optimal_weights(1e-12 * np.diag([1.0, 0.0]), 1e-12 * np.eye(2), np.ones(2), 0.0)
 
 
 def test_ill_conditioned_but_valid_input_passes_with_a_precision_warning():
@@ -53,9 +53,9 @@ def test_ill_conditioned_but_valid_input_passes_with_a_precision_warning():
     # closed form v* = w / (1 + r) because M and Sigma are equal diagonal matrices.
     D = np.diag([1.0, 1e-6, 1e-12])
     with pytest.warns(RuntimeWarning, match=r"condition number 1e\+12.*float64"):
-        v = np.asarray(pj.optimal_weights(D, D, W0, 0.5))
+        v = np.asarray(pj.agency.optimal_weights(D, D, W0, 0.5))
     np.testing.assert_allclose(v, W0 / 1.5, rtol=1e-3)
-    pj.validate_primitives(Sigma=D, C=D)  # the eigenvalue checks alone do not object
+    pj.agency.validate_primitives(Sigma=D, C=D)  # the eigenvalue checks alone do not object
 
 
 def test_float32_warns_where_its_answer_is_meaningless():
@@ -66,12 +66,12 @@ def test_float32_warns_where_its_answer_is_meaningless():
     w, S, r = np.ones(5), np.eye(5), 1e-12
     truth = _numpy_weights(M, S, w, r)
     with pytest.warns(RuntimeWarning, match="in float32 .* enable float64"):
-        v32 = np.asarray(pj.optimal_weights(M.astype(np.float32), S.astype(np.float32),
+        v32 = np.asarray(pj.agency.optimal_weights(M.astype(np.float32), S.astype(np.float32),
                                             w.astype(np.float32), r))
     assert v32.dtype == np.float32
     # the warning is earned: float32 misses the float64 answer by a large relative error
     assert np.linalg.norm(v32 - truth) / np.linalg.norm(truth) > 1e-2
-    v64 = _silent(pj.optimal_weights, M, S, w, 0.5)  # well conditioned at r = 0.5: quiet
+    v64 = _silent(pj.agency.optimal_weights, M, S, w, 0.5)  # well conditioned at r = 0.5: quiet
     np.testing.assert_allclose(v64, _numpy_weights(M, S, w, 0.5), rtol=1e-10)
 
 
@@ -79,10 +79,10 @@ def test_overflow_is_named_not_mistaken_for_singularity():
     with jax.enable_x64(False):  # JAX's default: float64 NumPy input is computed in float32
         with pytest.raises(ValueError, match=r"M has entries of size 2e\+150, beyond the largest "
                                              r"float32 .* enable float64"):
-            pj.optimal_weights(1e150 * M0, 1e150 * S0, W0, 1.0)
+            pj.agency.optimal_weights(1e150 * M0, 1e150 * S0, W0, 1.0)
         with pytest.raises(ValueError, match=r"A has entries of size 1e\+40, beyond the largest float32"):
-            pj.Primitives(np.full((3, 2), 1e40), np.eye(2), np.eye(3), np.ones(3), 1.0)
-        v = _silent(pj.optimal_weights, 1e30 * M0, 1e30 * S0, W0, 1.0)  # in range: fine
+            pj.agency.Primitives(np.full((3, 2), 1e40), np.eye(2), np.eye(3), np.ones(3), 1.0)
+        v = _silent(pj.agency.optimal_weights, 1e30 * M0, 1e30 * S0, W0, 1.0)  # in range: fine
         np.testing.assert_allclose(v, _numpy_weights(M0, S0, W0, 1.0), rtol=1e-5)
     with pytest.raises(ValueError, match="M w has entries of size .* beyond the largest float64"):
-        pj.optimal_weights(1e300 * np.eye(3), np.eye(3), 1e10 * np.ones(3), 1.0)
+        pj.agency.optimal_weights(1e300 * np.eye(3), np.eye(3), 1e10 * np.ones(3), 1.0)

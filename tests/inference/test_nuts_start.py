@@ -13,8 +13,8 @@ import numpyro.distributions as dist
 import pytest
 from numpyro.infer import MCMC
 
-from platinum_jax.inference import run_svi
 from platinum_jax.inference._nuts_init import compiled_init_nuts
+from platinum_jax.inference._svi import run_svi
 
 
 class _Compilations(logging.Handler):

@@ -15,7 +15,8 @@ import scipy.stats as st
 from numpyro.infer.util import log_density
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.inference import Problem, fit_map, numpyro_model, posterior_values
+from platinum_jax.inference import Problem, fit_map, numpyro_model
+from platinum_jax.inference._bayes_model import posterior_values
 from platinum_jax.models import (
     Hierarchical,
     Likelihood,
@@ -98,7 +99,7 @@ def _table(with_se=True):
 def test_log_density_of_all_three_declarations_matches_scipy():
     table = _table()
     problem = Problem(_Toy(), table)
-    model = numpyro_model(problem, plain_names=True)
+    model = numpyro_model(problem)
     point = {"level": -0.7, "spread": 0.6, "mu": 0.2, "tau": 0.8,
              "z": np.array([0.5, -1.0, 0.3, 1.2]), "easiness": np.array([0.1, -0.4]),
              "log_sigma": np.array([-0.9, 0.7])}  # a: log sigma itself; b: standardised offset
@@ -131,7 +132,7 @@ def test_posterior_values_decode_non_centred_entries_and_keep_fixed_ones():
              "mu": np.array([0.0, 1.0]), "tau": np.array([1.0, 2.0]),
              "z": np.ones((2, 4)), "easiness": np.zeros((2, 2)),
              "log_sigma": np.array([[0.3, 1.0], [0.3, 1.0]])}
-    theta, extras = posterior_values(problem, draws, plain_names=True)
+    theta, extras = posterior_values(problem, draws)
     items = problem.item.unflatten(theta.items)
     # b is non-centred: level + spread * 1.0; a centred: 0.3 as sampled
     assert np.allclose(items["log_sigma"][:, 1], [2.0, 1.5])
@@ -146,8 +147,8 @@ def test_without_reparameterisation_every_parameter_is_its_own_site():
     from numpyro import handlers
 
     trace = handlers.trace(handlers.seed(model, 0)).get_trace(problem.data())
-    assert {"subject.ability", "item.easiness", "item.log_sigma", "global.level",
-            "global.spread", "y"} <= set(trace)
+    # one site per parameter, named as the parameter
+    assert {"ability", "easiness", "log_sigma", "level", "spread", "y"} <= set(trace)
     assert trace["y"]["is_observed"]
 
 

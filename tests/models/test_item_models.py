@@ -26,7 +26,7 @@ from platinum_jax.models import (
     ThreePL,
     make_model,
 )
-from platinum_jax.models.graded import ordered_thresholds
+from platinum_jax.models._graded import ordered_thresholds
 
 
 def _sigmoid(x):
@@ -260,7 +260,7 @@ def _hierarchical_world(seed, n_s=150, per=12):
 def test_hierarchical_map_recovers_benchmark_means_and_difficulty_spread():
     w = _hierarchical_world(0)
     table = _table(w["y"], groups=w["groups"])
-    model = HierarchicalTwoPL.for_table(table)
+    model = HierarchicalTwoPL.from_table(table)
     fit = fit_map(model, table)
     assert fit.converged
     items = model.item_table(fit)
@@ -292,7 +292,7 @@ def test_hierarchical_item_and_benchmark_rows_in_one_fit():
         rows.append(pd.DataFrame({"subject": table.subjects, "item": f"g{g}/overall",
                                   "response": k / 40, "group": f"g{g}", "trials": 40.0}))
     both = ResponseTable.from_frame(pd.concat([frame, *rows], ignore_index=True))
-    model = HierarchicalTwoPL.for_table(both, likelihood=make_model("2pl",
+    model = HierarchicalTwoPL.from_table(both, likelihood=make_model("2pl",
                                                                    likelihood="binomial").likelihood)
     fit = fit_map(model, both)
     assert fit.converged and both.n_items == table.n_items + 3
@@ -305,7 +305,7 @@ def test_hierarchical_item_and_benchmark_rows_in_one_fit():
 def test_hierarchical_needs_groups():
     table = _table(np.random.default_rng(0).integers(0, 2, (10, 4)).astype(float))
     with pytest.raises(ValueError, match="group column"):
-        HierarchicalTwoPL.for_table(table)
+        HierarchicalTwoPL.from_table(table)
     with pytest.raises(ValueError, match="no group column and the model no item_groups"):
         fit_map(HierarchicalTwoPL(groups=2), table)
     w = _hierarchical_world(2, n_s=20, per=3)

@@ -11,8 +11,8 @@ import pytest
 import scipy.stats as st
 from numpyro.infer.util import log_density
 
-from platinum_jax.models._rosetta_noise import noise_intercept_prior
-from platinum_jax.models.rosetta_bayes import Priors
+from platinum_jax.models.rosetta import Priors
+from platinum_jax.models.rosetta._noise import noise_intercept_prior
 
 PRIORS = Priors(log_noise_loc=-2.5, intercept_scale=1.5, log_noise_spread=0.5)
 CENTRED = (True, False, False)
@@ -77,7 +77,7 @@ def test_joint_prior_samples_are_the_model_prior():
 
 
 def _table():
-    from platinum_jax.stitching import ScoreTable
+    from platinum_jax.data import ScoreTable
 
     rng = np.random.default_rng(0)
     models = [f"m{i}" for i in range(6)]
@@ -96,7 +96,7 @@ def test_scaled_model_is_the_default_model_in_new_coordinates():
 
     enable_float64()
     from platinum_jax.inference import Problem, numpyro_model
-    from platinum_jax.inference._rosetta_bayes import stitching_problem
+    from platinum_jax.stitching import stitching_problem
 
     table = _table()
     problem, _ = stitching_problem(table, priors=PRIORS, pooled_below=0)  # unpooled noise
@@ -114,7 +114,7 @@ def test_scaled_model_is_the_default_model_in_new_coordinates():
              "intercept": np.array([0.4, -0.8]), "slope_z": np.array([0.3, -0.5]),
              "noise_log_mu": -2.7, "noise_log_tau": 0.45,
              "noise_log_sigma": np.array([0.3, -1.1, 0.8])}
-    old, _ = log_density(numpyro_model(problem, plain_names=True), (problem.data(),), {}, point)
+    old, _ = log_density(numpyro_model(problem), (problem.data(),), {}, point)
     x = point["noise_log_mu"] + point["noise_log_tau"] * point["noise_log_sigma"]
     jac = rep.k[f] * np.exp(x[sparse])
     delta = point["intercept"].copy()
@@ -123,7 +123,7 @@ def test_scaled_model_is_the_default_model_in_new_coordinates():
     new_point["noise_intercept"] = np.concatenate(
         [[point["noise_log_mu"], np.log(point["noise_log_tau"])], point["noise_log_sigma"],
          delta])
-    new, trace = log_density(numpyro_model(scaled, plain_names=True), (scaled.data(),), {},
+    new, trace = log_density(numpyro_model(scaled), (scaled.data(),), {},
                              new_point)
     assert float(new) == pytest.approx(float(old) + np.log(point["noise_log_tau"])
                                        + np.log(jac), rel=1e-10)

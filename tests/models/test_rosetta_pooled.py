@@ -13,8 +13,8 @@ import scipy.stats as st
 from numpyro.infer.util import log_density
 from scipy.special import expit
 
-from platinum_jax.models._rosetta_pooled import pooled_noise_prior
-from platinum_jax.models.rosetta_bayes import Priors, RosettaBayes
+from platinum_jax.models.rosetta import Priors, RosettaBayes
+from platinum_jax.models.rosetta._pooled import pooled_noise_prior
 
 PRIORS = Priors(log_noise_loc=-2.5, log_noise_spread=0.5, log_noise_spread_sd=0.4)
 # benchmark: (number of scores, known standard error or None)
@@ -23,7 +23,7 @@ BENCHES = {"Winogrande": (22, 0.01), "big": (21, None), "mid": (10, None),
 
 
 def _table():
-    from platinum_jax.stitching import ScoreTable
+    from platinum_jax.data import ScoreTable
 
     rng = np.random.default_rng(4)
     models = [f"m{i:02d}" for i in range(22)]
@@ -37,7 +37,7 @@ def _problems(pooled_below=8):
 
     enable_float64()
     from platinum_jax.inference import Problem
-    from platinum_jax.inference._rosetta_bayes import stitching_problem
+    from platinum_jax.stitching import stitching_problem
 
     # the unpooled model (every benchmark its own noise, centred from 20 scores) and the
     # same with pooled_below
@@ -113,7 +113,7 @@ def test_log_density_matches_scipy_and_default_model():
     off = {"mid": 0.7, "sparse_se": -1.3}
     point = _point() | {"noise": np.array([nu, np.log(s), *x_c]),
                         "noise_offset": np.array([off["mid"], off["sparse_se"]])}
-    new, trace = log_density(numpyro_model(pooled, plain_names=True), (pooled.data(),), {},
+    new, trace = log_density(numpyro_model(pooled), (pooled.data(),), {},
                              point)
     names = list(pooled.table.items)
     log_sigma = {"Winogrande": x_c[0], "big": x_c[1], "mid": nu + s * off["mid"],
@@ -133,7 +133,7 @@ def test_log_density_matches_scipy_and_default_model():
     # the default model: noise_log_sigma holds log sigma (centred) or the offset per benchmark
     old_point = _point() | {"noise_log_mu": nu, "noise_log_tau": s, "noise_log_sigma": np.array(
         [{"Winogrande": x_c[0], "big": x_c[1], "sparse": 0.0}.get(b, off.get(b)) for b in names])}
-    old, _ = log_density(numpyro_model(default, plain_names=True), (default.data(),), {},
+    old, _ = log_density(numpyro_model(default), (default.data(),), {},
                          old_point)
     assert float(new) == pytest.approx(float(old) + np.log(s) - st.norm.logpdf(0.0), rel=1e-10)
 
@@ -150,12 +150,12 @@ def test_bad_pooling_options_are_refused():
 
 
 def test_the_default_pools_below_30_scores_and_centres_from_30():
-    from platinum_jax.inference._rosetta_bayes import stitching_problem
-    from platinum_jax.models.rosetta_bayes import (
+    from platinum_jax.models.rosetta import (
         CENTRED_NOISE_MIN_SCORES,
         POOLED_NOISE_BELOW,
         NoisyGaussian,
     )
+    from platinum_jax.stitching import stitching_problem
 
     assert (POOLED_NOISE_BELOW, CENTRED_NOISE_MIN_SCORES) == (30, 30)
     assert (NoisyGaussian().pooled_below, NoisyGaussian().centred_min) == (30, 30)
@@ -198,7 +198,7 @@ def _check_world():
 
 
 def test_pooled_noise_check_against_the_chi_square_of_known_residuals():
-    from platinum_jax.models.rosetta_bayes import pooled_noise_check
+    from platinum_jax.models.rosetta import pooled_noise_check
 
     post, y, mi, bi, eps, var = _check_world()
     check = pooled_noise_check(post, y, mi, bi, [True, True, False])
@@ -217,7 +217,7 @@ def test_pooled_noise_check_against_the_chi_square_of_known_residuals():
 
 
 def test_pooled_misfit_warning_names_the_benchmark_and_the_remedy():
-    from platinum_jax.models.rosetta_bayes import pooled_noise_check, warn_pooled_misfit
+    from platinum_jax.models.rosetta import pooled_noise_check, warn_pooled_misfit
 
     post, y, mi, bi, _, _ = _check_world()
     check = pooled_noise_check(post, y, mi, bi, [True, True, False])

@@ -13,24 +13,24 @@ import scipy.stats as st
 from numpyro.infer.util import log_density
 from scipy.special import gammaln
 
+from platinum_jax.data import ScoreTable
 from platinum_jax.design import (
     load_weights_config,
     posterior_decisions,
-    posterior_optimal_weights,
     primitives_from_stitching,
     weights_table,
 )
-from platinum_jax.inference import SamplingWarning, check_diagnostics
-from platinum_jax.models.rosetta_bayes import Priors
-from platinum_jax.stitching import BenchmarkAnchor, ModelAnchor, ScoreTable
-from platinum_jax.stitching.bayes import (
-    compare_likelihoods,
-    fit_stitching_bayes,
-    prepare_data,
-    stitching_model,
-)
+from platinum_jax.inference import SamplingWarning, check_diagnostics, numpyro_model
+from platinum_jax.models.rosetta import BenchmarkAnchor, ModelAnchor, Priors, prepare_data
+from platinum_jax.stitching import compare_likelihoods, fit_stitching_bayes, stitching_problem
 
 ANCHOR = BenchmarkAnchor("b0")
+
+
+def stitching_model(table, anchor, **options):
+    """The NumPyro model the Bayesian preset samples, and its data."""
+    problem, _ = stitching_problem(table, anchor, **options)
+    return numpyro_model(problem), problem.data()
 
 
 def _synthetic(seed=0, n_models=60, n_bench=6, noise=0.03, n_items=None):
@@ -238,7 +238,8 @@ def test_zero_sum_normal_form_log_density_matches_scipy(model_anchor):
     # polar_scale=False: z itself is sampled, zero-sum normal
     import dataclasses
 
-    from platinum_jax.inference import Problem, numpyro_model, stitching_problem
+    from platinum_jax.inference import Problem, numpyro_model
+    from platinum_jax.stitching import stitching_problem
 
     table = _tiny_table()
     if model_anchor is None:
@@ -254,7 +255,7 @@ def test_zero_sum_normal_form_log_density_matches_scipy(model_anchor):
               "noise_log_sigma": np.array([-2.5, -3.9])}
     problem, _ = stitching_problem(table, anchor, priors=pr, centred_min=20, pooled_below=0)
     plain = Problem(dataclasses.replace(problem.model, polar_scale=False), problem.table)
-    ours, _ = log_density(numpyro_model(plain, plain_names=True), (plain.data(),), {}, point)
+    ours, _ = log_density(numpyro_model(plain), (plain.data(),), {}, point)
     expected = _scipy_log_joint(table, point, "gaussian", pr, model_anchor)
     assert float(ours) == pytest.approx(expected, rel=1e-9)
 
@@ -410,18 +411,14 @@ def test_posterior_optimal_weights_match_numpy(nuts_fit, synth):
     assert (out["hdi_3%"] <= out["mean"]).all() and (out["mean"] <= out["hdi_97%"]).all()
 
 
-def test_deprecated_posterior_weights_equal_the_one_pipeline(nuts_fit):
-    # The old name is a shim over the one pipeline: the same draws give the same frame, and
-    # posterior_decisions on those primitives gives the same posterior of v*.
+def test_weights_table_and_posterior_decisions_agree(nuts_fit):
+    # Two views of one pipeline: the same primitives give the same posterior of v*.
     # three benchmarks, as in test_posterior_optimal_weights_match_numpy: one compiled program
     names = ["b2", "b4", "b5"]
     M = np.array([[2.0, 0.5, 0.0], [0.5, 1.0, 0.3], [0.0, 0.3, 1.5]])
     w, r = np.array([1.0, 3.0, 0.5]), 25.0
-    with pytest.warns(DeprecationWarning, match="weights_table"):
-        old = posterior_optimal_weights(nuts_fit, M, w, r, threshold=1.0, benchmarks=names)
     prims = primitives_from_stitching(nuts_fit, w, M=M, benchmarks=names)
-    new = weights_table(prims, r, threshold=1.0, chains=nuts_fit.idata.posterior.sizes["chain"])
-    pd.testing.assert_frame_equal(old, new)
+    old = weights_table(prims, r, threshold=1.0, chains=nuts_fit.idata.posterior.sizes["chain"])
     decided = posterior_decisions(prims, r).items
     np.testing.assert_allclose(decided["mean"].to_numpy(), old["mean"].to_numpy(), rtol=1e-12)
     np.testing.assert_allclose(decided["sd"].to_numpy(), old["sd"].to_numpy(), rtol=1e-10)
@@ -479,7 +476,7 @@ def test_svi_lowrank_guide(synth):
         table, LOWRANK_ANCHOR, method="svi", svi_guide="lowrank", svi_steps=800, samples=200,
         seed=2,
     )
-    assert fit.info["svi_guide"] == "lowrank"
+    assert fit.diagnostics["guide"] == "lowrank"
     # The anchor b2 (D = 0.5, alpha = 2) maps the truth's scale (b0: D = 0, alpha = 1) by a
     # positive affine map, which leaves the correlation unchanged.
     assert np.corrcoef(fit.capabilities["mean"].reindex(truth.index), truth)[0, 1] > 0.95
@@ -570,7 +567,7 @@ def test_cli_writes_outputs(tmp_path):
     assert list(back.posterior["capability"]["model"].values) == list(table.models)
 
 
-def test_cli_stitch_bayes_flag_writes_outputs(tmp_path, synth):
+def test_cli_stitch_bayes_writes_the_fit_files_and_the_papers(tmp_path, synth):
     from platinum_jax.cli import main
 
     table, truth = synth
@@ -578,7 +575,7 @@ def test_cli_stitch_bayes_flag_writes_outputs(tmp_path, synth):
     table.data[["model", "benchmark", "score"]].to_csv(csv, index=False)
     out = tmp_path / "out"
     # the run shape of test_svi_lowrank_guide (LOWRANK_CLI): its programs, from the cache
-    argv = ["stitch", str(csv), "--bayes", *LOWRANK_CLI, "--out", str(out)]
+    argv = ["stitch-bayes", str(csv), *LOWRANK_CLI, "--out", str(out)]
     assert main(argv) == 0
     caps = pd.read_csv(out / "capabilities.csv")
     assert list(caps.columns[:5]) == ["model", "mean", "sd", "hdi_3%", "hdi_97%"]
@@ -590,7 +587,10 @@ def test_cli_stitch_bayes_flag_writes_outputs(tmp_path, synth):
     assert bench.loc["b2", "difficulty_mean"] == 0.5 and bench.loc["b2", "slope_mean"] == 2.0
     summ = pd.read_csv(out / "summary.csv")
     assert {"variable", "name", "mean", "sd", "r_hat", "ess_bulk"} <= set(summ.columns)
-    assert not (out / "fit.json").exists()  # the least-squares outputs are not written
+    # the files `fit --model rosetta_bayes` writes, then the paper's
+    fit_json = json.loads((out / "fit.json").read_text())
+    assert fit_json["model"]["name"] == "rosetta_bayes" and fit_json["method"] == "svi"
+    assert {"subjects.csv", "items.csv", "posterior.nc", "summary.csv"} <= set(fit_json["files"])
     import arviz as az
 
     back = az.from_netcdf(out / "posterior.nc")
@@ -647,7 +647,7 @@ def test_cli_stitch_bayes_anchor_options(tmp_path, synth, capsys):
     assert "--anchor-capabilities" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", [["stitch-bayes"], ["stitch", "--bayes"]])
+@pytest.mark.parametrize("command", [["stitch-bayes"], ["stitch"]])
 def test_cli_reports_bad_anchor(tmp_path, synth, capsys, command):
     from platinum_jax.cli import main
 
@@ -673,7 +673,7 @@ def test_mass_matrix_blocks_and_chain_devices(synth):
     import jax
 
     from platinum_jax.inference import use_cpu_devices_for_chains
-    from platinum_jax.stitching.bayes import hyper_mass_blocks
+    from platinum_jax.stitching import hyper_mass_blocks
 
     scale = ("capability_r2", "anchor_slope_z", "slope_z")
     # the default pooled noise has one site for its level, spread and centred scales

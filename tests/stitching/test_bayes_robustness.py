@@ -9,10 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from platinum_jax.data import ScoreTable
 from platinum_jax.design import load_weights_config
+from platinum_jax.importers import read_epoch_scores
 from platinum_jax.inference import SamplingWarning, check_diagnostics
-from platinum_jax.stitching import BenchmarkAnchor, ScoreTable
-from platinum_jax.stitching.bayes import fit_stitching_bayes
+from platinum_jax.models.rosetta import BenchmarkAnchor
+from platinum_jax.stitching import fit_stitching_bayes
 
 
 def _small_csv(tmp_path, seed=3, n_models=24, n_bench=4):
@@ -81,7 +83,8 @@ def test_hyper_parameters_are_in_the_diagnostics():
 
 
 def test_sampled_coordinates_the_summary_hides_are_checked():
-    # slope_z is left out of the displayed summary (its named twin is slope), yet a sampled
+    # slope_z, a sampling coordinate (its role), is left out of the displayed summary (its
+    # named twin is slope), yet a sampled
     # coordinate whose chains disagree must fail the check: here the second chain of one entry
     # sits 2 sd away, so its R-hat is far above 1.01 while every shown quantity mixes.
     import arviz as az
@@ -96,6 +99,7 @@ def test_sampled_coordinates_the_summary_hides_are_checked():
         sample_stats={"diverging": np.zeros((2, 400), dtype=bool)},
         coords={"model": ["a", "b", "c"], "free_slope": ["x", "y"]},
         dims={"capability": ["model"], "slope_z": ["free_slope"]})
+    idata.posterior["slope_z"].attrs["role"] = "coordinate"
     assert "slope_z" not in set(posterior_summary(idata)["variable"])
     expected = az.rhat(idata.posterior)["slope_z"].values[1]
     with pytest.warns(SamplingWarning, match=r"worst: slope_z\[y\]"):
@@ -144,8 +148,8 @@ def test_cli_runs_one_chain(tmp_path, capsys, sparse_scores):
     ],
 )
 def test_weights_config_is_checked_before_sampling(tmp_path, capsys, monkeypatch, text, named):
+    import platinum_jax.stitching as bayes
     from platinum_jax.cli import main
-    from platinum_jax.stitching import bayes
 
     def must_not_sample(*args, **kwargs):
         raise AssertionError("the weights config must be rejected before the fit")
@@ -197,12 +201,12 @@ def test_cli_rejects_non_positive_counts(tmp_path, capsys, option):
 
 
 @pytest.mark.parametrize(("options", "expected"), [
-    ([], {"dense_mass": True}),  # the defaults: full dense, the model's pooling (30)
+    ([], {"dense_mass": None}),  # the defaults: the model's mass matrix and pooling (30)
     (["--mass-matrix", "hyper", "--pooled-below", "0"], {"dense_mass": "hyper", "pooled_below": 0}),
     (["--mass-matrix", "diagonal", "--pooled-below", "5"], {"dense_mass": False, "pooled_below": 5}),
 ])
 def test_cli_mass_matrix_and_pooling_reach_the_fit(tmp_path, monkeypatch, options, expected):
-    import platinum_jax.stitching.bayes as bayes
+    import platinum_jax.stitching as bayes
     from platinum_jax.cli import main
 
     seen = {}
@@ -269,7 +273,7 @@ def test_short_chains_sample_a_real_subset_cleanly(epoch_dir):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpochDataWarning)
-        full = ScoreTable.from_epoch(epoch_dir / "raw")
+        full = read_epoch_scores(epoch_dir / "raw")
     part = full.select_benchmarks(REAL_SUBSET)
     counts = part.data.groupby("model")["benchmark"].nunique()
     table = part.select_models(counts.index[counts >= 4])
@@ -306,12 +310,13 @@ def test_polar_capabilities_have_the_zero_sum_normal_prior(tmp_path):
     import jax
     from numpyro.infer import Predictive
 
-    from platinum_jax.inference import Problem, numpyro_model, stitching_problem
+    from platinum_jax.inference import Problem, numpyro_model
+    from platinum_jax.stitching import stitching_problem
 
     table = ScoreTable.from_csv(_small_csv(tmp_path, n_models=6, n_bench=3))
     problem, _ = stitching_problem(table, BenchmarkAnchor("b0"))
     polar = Problem(dataclasses.replace(problem.model, polar_scale=True), problem.table)
-    draws = Predictive(numpyro_model(polar, plain_names=True), num_samples=20000)(
+    draws = Predictive(numpyro_model(polar), num_samples=20000)(
         jax.random.PRNGKey(0), polar.data(), observed=False)
     assert {"capability_u", "capability_r2"} <= set(draws)
     u, r2 = np.asarray(draws["capability_u"]), np.asarray(draws["capability_r2"])

@@ -12,18 +12,19 @@ import pandas as pd
 import pytest
 from scipy.optimize import least_squares, minimize_scalar
 
+from platinum_jax.data import ScoreTable
 from platinum_jax.datasets import synthetic_score_table
-from platinum_jax.models import Rosetta, penalty_vector
-from platinum_jax.stitching import (
+from platinum_jax.importers import read_epoch_scores
+from platinum_jax.models import Rosetta
+from platinum_jax.models.rosetta import (
     BenchmarkAnchor,
     ModelAnchor,
     ParameterLayout,
-    ScoreTable,
-    fit_stitching,
-    gauss_newton_system,
+    penalty_vector,
     predict_scores,
     stitching_cost,
 )
+from platinum_jax.stitching import fit_stitching, layout_system
 
 GPT5 = "gpt-5-2025-08-07_high"
 FRONTIERMATH = "FrontierMath-2025-02-28-Private"
@@ -160,7 +161,7 @@ def test_restarts_reach_the_well_converged_reference(real_table, real_fit):
 
 
 def test_epoch_raw_directory_gives_the_same_fit(epoch_dir, real_table, real_fit):
-    table = ScoreTable.from_epoch(epoch_dir / "raw")
+    table = read_epoch_scores(epoch_dir / "raw")
     assert (table.n_scores, table.n_models, table.n_benchmarks) == (1324, 179, 38)
     assert table.models == real_table.models and table.benchmarks == real_table.benchmarks
     np.testing.assert_allclose(table.scores, real_table.scores, atol=1e-9)
@@ -239,7 +240,6 @@ def test_model_anchor_fit_matches_paper_convention_in_scipy():
     np.testing.assert_allclose(fit.benchmarks["slope"], ref.x[9:], atol=1e-6)
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("newton", [False, True])
 def test_structured_system_matches_autodiff(newton):
     table, _ = synthetic_score_table(seed=8, n_models=10, n_benchmarks=4, density=0.8)
@@ -247,7 +247,7 @@ def test_structured_system_matches_autodiff(newton):
     theta = jnp.asarray(np.random.default_rng(4).normal(size=layout.n_free) * 0.5 + np.r_[np.zeros(layout.n_free - 3), np.ones(3)])
     w = jnp.asarray(np.random.default_rng(5).integers(0, 3, table.n_scores).astype(float))
     args = (layout, table.model_index, table.benchmark_index, table.scores)
-    system = jax.jit(gauss_newton_system, static_argnames=("layout", "newton"))
+    system = jax.jit(layout_system, static_argnames=("layout", "newton"))
     cost, grad, hess = system(theta, *args, w, 0.2, newton=newton)
     ref = jax.jit(
         lambda t: (stitching_cost(t, *args, 0.2, w), jax.grad(stitching_cost)(t, *args, 0.2, w))
@@ -573,12 +573,13 @@ def test_fit_keeps_its_link_for_residuals():
 @pytest.mark.parametrize("name, home", [("plot_capabilities", "platinum_jax.plots"),
                                         ("plot_residuals", "platinum_jax.plots"),
                                         ("synthetic_score_table", "platinum_jax.datasets"),
-                                        ("SyntheticTruth", "platinum_jax.datasets")])
-def test_moved_names_warn_and_are_the_new_homes_objects(name, home):
+                                        ("SyntheticTruth", "platinum_jax.datasets"),
+                                        ("ScoreTable", "platinum_jax.data"),
+                                        ("BenchmarkAnchor", "platinum_jax.models.rosetta")])
+def test_each_name_has_one_home(name, home):
     import importlib
 
     import platinum_jax.stitching as st
 
-    with pytest.warns(DeprecationWarning, match=f"from {home} import {name}"):
-        old = getattr(st, name)
-    assert old is getattr(importlib.import_module(home), name)
+    assert not hasattr(st, name)
+    assert hasattr(importlib.import_module(home), name)

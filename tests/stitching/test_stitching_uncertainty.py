@@ -13,8 +13,8 @@ from scipy.optimize import least_squares
 from platinum_jax.cli import main
 from platinum_jax.datasets import synthetic_score_table
 from platinum_jax.inference import kfold_assignments, resample_counts
+from platinum_jax.models.rosetta import BenchmarkAnchor
 from platinum_jax.stitching import (
-    BenchmarkAnchor,
     bootstrap,
     by_kind,
     cross_validate,
@@ -172,7 +172,7 @@ def test_cross_validation_prefers_true_link():
     assert mean["sigmoid"] < mean["clipped_linear"]
     # fold 0 by an independent route: an ordinary fit on the table without fold 0's scores
     sub = table.data.loc[folds != 0]
-    from platinum_jax.stitching import ScoreTable
+    from platinum_jax.data import ScoreTable
 
     sub_fit = fit_stitching(ScoreTable.from_frame(sub), BenchmarkAnchor("bench_00"), l2=0.01)
     held = table.data.loc[folds == 0]

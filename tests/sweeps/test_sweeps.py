@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 
-from platinum_jax import Primitives, concept_basis, platinum_items
+from platinum_jax.agency import Primitives, concept_basis, platinum_items
 from platinum_jax.datasets import demo_world
 from platinum_jax.sweeps import (
     ConceptShift,
@@ -452,7 +452,7 @@ _SHARD_SCRIPT = """
 import json, jax
 jax.config.update("jax_enable_x64", True)
 import numpy as np
-from platinum_jax import Primitives
+from platinum_jax.agency import Primitives
 from platinum_jax.datasets import demo_world
 from platinum_jax.sweeps import (sweep, RiskAversion, RandomPrimitives, wishart_noise, CostScale,
                                  ConceptShift, Platinum, Weights, Welfare)

@@ -26,8 +26,8 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from ._likelihoods import Bernoulli, Beta
 from ._protocol import Likelihood, LogisticCurve, MeasurementModel, Param, PriorSpec
-from .likelihoods import Bernoulli, Beta
 
 __all__ = ["OnePL", "TwoPL", "ThreePL", "FourPL", "BetaTwoPL"]
 

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.stats.norm import logpdf as normal
 
-from ._rosetta_reparam import RosettaReparameterisation
+from ._reparam import RosettaReparameterisation
 
 __all__ = ["ScaledNoiseReparameterisation", "extended", "hyper_log_prob", "hyper_sample",
            "noise_intercept_prior", "scaled_noise_constants", "score_counts"]

@@ -1,7 +1,7 @@
 """A direction on the zero-sum subspace, carried by a vector whose length is nearly fixed.
 
 The Bayesian Rosetta model writes its standardised capabilities as ``z = |z| u / |u|`` (see
-:class:`~platinum_jax.models.rosetta_bayes.RosettaReparameterisation`): only the direction of
+:class:`~platinum_jax.models.rosetta.RosettaReparameterisation`): only the direction of
 ``u`` matters, so any spherically symmetric law of ``u`` on the subspace ``sum(u) = 0`` gives
 the uniform direction, and ``z`` keeps its zero-sum normal prior exactly. The length of ``u``
 is a coordinate the data never see; under a zero-sum normal it would wander over a chi law

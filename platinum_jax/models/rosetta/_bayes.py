@@ -32,52 +32,19 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, xlogy
 
-from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
-from ._protocol import (
+from .._likelihoods import BetaBinomial
+from .._protocol import (
     Hierarchical,
     Identification,
     Likelihood,
     MeasurementModel,
     Param,
 )
-from ._rosetta_bayes_data import (
-    COUNT_LIKELIHOODS,
-    LIKELIHOODS,
-    STDERR_FLOOR,
-    BayesData,
-    anchored_benchmark,
-    check_likelihood,
-    deterministic_sites,
-    floor_se,
-    prepare_data,
-    response_rows,
-)
-from ._rosetta_pooled import pooled_noise_check, warn_pooled_misfit
-from ._rosetta_reparam import RosettaReparameterisation
-from .likelihoods import BetaBinomial
+from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
+from ._reparam import RosettaReparameterisation
 
-__all__ = [
-    "BayesData",
-    "COUNT_LIKELIHOODS",
-    "LIKELIHOODS",
-    "anchored_benchmark",
-    "check_likelihood",
-    "deterministic_sites",
-    "pooled_noise_check",
-    "prepare_data",
-    "response_rows",
-    "warn_pooled_misfit",
-    "CENTRED_NOISE_MIN_SCORES",
-    "POOLED_NOISE_BELOW",
-    "ItemBetaBinomial",
-    "NoisyBeta",
-    "NoisyGaussian",
-    "Priors",
-    "RosettaBayes",
-    "RosettaReparameterisation",
-    "STDERR_FLOOR",
-    "floor_se",
-]
+__all__ = ["CENTRED_NOISE_MIN_SCORES", "POOLED_NOISE_BELOW", "ItemBetaBinomial", "NoisyBeta",
+           "NoisyGaussian", "Priors", "RosettaBayes"]
 
 # Keeps sigmoid outputs strictly inside (0, 1) where Beta / Binomial log densities are finite.
 _MU_EPS = 1e-9
@@ -135,10 +102,10 @@ class Priors:
     slope trade along one ridge that only the priors bound (and a stretch between eras of
     models that few models link).  z is sampled in polar form, z = sqrt(r2) u / |u| with
     r2 = |z|^2 ~ chi^2(n - 1) (``capability_r2``) and u uniform in direction on the zero-sum
-    subspace (``capability_u``, on a thin shell: :mod:`platinum_jax.models._zero_sum_shell`),
+    subspace (``capability_u``, on a thin shell: :mod:`platinum_jax.models.rosetta._zero_sum_shell`),
     exactly the ZeroSumNormal(1) prior of z; the ridge then lies in (log r2, slopes) alone,
     which one dense block of the mass matrix follows (``hyper_mass_blocks`` of
-    :mod:`platinum_jax.stitching.bayes`).  ``RosettaBayes(polar_scale=False)`` samples z itself.
+    :func:`platinum_jax.stitching.fit_stitching_bayes`).  ``RosettaBayes(polar_scale=False)`` samples z itself.
 
     Gaussian noise is hierarchical on the log scale, log sigma_b ~ N(nu, s) with
     nu ~ N(log_noise_loc, log_noise_loc_scale) and s ~ LogNormal(log log_noise_spread,
@@ -152,7 +119,7 @@ class Priors:
     6 scores, sigma 0.005).  A benchmark with fewer than ``POOLED_NOISE_BELOW`` (30) scores and
     no standard errors has no noise scale of its own: sigma_b = exp(nu), the common level
     (:class:`NoisyGaussian`'s ``pooled_below``; sites ``noise`` and ``noise_offset``, see
-    :mod:`platinum_jax.models._rosetta_pooled`).  With ``pooled_below=0`` every benchmark has
+    :mod:`platinum_jax.models.rosetta._pooled`).  With ``pooled_below=0`` every benchmark has
     its own, and the site ``noise_log_sigma`` holds log sigma_b or n_b accordingly.  By
     default the two bars are equal, so only benchmarks with standard errors and fewer than 30
     scores are sampled non-centred.  The
@@ -207,7 +174,7 @@ class NoisyGaussian(Likelihood):
     ``pooled_below`` (Bayesian fits of :class:`RosettaBayes`): a benchmark with fewer scores
     than this and no known standard error has no noise scale of its own but the common level,
     sigma_b = exp(noise_log_mu) (complete pooling: in a joint fit its scores cannot estimate
-    their own noise; see :mod:`platinum_jax.models._rosetta_pooled`). The default,
+    their own noise; see :mod:`platinum_jax.models.rosetta._pooled`). The default,
     :data:`POOLED_NOISE_BELOW` (30, the bar for centring), passed a sweep over seeds and random
     subsets of Epoch's raw directory with no divergent transition and every coordinate mixed
     (``benchmarks/bench_bayes_defaults.py``); 0 pools none (the fully hierarchical noise,
@@ -237,6 +204,9 @@ class NoisyGaussian(Likelihood):
             init=self.priors.log_noise_loc,
             prior=Hierarchical("noise_log_mu", "noise_log_tau", centred=int(self.centred_min)),
             doc="log noise scale log sigma_b")}
+
+    def derived(self, item):
+        return {"sigma": jnp.exp(item["noise_log_sigma"])}  # sigma_b
 
     def _sd(self, theta):
         return jnp.sqrt(jnp.exp(2.0 * theta["noise_log_sigma"]) + theta["se"] ** 2)
@@ -330,7 +300,7 @@ class RosettaBayes(MeasurementModel):
             :class:`Priors`) or, False, as they are.
         noise_scaled: Gaussian likelihood: sample the intercept of a benchmark with few scores
             and no standard errors relative to its noise scale (opt-in; see
-            :mod:`platinum_jax.models._rosetta_noise`).
+            :mod:`platinum_jax.models.rosetta._noise`).
 
     The declared priors of ``capability``, ``difficulty`` and ``slope`` (wide normals) serve
     point fits only; Bayesian fits sample the reparameterisation. ``nuts_settings``: the
@@ -346,7 +316,9 @@ class RosettaBayes(MeasurementModel):
     polar_scale: bool = True
     noise_scaled: bool = False
     name: ClassVar[str] = "rosetta_bayes"
-    nuts_settings: ClassVar[dict] = {"warmup": 1000, "samples": 1500, "target_accept": 0.99}
+    dim_names: ClassVar[tuple[str, str, str]] = ("model", "benchmark", "score")
+    nuts_settings: ClassVar[dict] = {"warmup": 1000, "samples": 1500, "target_accept": 0.99,
+                                     "dense_mass": True, "init": "uniform"}
 
     def subject_params(self):
         return {"capability": Param(prior=_dist().Normal(0.0, 3.0), doc="capability C_m")}
@@ -364,7 +336,7 @@ class RosettaBayes(MeasurementModel):
         return jnp.clip(jax.nn.sigmoid(z), _MU_EPS, 1.0 - _MU_EPS)
 
     def identify(self, table) -> Identification:
-        from .rosetta import Rosetta
+        from ._model import Rosetta
 
         ident = Rosetta(anchor=self.anchor).identify(table)
         return Identification(subject=ident.subject, item=ident.item,
@@ -390,13 +362,11 @@ class RosettaBayes(MeasurementModel):
         """The model with a likelihood by name: ``"gaussian"`` (:class:`NoisyGaussian`, with
         ``centred_min`` and ``pooled_below``), ``"beta"`` (:class:`NoisyBeta`), ``"binomial"``
         or ``"beta_binomial"`` (:class:`ItemBetaBinomial`), all with ``priors``: what
-        ``stitch-bayes`` and ``fit --model rosetta --method nuts`` both sample."""
-        from platinum_jax._names import likelihood_name
-
-        from .likelihoods import Binomial
+        ``stitch-bayes`` and ``fit --model rosetta_bayes`` both sample."""
+        from .._likelihoods import Binomial
 
         priors = Priors() if priors is None else priors
-        name = likelihood_name(likelihood)
+        name = likelihood
         for arg, value in (("centred_min", centred_min), ("pooled_below", pooled_below)):
             if isinstance(value, bool) or int(value) != value or value < 0:
                 raise ValueError(f"{arg} must be a whole number of scores >= 0, got {value!r}")
@@ -442,11 +412,11 @@ class RosettaBayes(MeasurementModel):
                              f"(NoisyGaussian(pooled_below={lik.pooled_below})) are two "
                              "answers to one funnel; set pooled_below=0 for noise_scaled")
         if self.noise_scaled and isinstance(lik, NoisyGaussian):
-            from ._rosetta_noise import scaled_noise
+            from ._noise import scaled_noise
 
             return scaled_noise(rep, table, lik.centred_min)
         if pooled:
-            from ._rosetta_pooled import pooled_noise
+            from ._pooled import pooled_noise
 
             return pooled_noise(rep, table, int(lik.centred_min), int(lik.pooled_below))
         return rep

@@ -15,8 +15,8 @@ from typing import ClassVar
 import jax
 import numpy as np
 
+from ._likelihoods import Bernoulli
 from ._protocol import Fixed, Identification, Likelihood, MeasurementModel, Param, PriorSpec
-from .likelihoods import Bernoulli
 
 __all__ = ["MultidimensionalTwoPL", "varimax"]
 

@@ -19,8 +19,8 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from ._likelihoods import Categorical
 from ._protocol import Likelihood, MeasurementModel, Param, PriorSpec
-from .likelihoods import Categorical
 
 __all__ = ["GradedResponse", "ordered_thresholds"]
 
@@ -37,7 +37,7 @@ class GradedResponse(MeasurementModel):
 
     Item parameters: ``discrimination`` ``a_i > 0`` (fitted as ``log a_i``) and
     ``threshold`` ``(K-1,)`` ordered. ``mean`` returns the K category log-probabilities; the
-    :class:`~platinum_jax.models.likelihoods.Categorical` likelihood reads them, and the
+    :class:`~platinum_jax.models.Categorical` likelihood reads them, and the
     expected category ``sum_k k P(Y = k)`` is what residuals and predictions report.
     """
 

@@ -48,9 +48,9 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ._groups import check_item_groups, count_groups, fixed_item_groups
+from ._groups import check_item_groups, count_groups
+from ._likelihoods import Bernoulli
 from ._protocol import Identification, Likelihood, MeasurementModel, Param, PriorSpec
-from .likelihoods import Bernoulli
 
 __all__ = ["HierarchicalTwoPL"]
 
@@ -84,15 +84,13 @@ class HierarchicalTwoPL(MeasurementModel):
         """The model sized for ``table``'s groups (its ``group`` column, i.e. the benchmark)."""
         return cls(groups=count_groups(table, cls.name), **options)
 
-    for_table = from_table  # the earlier name
-
     # ------------------------------------------------------------------ declarations
     def subject_params(self):
         return {"ability": Param(prior=PriorSpec("Normal", 0.0, 1.0), doc="ability theta_s")}
 
     def item_params(self):
         return {
-            "benchmark": Param(doc="position g(i) of the item's benchmark (fixed by the data)"),
+            "benchmark": Param(data="group", doc="position g(i) of the item's benchmark (data)"),
             "difficulty_z": Param(prior=PriorSpec("Normal", 0.0, 1.0), jitter=0.3,
                                   doc="standardised difficulty z_i = (b_i - beta_g) / sigma_b"),
             "discrimination_z": Param(prior=PriorSpec("Normal", 0.0, 1.0), jitter=0.3,
@@ -151,13 +149,8 @@ class HierarchicalTwoPL(MeasurementModel):
         return total
 
     def identify(self, table) -> Identification:
-        where = fixed_item_groups(table, self.groups, self.item_groups, self.name,
-                                  "HierarchicalTwoPL.from_table(table)")
-        return Identification(
-            item={"benchmark": where},
-            description="ability prior theta ~ N(0, 1); each item's benchmark fixed by the "
-            "group column",
-        )
+        return Identification(description="ability prior theta ~ N(0, 1); each item's "
+                              "benchmark from the group column")
 
     def describe(self):
         return {**super().describe(), "groups": int(self.groups)}

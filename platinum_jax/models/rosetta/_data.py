@@ -1,4 +1,4 @@
-"""Data preparation for the Bayesian Rosetta model (:mod:`platinum_jax.models.rosetta_bayes`):
+"""Data preparation for the Bayesian Rosetta model (:mod:`platinum_jax.models.rosetta`):
 a score table (models x benchmarks, long, with optional ``stderr`` and ``n_items``) becomes
 the arrays the model conditions on and the response table the engine fits.
 """
@@ -115,7 +115,7 @@ def anchored_benchmark(layout) -> int | None:
     """The benchmark whose difficulty and slope the anchor fixes, or None (a model anchor).
 
     With such an anchor the model derives the scale (mu_C, tau_C) from that benchmark's
-    sampled intercept and slope instead of sampling it (see :class:`~platinum_jax.models.rosetta_bayes.RosettaReparameterisation`).
+    sampled intercept and slope instead of sampling it (see :class:`~platinum_jax.models.rosetta.RosettaReparameterisation`).
     """
     if (
         not layout.fixed_capability
@@ -140,12 +140,14 @@ def deterministic_sites(layout, likelihood: str) -> tuple[str, ...]:
 def response_rows(table, data: BayesData, likelihood: str):
     """The prepared scores as a :class:`~platinum_jax.data.ResponseTable` (subjects = models,
     items = benchmarks, rows in the score table's order): counts become fractions of their
-    ``trials`` (= ``n_items``), known standard errors the ``se`` column (0 = unknown)."""
+    ``trials`` (= ``n_items``), known standard errors the ``se`` column (0 = unknown; no ``se``
+    column when no score has one, as a file without standard errors reads)."""
     from platinum_jax.data import ResponseTable
 
     counts = likelihood in COUNT_LIKELIHOODS
     n = np.asarray(data.n_items, dtype=np.float64)
     y = np.asarray(data.scores, dtype=np.float64)
+    se = np.asarray(data.stderr, dtype=np.float64)
     return ResponseTable(
         subjects=pd.Index(list(table.models), name="subject"),
         items=pd.Index(list(table.benchmarks), name="item"),
@@ -153,7 +155,7 @@ def response_rows(table, data: BayesData, likelihood: str):
         item_index=np.asarray(data.benchmark_index, dtype=np.int32),
         response=y / n if counts else y,
         trials=n if counts else None,
-        se=np.asarray(data.stderr, dtype=np.float64),
+        se=se if np.any(se > 0) else None,
         source="the score table",
     )
 

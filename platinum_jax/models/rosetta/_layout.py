@@ -22,7 +22,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 from platinum_jax._names import UnknownNameError, close_matches_message
 
 from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
-from .rosetta import LINKS
+from ._model import LINKS
 
 __all__ = [
     "ParameterLayout",
@@ -78,7 +78,7 @@ class ParameterLayout:
     @classmethod
     def from_table(cls, table, anchor: Anchor | None = None) -> ParameterLayout:
         """Layout for a table with ``models`` and ``benchmarks`` name tuples (a stitching
-        :class:`~platinum_jax.stitching.ScoreTable`) under ``anchor`` (default: Winogrande,
+        :class:`~platinum_jax.data.ScoreTable`) under ``anchor`` (default: Winogrande,
         D = 0, alpha = 1); see :meth:`for_names`."""
         anchor = BenchmarkAnchor() if anchor is None else anchor
         return cls.for_names(tuple(table.models), tuple(table.benchmarks), anchor)

@@ -23,9 +23,9 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
-from ._groups import check_item_groups, count_groups, fixed_item_groups
+from ._groups import check_item_groups, count_groups
+from ._likelihoods import Bernoulli
 from ._protocol import Identification, Likelihood, MeasurementModel, Param, PriorSpec
-from .likelihoods import Bernoulli
 
 __all__ = ["GroupGuessingThreePL"]
 
@@ -58,7 +58,7 @@ class GroupGuessingThreePL(MeasurementModel):
 
     def item_params(self):
         return {
-            "benchmark": Param(doc="position g(i) of the item's benchmark (fixed by the data)"),
+            "benchmark": Param(data="group", doc="position g(i) of the item's benchmark (data)"),
             "difficulty": Param(prior=PriorSpec("Normal", 0.0, 3.0), doc="difficulty b_i"),
             "discrimination": Param(prior=PriorSpec("Normal", 0.0, 1.0), transform=jnp.exp,
                                     doc="discrimination a_i (fitted as log a_i)"),
@@ -77,11 +77,8 @@ class GroupGuessingThreePL(MeasurementModel):
         return c + (1.0 - c) * jax.nn.sigmoid(a * (subject["ability"] - item["difficulty"]))
 
     def identify(self, table) -> Identification:
-        where = fixed_item_groups(table, self.groups, self.item_groups, self.name,
-                                  "GroupGuessingThreePL.from_table(table)")
-        return Identification(item={"benchmark": where},
-                              description="ability prior theta ~ N(0, 1); each item's "
-                              "benchmark fixed by the group column")
+        return Identification(description="ability prior theta ~ N(0, 1); each item's "
+                              "benchmark from the group column")
 
     def describe(self):
         return {**super().describe(), "groups": int(self.groups)}

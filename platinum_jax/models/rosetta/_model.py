@@ -26,8 +26,8 @@ import numpy as np
 
 from platinum_jax._names import UnknownNameError, close_matches_message
 
-from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
-from ._protocol import (
+from .._likelihoods import Gaussian
+from .._protocol import (
     DataInfo,
     Fixed,
     Identification,
@@ -37,7 +37,7 @@ from ._protocol import (
     PriorSpec,
     fix_entries,
 )
-from .likelihoods import Gaussian
+from ._anchors import Anchor, BenchmarkAnchor, ModelAnchor
 
 __all__ = ["Rosetta", "LINKS"]
 
@@ -78,6 +78,7 @@ class Rosetta(MeasurementModel):
     anchor: Anchor = BenchmarkAnchor()
     likelihood: Likelihood = Gaussian(noise=1.0)
     name: ClassVar[str] = "rosetta"
+    dim_names: ClassVar[tuple[str, str, str]] = ("model", "benchmark", "score")
 
     def __check_init__(self):
         if self.link not in LINKS:

@@ -3,7 +3,7 @@ when a benchmark has too few scores, and no standard errors, to say anything abo
 noise level (``NoisyGaussian(pooled_below=k)``).
 
 A modelling choice, not only a change of coordinates. With the hierarchical noise of
-:class:`~platinum_jax.models.rosetta_bayes.Priors` a benchmark with 3 scores and no standard
+:class:`~platinum_jax.models.rosetta.Priors` a benchmark with 3 scores and no standard
 errors has its noise scale sigma_b left to the prior: its scores pin its intercept (and its
 slope) only to within about sigma_b, and intercept, slope and log sigma_b form a funnel in
 which NUTS diverges (ScienceQA and LAMBADA on random subsets of Epoch's raw data). Here a
@@ -33,9 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.stats.norm import logpdf as normal
 
-from ._rosetta_layout import StitchingParams, predict_scores
-from ._rosetta_noise import extended, hyper_log_prob, hyper_sample, score_counts
-from ._rosetta_reparam import RosettaReparameterisation
+from ._layout import StitchingParams, predict_scores
+from ._noise import extended, hyper_log_prob, hyper_sample, score_counts
+from ._reparam import RosettaReparameterisation
 
 __all__ = ["PooledNoiseReparameterisation", "pooled_noise_check", "pooled_noise_masks",
            "pooled_noise_prior", "warn_pooled_misfit"]
@@ -110,6 +110,13 @@ class PooledNoiseReparameterisation(RosettaReparameterisation):
         names = np.asarray(benchmarks, dtype=object)
         return {"noise": ["nu", "log_s", *names[np.asarray(self.centred, dtype=bool)]],
                 "noise_offset": list(names[self._offset_mask()])}
+
+    def coords(self, subjects, items):
+        out = super().coords(subjects, items)
+        for site, names in self.entry_labels(items).items():
+            if names:  # a site with no entries is not sampled
+                out[site] = [(f"{site}_entry", names)]
+        return out
 
     def parameters(self, values):
         v = values["noise"]

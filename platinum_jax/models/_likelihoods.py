@@ -89,6 +89,7 @@ class Binomial(Likelihood):
     of items solved. Rows without a ``trials`` column count as one attempt."""
 
     name: ClassVar[str] = "binomial"
+    lattice: ClassVar[bool] = True
 
     def log_prob(self, y, mu, trials, theta):
         n = 1.0 if trials is None else trials
@@ -216,6 +217,7 @@ class BetaBinomial(Likelihood):
     probability varies around ``mu`` (over-dispersion, global ``log_precision``)."""
 
     name: ClassVar[str] = "beta_binomial"
+    lattice: ClassVar[bool] = True
 
     def params(self):
         return {"log_precision": Param(init=float(np.log(20.0)),

@@ -1,6 +1,6 @@
 """The standardised coordinates in which NUTS samples the Bayesian Rosetta model
-(:class:`~platinum_jax.models.rosetta_bayes.RosettaBayes`; the maths is in
-:class:`~platinum_jax.models.rosetta_bayes.Priors`)."""
+(:class:`~platinum_jax.models.rosetta.RosettaBayes`; the maths is in
+:class:`~platinum_jax.models.rosetta.Priors`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._protocol import Reparameterisation
+from .._protocol import Reparameterisation
 from ._zero_sum_shell import zero_sum_shell
 
 __all__ = ["RosettaReparameterisation"]
@@ -71,6 +71,15 @@ class RosettaReparameterisation(Reparameterisation):
         out["intercept"] = d.Normal(p.intercept_loc, p.intercept_scale).expand(
             [len(self.free_difficulty)]).to_event(1)
         out["slope_z"] = d.Normal(0.0, 1.0).expand([len(self.free_slope)]).to_event(1)
+        return out
+
+    def coords(self, subjects, items):
+        subjects, items = np.asarray(subjects, dtype=object), np.asarray(items, dtype=object)
+        free_c = list(subjects[list(self.free_capability)])
+        out = {"intercept": [("free_difficulty", list(items[list(self.free_difficulty)]))],
+               "slope_z": [("free_slope", list(items[list(self.free_slope)]))]}
+        for site in (("capability_u", "capability_z") if self.polar else ("capability_z",)):
+            out[site] = [("free_capability", free_c)]
         return out
 
     def _per_benchmark_mean(self, values):

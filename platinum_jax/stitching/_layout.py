@@ -1,6 +1,6 @@
 """The Rosetta model's flat parameter layout on the engine's blocks.
 
-A :class:`~platinum_jax.models.ParameterLayout` orders the free parameters of the Rosetta model
+A :class:`~platinum_jax.models.rosetta.ParameterLayout` orders the free parameters of the Rosetta model
 (Ho et al. 2025, "A Rosetta Stone for AI Benchmarks") as ``theta = concat(C_free, D_free,
 alpha_free)``; the engine keeps them as raw blocks ``S = C[:, None]``, ``I = [D, alpha]`` and
 the globals (the centre ``t`` of the L2 penalty, a point-fit device the data never see). These
@@ -20,22 +20,25 @@ import numpy as np
 import pandas as pd
 
 from platinum_jax.data import ResponseTable
-from platinum_jax.models import (
+from platinum_jax.inference import (
+    Data,
+    Fit,
+    MAPResult,
+    Problem,
+    Theta,
+    bootstrap_replicates,
+    laplace_covariance,
+    objective_hessian,
+    solve_map,
+)
+from platinum_jax.models import Fixed, Identification, Rosetta
+from platinum_jax.models.rosetta import (
     BenchmarkAnchor,
-    Fixed,
-    Identification,
     ParameterLayout,
-    Rosetta,
     penalty_vector,
     predict_scores,
     regularisation_denominator,
 )
-
-from ._map import MAPResult, solve_map
-from ._point import laplace_covariance, objective_hessian
-from ._problem import Data, Problem, Theta
-from ._resample import bootstrap_replicates
-from ._results import Fit
 
 __all__ = ["BootstrapResult", "from_engine_theta", "layout_batch", "layout_bootstrap",
            "layout_entries", "layout_hessian", "layout_laplace", "layout_laplace_sd", "layout_problem",
@@ -89,7 +92,7 @@ def layout_problem(layout: ParameterLayout, l2: float = 0.1, link: str = "sigmoi
     The problem knows only the sizes (its rows are placeholders), so the rows come in as
     :class:`Data` at solve time. The L2 term is the layout's: centred on the best common shift
     of C and D when ``layout.center_penalty``, plain otherwise, normalised by
-    :func:`~platinum_jax.models.regularisation_denominator`; a layout with no fixed entry (the
+    :func:`~platinum_jax.models.rosetta.regularisation_denominator`; a layout with no fixed entry (the
     scale held by the penalty alone) is allowed.
     """
     m, b = layout.n_models, layout.n_benchmarks
@@ -117,7 +120,7 @@ def layout_problem(layout: ParameterLayout, l2: float = 0.1, link: str = "sigmoi
 
 def layout_system(theta, layout: ParameterLayout, model_index, benchmark_index, scores, weights,
                   l2, link: str = "sigmoid", newton: bool = False):
-    """Cost ``0.5 |r|^2`` (:func:`~platinum_jax.models.stitching_cost`), gradient (P,) and
+    """Cost ``0.5 |r|^2`` (:func:`~platinum_jax.models.rosetta.stitching_cost`), gradient (P,) and
     Gauss-Newton (exact with ``newton``) Hessian (P, P) of the paper's objective over the
     layout's free parameters, by autodiff (jittable, ``layout`` static)."""
     return _layout_system(jnp.asarray(theta), layout, model_index, benchmark_index, scores,

@@ -1,0 +1,243 @@
+"""The NumPyro model of any measurement model, built from its declaration.
+
+:func:`numpyro_model` turns a :class:`~platinum_jax.models.MeasurementModel` bound to data (a
+:class:`Problem`) into a plain NumPyro model function: priors on the free entries of every
+declared parameter (one sample site per parameter, named as the parameter), a model's
+:class:`~platinum_jax.models.Reparameterisation` sampled in its own coordinates, and the
+likelihood as one observed site ``y``. :func:`assemble_parameters` maps one draw of the sites
+back to the model's raw parameter blocks. The drivers that sample it are in ``_bayes``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from platinum_jax.models import Hierarchical
+
+from ._problem import Data, Problem, Theta
+
+__all__ = ["assemble_parameters", "numpyro_model", "posterior_theta", "posterior_values"]
+
+
+def _reparam(problem: Problem):
+    """The model's :class:`Reparameterisation` for this data, or None (cached per problem)."""
+    if not hasattr(problem, "_bayes_reparam"):
+        rep = problem.model.reparameterise(problem.table)
+        if rep is not None:
+            known = set(problem.subject.names) | set(problem.item.names) | set(problem.glob.names)
+            unknown = set(rep.replaces) - known
+            if unknown:
+                raise ValueError(f"the reparameterisation of model {problem.model.name!r} "
+                                 f"replaces unknown parameter(s) {sorted(unknown)}")
+        problem._bayes_reparam = rep
+    return problem._bayes_reparam
+
+
+def _entity_counts(problem: Problem, bid: int):
+    t = problem.table
+    if bid == 0:
+        return np.bincount(t.subject_index, minlength=t.n_subjects)
+    return np.bincount(t.item_index, minlength=t.n_items)
+
+
+def _sites(problem: Problem):
+    """Sample sites of the declared parameters: ``(site name, block id, param, flat positions
+    of its free entries, centred mask per position or None)``; a reparameterisation's
+    parameters are left out (it samples its own sites)."""
+    rep = _reparam(problem)
+    replaced = set() if rep is None else set(rep.replaces)
+    seen: dict[str, str] = {}
+    for label, block in (("subject", problem.subject), ("item", problem.item),
+                         ("global", problem.glob)):
+        for name in block.names:  # sites are named as their parameters: one name, one site
+            if name in seen:
+                raise ValueError(f"model {problem.model.name!r} declares a {seen[name]} and a "
+                                 f"{label} parameter both named {name!r}; give them distinct "
+                                 "names")
+            seen[name] = label
+    out = []
+    # Globals first: a hierarchical prior of a subject or item parameter reads them.
+    blocks = (("subject", problem.subject, problem.free_S), ("item", problem.item, problem.free_I),
+              ("global", problem.glob, problem.free_G))
+    for bid in (2, 0, 1):
+        label, block, free = blocks[bid]
+        free2 = np.atleast_2d(free)
+        for name, (a, b, _) in block.slices().items():
+            p = dict(block.decl)[name]
+            if p.map_only or name in replaced:
+                continue
+            cols = np.zeros(free2.shape, dtype=bool)
+            cols[:, a:b] = free2[:, a:b]
+            pos = np.flatnonzero(cols.ravel())
+            if len(pos) == 0:
+                continue
+            if p.prior is None:
+                raise ValueError(
+                    f"{label} parameter {name!r} of model {problem.model.name!r} has no prior; "
+                    "a Bayesian fit needs a prior on every fitted parameter (set Param.prior)"
+                )
+            centred = None
+            if isinstance(p.prior, Hierarchical):
+                if bid == 2:
+                    raise ValueError(f"global parameter {name!r}: a Hierarchical prior belongs "
+                                     "to subject or item parameters (its loc and scale are "
+                                     "globals)")
+                counts = _entity_counts(problem, bid)
+                centred = p.prior.centred_mask(counts)[pos // block.size]
+            out.append((name, bid, p, pos, centred))
+    return out
+
+
+def _natural_globals(problem: Problem, g) -> dict:
+    return problem.glob.natural(problem.glob.unflatten(g))
+
+
+def _assemble(problem: Problem, values: dict):
+    """Sampled values -> full raw blocks and the reparameterisation's extras.
+
+    Fixed and point-fit-only entries keep their start values; a reparameterisation fills the
+    parameters it replaces; non-centred hierarchical entries become ``loc + scale * n``."""
+    start = problem.start()
+    blocks = [b.ravel() for b in start]
+    shapes = [b.shape for b in start]
+    frees = [np.asarray(f).ravel() for f in (problem.free_S, problem.free_I, problem.free_G)]
+    extras: dict = {}
+    rep = _reparam(problem)
+    if rep is not None:
+        out = rep.parameters({k: values[k] for k in rep.sites()})
+        for bid, block in enumerate((problem.subject, problem.item, problem.glob)):
+            for name, (a, b, _) in block.slices().items():
+                if name not in rep.replaces:
+                    continue
+                full = blocks[bid].reshape(shapes[bid])
+                new = jnp.asarray(out[name], full.dtype).reshape(*full.shape[:-1], b - a)
+                cols = full.at[..., a:b].set(new).ravel()
+                blocks[bid] = jnp.where(frees[bid], cols, blocks[bid])
+        extras = {k: v for k, v in out.items() if k not in rep.replaces}
+        extras.update({k: out[k] for k in rep.replaces})
+    sites = _sites(problem)
+    for site, bid, _, pos, _ in sites:
+        if bid == 2:
+            blocks[2] = blocks[2].at[pos].set(values[site])
+    glob = _natural_globals(problem, blocks[2])
+    for site, bid, p, pos, centred in sites:
+        if bid == 2:
+            continue
+        v = values[site]
+        if centred is not None:
+            loc, scale = glob[p.prior.loc], glob[p.prior.scale]
+            v = jnp.where(centred, v, loc + scale * v)
+        blocks[bid] = blocks[bid].at[pos].set(v)
+    theta = Theta(*(b.reshape(s) for b, s in zip(blocks, shapes, strict=True)))
+    return theta, extras
+
+
+def numpyro_model(problem: Problem):
+    """A NumPyro model function ``model(data, observed=True)`` for ``problem`` (a model bound
+    to data).
+
+    Each declared parameter with free entries becomes one sample site over those entries,
+    named as the parameter, with the parameter's prior;
+    a :class:`~platinum_jax.models.Hierarchical` prior is sampled centred or non-centred as it
+    says, after the globals it reads. A model's
+    :class:`~platinum_jax.models.Reparameterisation` replaces its parameters' sites by its own
+    and records what it computes (the replaced parameters included) as deterministic sites.
+    The responses are one observed site ``"y"`` whose log density is
+    ``weight * log p(y | mu, theta)`` per row; ``observed=False`` samples it (prior and
+    posterior predictive). Copy and extend it like any NumPyro model.
+    """
+    import numpyro
+    import numpyro.distributions as dist
+
+    from ._rows import Responses
+
+    sites = _sites(problem)
+    rep = _reparam(problem)
+    rep_sites = {} if rep is None else rep.sites()
+    clash = set(rep_sites) & {s[0] for s in sites}
+    if clash:
+        raise ValueError(f"reparameterisation site names clash with parameters: {sorted(clash)}")
+
+    def model(data: Data, observed: bool = True):
+        values = {}
+        # Order: the reparameterisation's coordinates, the globals, then subjects and items
+        # (hierarchical priors read the globals).
+        for site, d in rep_sites.items():
+            values[site] = numpyro.sample(site, d)
+        for site, bid, p, pos, _ in sites:
+            if bid == 2:
+                values[site] = numpyro.sample(site, p.prior.expand([len(pos)]).to_event(1))
+        glob = None
+        for site, bid, p, pos, centred in sites:
+            if bid == 2:
+                continue
+            if centred is None:
+                prior = p.prior.expand([len(pos)])
+            else:
+                if glob is None:  # the globals as sampled so far (hierarchical priors read them)
+                    g = _assemble_globals(problem, values)
+                    glob = _natural_globals(problem, g)
+                loc, scale = glob[p.prior.loc], glob[p.prior.scale]
+                prior = dist.Normal(jnp.where(centred, loc, 0.0), jnp.where(centred, scale, 1.0))
+            values[site] = numpyro.sample(site, prior.to_event(1))
+        theta, extras = _assemble(problem, values)
+        for k, v in extras.items():
+            if k not in rep_sites:  # a sampled coordinate passed through is recorded already
+                numpyro.deterministic(k, v)
+        numpyro.sample("y", Responses(problem, theta, data),
+                       obs=data.response if observed else None)
+
+    return model
+
+
+def assemble_parameters(problem: Problem, values: dict):
+    """Sampled site values (one draw) -> ``(theta, extras)``: the model's full raw parameter
+    blocks, with fixed entries at their start values and reparameterised or non-centred entries
+    mapped back, and the reparameterisation's extra quantities. Jittable and vmappable."""
+    return _assemble(problem, values)
+
+
+def _assemble_globals(problem: Problem, values: dict):
+    g = problem.start().globals
+    frees = np.asarray(problem.free_G).ravel()
+    rep = _reparam(problem)
+    if rep is not None and any(n in rep.replaces for n in problem.glob.names):
+        out = rep.parameters({k: values[k] for k in rep.sites()})
+        for name, (a, b, _) in problem.glob.slices().items():
+            if name in rep.replaces:
+                new = g.at[a:b].set(jnp.asarray(out[name], g.dtype).reshape(b - a))
+                g = jnp.where(frees, new, g)
+    for site, bid, _, pos, _ in _sites(problem):
+        if bid == 2:
+            g = g.at[pos].set(values[site])
+    return g
+
+
+def _map_start(problem: Problem) -> dict:
+    """The MAP fit's free entries per sample site: where NUTS and SVI start."""
+    from ._point import fit_map
+
+    if problem.has_se and problem.model.likelihood.reads_se:
+        # The MAP solvers do not pass known standard errors to the likelihood; a start that
+        # ignored them would be a different model's mode, so start where NumPyro does.
+        return {}
+    start = fit_map(problem, problem.table)
+    # Hierarchical non-centred entries and reparameterised sites start where NumPyro puts them.
+    return {site: jnp.asarray(np.asarray(start.theta[bid]).ravel()[pos], problem.dtype)
+            for site, bid, _, pos, centred in _sites(problem) if centred is None}
+
+
+def posterior_theta(problem: Problem, samples: dict) -> Theta:
+    """Flat posterior samples ``{site: (D, k)}`` -> raw blocks with a leading draw axis."""
+    return posterior_values(problem, samples)[0]
+
+
+def posterior_values(problem: Problem, samples: dict):
+    """Flat samples ``{site: (D, ...)}`` -> ``(Theta, extras)`` with a leading draw axis:
+    the raw blocks and what the model's reparameterisation derives (one compiled map)."""
+    fn = jax.jit(jax.vmap(lambda values: _assemble(problem, values)))
+    return fn({k: jnp.asarray(v) for k, v in samples.items()})
+
+
