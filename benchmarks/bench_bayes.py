@@ -1,40 +1,38 @@
-"""Bayesian stitching: our NumPyro NUTS against the same model and priors written in PyMC.
+"""The Bayesian Rosetta model sampled by ours, by nutpie and by PyMC's own NUTS, side by side.
 
-Both samplers fit the Gaussian-likelihood stitching model (Winogrande anchor, the default
-:class:`Priors`, the same standardised parameterisation) to the Epoch ``scores_long.csv``.
-Reported per sampler: the sampler's wall time (compilation included: ``ours_s`` is the NUTS
-run inside ``fit_stitching_bayes``, ``baseline_s`` is ``pm.sample``), the minimum bulk ESS over
-all free capabilities, difficulties and slopes, and min-ESS per second on those times.
-``ours_total_s`` is the whole ``fit_stitching_bayes`` call, which also computes the posterior
-predictive, the pointwise log likelihood and the summaries.  PyMC keeps compiled C code in a
-disk cache, so its first run in a fresh environment is slower than later ones; ours keeps
-compiled XLA programs on disk the same way (``enable_compilation_cache``, as the CLI does;
-``--no-cache`` turns it off, and the first run after any change compiles afresh).  Ours also reports the checks
-of the real-data target: divergences, max R-hat, min bulk ESS and the Spearman correlation of
-posterior-mean capabilities with the MAP fit.
+One model: :class:`~platinum_jax.models.RosettaBayes` with its defaults (Winogrande anchor, the
+default :class:`~platinum_jax.models.rosetta.Priors`, the Gaussian noise pooled below 30 scores
+and centred from 30, known standard errors floored at 0.005), on Epoch's ``scores_long.csv`` and
+on its ``raw/`` directory. The peers sample the same model written in PyMC from the arrays our
+data preparation produces (the same rows, standard errors, pooled, centred and non-centred
+benchmarks; the capabilities in our polar coordinates: z = |z| u / |u| with the length of u on
+a thin shell), and the check is that the posteriors agree: every posterior mean of C_m, D_b and
+alpha_b within 0.1 posterior sd of ours, and every sd within 10%.
 
-    python benchmarks/bench_bayes.py            # 4 chains x 1500 draws after 1000 warmup
-    python benchmarks/bench_bayes.py --quick    # 2 chains x 200 draws after 200 warmup
-    python benchmarks/bench_bayes.py --skip-pymc --chain-method sequential
+Per run: wall and CPU seconds (the process and its children, compilation included: ours the
+whole ``fit_stitching_bayes``; nutpie its compilation and ``nutpie.sample``; PyMC ``pm.sample``),
+min bulk and tail ESS over every variable of the posterior that varies, max R-hat, divergences,
+leapfrog steps a draw and min-ESS per CPU-second. Ours runs first with its defaults and then a
+warm-started refit (the adapted step size and mass matrix of the first fit, a fifth of the
+warm-up). nutpie: its defaults, its gradient-based diagonal with 1,000 + 3,000 draws, and its
+low-rank mass matrix at target 0.9 with 1,000 + 1,500 draws (the settings tried when the
+comparison was set up). The peers are the ``bench`` extra (``pip install -e '.[bench]'``):
+PyMC and nutpie 0.16.8.
 
-Both use two processor cores: ours runs the chains side by side on one JAX host device each
-(``use_cpu_devices_for_chains``), PyMC in two worker processes.  Both get the same warmup
-length and target acceptance; each keeps its own default mass-matrix adaptation (ours: full
-dense; PyMC: diagonal).  Ours gives every benchmark its own noise scale here
-(``pooled_below=0``), as the PyMC model does.  The PyMC model is
-written out like ``RosettaBayes`` (``platinum_jax.models.rosetta``): standardised
-capabilities, intercept-form difficulties, the scale derived from the anchor benchmark, centred
-log noise scales.
+    python benchmarks/bench_bayes.py                     # scores_long.csv and raw/, every peer
+    python benchmarks/bench_bayes.py --quick             # scores_long.csv, short runs
+    python benchmarks/bench_bayes.py --tables csv --skip pymc
 
-PyMC is in the ``bench`` extra (``pip install -e ".[bench]"``).  The last lines are JSON, one
-per case: name, ours_s, baseline_s, ratio (= baseline_s / ours_s), max_abs_diff (largest gap
-between the two posterior-mean capabilities) and the ESS figures.
+The last lines are JSON, one per (table, peer): name, ours_s, baseline_s (CPU seconds), ratio
+(our min-ESS per CPU-second over the peer's), max_abs_diff (largest gap between the posterior
+means of C_m, D_b and alpha_b, in posterior sds of ours) and the figures above.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import time
 import warnings
@@ -42,232 +40,256 @@ from pathlib import Path
 
 import numpy as np
 
-DATA = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
-    / "data"
-    / "epoch-benchmark-stitching"
-    / "scores_long.csv"
-)
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "epoch-benchmark-stitching"
+NAMED = ("capability", "difficulty", "slope")
 
 
-def _min_ess(idata, names=("capability", "difficulty", "slope")):
+def _cpu() -> float:
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class Clock:
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), _cpu()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.wall, _cpu() - self.cpu
+
+
+def _stats(idata, wall: float, cpu: float) -> dict:
+    """Convergence over every variable that varies, and the cost."""
     import arviz as az
 
     post = idata.posterior
-    ess = az.ess(post[list(names)], method="bulk")
-    sd = post[list(names)].std(("chain", "draw"))
-    vals = [ess[n].values[sd[n].values > 0] for n in names]  # anchored entries are constant
-    return float(np.min(np.concatenate(vals)))
+    names = [v for v in post.data_vars if post[v].ndim >= 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sd = post[names].std(("chain", "draw"))
+        vary = {v: sd[v].values.reshape(-1) > 1e-12 for v in names}
+        bulk = az.ess(post[names], method="bulk")
+        tail = az.ess(post[names], method="tail")
+        rhat = az.rhat(post[names])
+
+    def worst(ds, fn):
+        return fn(np.concatenate([np.asarray(ds[v].values).reshape(-1)[vary[v]] for v in names
+                                  if vary[v].any()]))
+
+    ss = idata.sample_stats
+    steps = ss["n_steps"] if "n_steps" in ss else ss.get("tree_size", ss.get("n_steps"))
+    div = ss["diverging"] if "diverging" in ss else ss["divergences"]
+    ess_bulk, ess_tail = worst(bulk, np.min), worst(tail, np.min)
+    return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+            "ess_bulk_min": round(float(ess_bulk), 1), "ess_tail_min": round(float(ess_tail), 1),
+            "rhat_max": round(float(worst(rhat, np.max)), 4),
+            "divergences": int(np.asarray(div.values).sum()),
+            "steps_per_draw": round(float(np.asarray(steps.values).mean()), 1),
+            "min_ess_per_cpu_s": round(float(min(ess_bulk, ess_tail)) / cpu, 2)}
 
 
-def run_ours(table, args):
+def _agreement(ours, theirs) -> dict:
+    """Posterior means of C, D, alpha against ours in units of our posterior sd, and the sds'
+    ratio."""
+    gaps, ratios = [], []
+    for v in NAMED:
+        a, b = ours.posterior[v], theirs.posterior[v]
+        sd_a = a.std(("chain", "draw")).values.reshape(-1)
+        sd_b = b.std(("chain", "draw")).values.reshape(-1)
+        free = sd_a > 1e-12
+        mean_gap = np.abs(a.mean(("chain", "draw")).values.reshape(-1)
+                          - b.mean(("chain", "draw")).values.reshape(-1))
+        gaps.append(mean_gap[free] / sd_a[free])
+        ratios.append(sd_b[free] / sd_a[free])
+    gaps, ratios = np.concatenate(gaps), np.concatenate(ratios)
+    return {"max_abs_diff": round(float(gaps.max()), 3),
+            "sd_ratio_min": round(float(ratios.min()), 3),
+            "sd_ratio_max": round(float(ratios.max()), 3),
+            "agree": bool(gaps.max() <= 0.1 and np.all(np.abs(ratios - 1) <= 0.1))}
+
+
+def run_ours(table, args, *, warm_start=None, warmup=None):
     from platinum_jax.stitching import fit_stitching_bayes
 
-    start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit = fit_stitching_bayes(
-            table,
-            chains=args.chains,
-            samples=args.samples,
-            warmup=args.warmup,
-            seed=args.seed,
-            chain_method=args.chain_method,
-            target_accept=args.target_accept,
-            pooled_below=0,  # every benchmark its own noise scale, as in the PyMC model
-        )
-    wall = time.perf_counter() - start
-    for w in caught:
-        if "SamplingWarning" in type(w.message).__name__:
-            print(f"  ours: {w.message}", file=sys.stderr)
-    return fit, wall
+    with Clock() as c, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_stitching_bayes(table, seed=args.seed, warm_start=warm_start, warmup=warmup,
+                                  **({"samples": args.samples} if args.samples else {}))
+    out = _stats(fit.idata, c.wall, c.cpu)
+    d = fit.diagnostics
+    out.update(compile_s=round(float(d.get("compile_seconds", np.nan)), 1),
+               warmup=int(d["warmup"]), samples=int(d["samples"]), chains=int(d["chains"]))
+    return fit, out
 
 
-def run_pymc(table, args):
-    try:
-        import pymc as pm
-        import pytensor.tensor as pt
-    except ImportError as exc:  # the bench extra is optional
-        raise SystemExit(
-            "bench_bayes.py needs PyMC for the baseline: pip install -e '.[bench]' "
-            f"(or pip install pymc), or pass --skip-pymc ({exc})"
-        ) from exc
-    from platinum_jax.models.rosetta import BenchmarkAnchor, ParameterLayout, Priors
+def pymc_model(table):
+    """The Bayesian Rosetta model in PyMC, on the arrays of our data preparation."""
+    import pymc as pm
+    import pytensor.tensor as pt
 
+    from platinum_jax.models.rosetta import Priors
+    from platinum_jax.models.rosetta._pooled import pooled_noise_masks
+    from platinum_jax.stitching import stitching_problem
+
+    problem, _ = stitching_problem(table)
+    rep = problem.model.reparameterise(problem.table)
+    t = problem.table
     pr = Priors()
-    layout = ParameterLayout.from_table(table, BenchmarkAnchor())
-    free_c, free_d, free_s = layout.free_positions()
-    mi = np.asarray(table.model_index)
-    bi = np.asarray(table.benchmark_index)
-    y = np.asarray(table.scores)
-    se = table.data["stderr"].to_numpy(dtype=float, na_value=np.nan)
-    se2 = np.nan_to_num(np.where(se < 0.005, 0.005, se)) ** 2  # our model's stderr floor
-    k = layout.fixed_difficulty[0]
-    alpha_a, d_a = layout.fixed_slope_values[0], layout.fixed_difficulty_values[0]
-    # zbar_b = W @ z: mean standardised capability of the models scored on benchmark b
-    counts = np.zeros((layout.n_benchmarks, layout.n_models))
+    masks = pooled_noise_masks(t, 30, 30)
+    pooled, centred = np.asarray(masks["pooled"]), np.asarray(masks["centred"])
+    offset = ~pooled & ~centred
+    mi, bi, y = np.asarray(t.subject_index), np.asarray(t.item_index), np.asarray(t.response)
+    se2 = np.zeros_like(y) if t.se is None else np.asarray(t.se) ** 2
+    free_c, free_d, free_s = (np.asarray(x) for x in (rep.free_capability, rep.free_difficulty,
+                                                      rep.free_slope))
+    k = rep.anchor_benchmark
+    alpha_a, d_a = float(rep.fixed_slope[k]), float(rep.fixed_difficulty[k])
+    counts = np.zeros((t.n_items, t.n_subjects))
     np.add.at(counts, (bi, mi), 1.0)
-    W = counts / counts.sum(1, keepdims=True)
+    W = counts / counts.sum(1, keepdims=True)  # zbar_b = W z: mean z of b's models
 
-    def fill(n, free_idx, free_vals, fixed_idx, fixed_vals):
-        out = pt.zeros(n)
-        out = pt.set_subtensor(out[free_idx], free_vals)
-        if fixed_idx:
-            out = pt.set_subtensor(out[list(fixed_idx)], np.asarray(fixed_vals))
-        return out
+    from scipy.special import gammaln
 
-    with pm.Model():
-        # The same standardised, intercept-form model as RosettaBayes (benchmark anchor).
-        z_c = pm.ZeroSumNormal("capability_z", sigma=1.0, shape=layout.n_free_capability)
-        beta = pm.Normal("intercept", pr.intercept_loc, pr.intercept_scale,
-                         shape=layout.n_free_difficulty)
-        z_s = pm.Normal("slope_z", 0.0, 1.0, shape=layout.n_free_slope)
+    from platinum_jax.models.rosetta._zero_sum_shell import SHELL_SHARPNESS
+
+    d = len(free_c) - 1  # the zero-sum subspace's dimension
+    k_shell, s_shell = SHELL_SHARPNESS * d, 1.0 / np.sqrt(SHELL_SHARPNESS)
+
+    def log_chi(rho, k, scale):
+        x = rho / scale
+        return ((k - 1) * pt.log(x) - 0.5 * x**2 - (0.5 * k - 1) * np.log(2.0) - gammaln(0.5 * k)
+                - np.log(scale))
+
+    with pm.Model() as model:
+        # Our coordinates: z = sqrt(r2) u / |u|, u of uniform direction on the zero-sum subspace
+        # with |u| ~ chi_K / sqrt(25) (a zero-sum normal, its length law replaced), r2 = |z|^2
+        # ~ chi^2(d): z is zero-sum normal, as ours.
+        u = pm.ZeroSumNormal("capability_u", sigma=1.0, shape=len(free_c))
+        rho = pt.sqrt(pt.sum(u**2))
+        pm.Potential("capability_u_shell", log_chi(rho, k_shell, s_shell) - log_chi(rho, d, 1.0))
+        r2 = pm.Gamma("capability_r2", alpha=0.5 * d, beta=0.5)
+        z_c = pm.Deterministic("capability_z", pt.sqrt(r2) * u / rho)
+        beta = pm.Normal("intercept", pr.intercept_loc, pr.intercept_scale, shape=len(free_d))
+        z_s = pm.Normal("slope_z", 0.0, 1.0, shape=len(free_s))
         beta_a = pm.Normal("anchor_intercept", pr.intercept_loc, pr.intercept_scale)
         v_a = pm.Normal("anchor_slope_z", 0.0, 1.0)
         tau_c = pt.exp(pr.log_slope_loc + pr.log_slope_scale * v_a) / alpha_a
         z_bar = pt.dot(W, z_c)
         mu_c = d_a - tau_c * z_bar[k] + beta_a / alpha_a
-        pm.Deterministic("capability_tau", tau_c)
-        pm.Deterministic("capability_mu", mu_c)
-        cap = fill(layout.n_models, free_c, mu_c + tau_c * z_c, (), ())
-        slope = fill(
-            layout.n_benchmarks,
-            free_s,
-            pt.exp(pr.log_slope_loc + pr.log_slope_scale * z_s) / tau_c,
-            layout.fixed_slope,
-            layout.fixed_slope_values,
-        )
-        std_slope = (slope * tau_c)[free_d]
-        diff = fill(
-            layout.n_benchmarks,
-            free_d,
-            mu_c + tau_c * (z_bar[free_d] - beta / std_slope),
-            layout.fixed_difficulty,
-            layout.fixed_difficulty_values,
-        )
+        cap = pt.set_subtensor(pt.zeros(t.n_subjects)[free_c], mu_c + tau_c * z_c)
+        slope = pt.set_subtensor(pt.as_tensor(np.asarray(rep.fixed_slope, float))[free_s],
+                                 pt.exp(pr.log_slope_loc + pr.log_slope_scale * z_s) / tau_c)
+        diff = pt.set_subtensor(pt.as_tensor(np.asarray(rep.fixed_difficulty, float))[free_d],
+                                mu_c + tau_c * (z_bar[free_d] - beta / (slope * tau_c)[free_d]))
         pm.Deterministic("capability", cap)
         pm.Deterministic("difficulty", diff)
         pm.Deterministic("slope", slope)
         nu = pm.Normal("noise_log_mu", pr.log_noise_loc, pr.log_noise_loc_scale)
-        spread = pm.LogNormal("noise_log_tau", np.log(pr.log_noise_spread), pr.log_noise_spread_sd)
-        log_sigma = pm.Normal("noise_log_sigma", nu, spread, shape=layout.n_benchmarks)
-        sigma = pt.exp(log_sigma)
+        log_s = pm.Normal("noise_log_spread", float(np.log(pr.log_noise_spread)),
+                          pr.log_noise_spread_sd)
+        log_sigma = pt.zeros(t.n_items) + nu  # pooled: the common level
+        if centred.any():
+            x = pm.Normal("noise_centred", nu, pt.exp(log_s), shape=int(centred.sum()))
+            log_sigma = pt.set_subtensor(log_sigma[np.flatnonzero(centred)], x)
+        if offset.any():
+            n = pm.Normal("noise_offset", 0.0, 1.0, shape=int(offset.sum()))
+            log_sigma = pt.set_subtensor(log_sigma[np.flatnonzero(offset)], nu + pt.exp(log_s) * n)
         mean = pm.math.sigmoid(slope[bi] * (cap[mi] - diff[bi]))
-        pm.Normal("y", mean, pt.sqrt(sigma[bi] ** 2 + se2), observed=y)
-        start = time.perf_counter()
-        idata = pm.sample(
-            draws=args.samples,
-            tune=args.warmup,
-            chains=args.chains,
-            cores=min(args.chains, 2),
-            target_accept=args.target_accept,
-            random_seed=args.seed,
-            progressbar=False,
-            compute_convergence_checks=False,
-        )
-        wall = time.perf_counter() - start
-    return idata, wall
+        pm.Normal("y", mean, pt.sqrt(pt.exp(2 * log_sigma)[bi] + se2), observed=y)
+    return model, problem
+
+
+def run_nutpie(model, problem, setting: dict, args):
+    import nutpie
+
+    with Clock() as c:
+        compiled = nutpie.compile_pymc_model(model)
+        idata = nutpie.sample(compiled, chains=4, cores=2, seed=args.seed, progress_bar=False,
+                              **setting)
+    return idata, c  # entries in our order: the table's models and benchmarks
+
+
+def run_pymc_nuts(model, problem, args):
+    import pymc as pm
+
+    with Clock() as c, model:
+        idata = pm.sample(chains=4, cores=2, random_seed=args.seed, progressbar=False,
+                          compute_convergence_checks=False)
+    return idata, c  # entries in our order: the table's models and benchmarks
+
+
+NUTPIE_SETTINGS = {
+    "nutpie_defaults": {},
+    "nutpie_diagonal_1000_3000": {"tune": 1000, "draws": 3000},
+    "nutpie_lowrank_0.9_1000_1500": {"tune": 1000, "draws": 1500, "target_accept": 0.9,
+                                     "low_rank_modified_mass_matrix": True},
+}
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    p.add_argument("--quick", action="store_true", help="2 chains x 200 draws after 200 warmup")
-    p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--samples", type=int, default=1500)
-    p.add_argument("--warmup", type=int, default=1000)
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tables", nargs="+", choices=("csv", "raw"), default=["csv", "raw"])
+    p.add_argument("--skip", nargs="*", choices=("nutpie", "pymc"), default=[])
+    p.add_argument("--quick", action="store_true",
+                   help="scores_long.csv only, 500 draws a chain, nutpie's diagonal only")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--chain-method", default="auto", help="auto | vectorized | sequential | parallel"
-    )
-    p.add_argument("--target-accept", type=float, default=0.99, help="NUTS target acceptance")
-    p.add_argument("--skip-pymc", action="store_true", help="time our sampler only")
-    p.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="compile from scratch (by default both sides keep compiled code on disk)",
-    )
+    p.add_argument("--samples", type=int, default=None, help="our draws a chain (default ours)")
     args = p.parse_args(argv)
     if args.quick:
-        args.chains, args.samples, args.warmup = 2, 200, 200
+        args.tables, args.samples = ["csv"], 500
 
+    from platinum_jax import enable_compilation_cache, enable_float64
+    from platinum_jax.inference import use_cpu_devices_for_chains
 
-    from platinum_jax._runtime import enable_float64
-
+    use_cpu_devices_for_chains(4)  # as the command line does
     enable_float64()
-    if args.chain_method in ("auto", "parallel"):
-        from platinum_jax.inference import use_cpu_devices_for_chains
-
-        # One host device per chain, as the CLI does: the chains run side by side on the cores.
-        use_cpu_devices_for_chains(args.chains)
-    if not args.no_cache:
-        from platinum_jax import enable_compilation_cache
-
-        enable_compilation_cache()  # as the CLI does; PyMC's compiled C code is cached too
-    from scipy.stats import spearmanr
-
+    enable_compilation_cache()
     from platinum_jax.data import ScoreTable
-    from platinum_jax.stitching import fit_stitching
+    from platinum_jax.importers import EpochDataWarning, read_epoch_scores
 
-    if not DATA.exists():
-        raise SystemExit(f"the Epoch data is missing: expected {DATA.name} in ../shared/data/")
-    table = ScoreTable.from_csv(DATA)
-    if not args.skip_pymc:
-        try:
-            import pymc  # noqa: F401
-        except ImportError as exc:
-            raise SystemExit(
-                "bench_bayes.py needs PyMC for the baseline: pip install -e '.[bench]' "
-                f"(or pip install pymc), or pass --skip-pymc ({exc})"
-            ) from exc
-    print(
-        f"{table!r}; {args.chains} chains x {args.samples} draws after {args.warmup} warmup",
-        file=sys.stderr,
-    )
-    fit, ours_s = run_ours(table, args)
-    map_fit = fit_stitching(table)
-    rho = spearmanr(
-        fit.capabilities["mean"].reindex(map_fit.capabilities.index),
-        map_fit.capabilities["capability"],
-    ).statistic
-    ours_ess = _min_ess(fit.idata)
-    d = fit.diagnostics
-    # Like for like with pm.sample: the sampler's wall time, compilation included.  The full call
-    # also builds the InferenceData with posterior predictive, log likelihood and summaries.
-    ours_sampling_s = float(d["seconds"])
-    record = {
-        "name": f"stitch_nuts_gaussian_{args.chains}x{args.samples}",
-        "ours_s": round(ours_sampling_s, 2),
-        "ours_total_s": round(ours_s, 2),
-        "ours_min_ess_bulk": round(ours_ess, 1),
-        "ours_ess_per_s": round(ours_ess / ours_sampling_s, 2),
-        "divergences": d["divergences"],
-        "max_r_hat": round(d["rhat_max"], 4),
-        "spearman_vs_map": round(float(rho), 4),
-        "chain_method": fit.diagnostics.get("chain_method"),
-        "compile_cache": not args.no_cache,
-    }
-    if args.skip_pymc:
-        record.update(baseline_s=None, ratio=None, max_abs_diff=None)
-    else:
-        idata_pm, base_s = run_pymc(table, args)
-        base_ess = _min_ess(idata_pm)
-        ours_c = fit.idata.posterior["capability"].mean(("chain", "draw")).values
-        base_c = idata_pm.posterior["capability"].mean(("chain", "draw")).values
-        record.update(
-            baseline_s=round(base_s, 2),
-            ratio=round(base_s / ours_sampling_s, 3),
-            max_abs_diff=float(np.max(np.abs(ours_c - base_c))),
-            baseline_sampling_only_s=round(
-                float(idata_pm.sample_stats.attrs.get("sampling_time", np.nan)), 2
-            ),
-            baseline_min_ess_bulk=round(base_ess, 1),
-            baseline_ess_per_s=round(base_ess / base_s, 2),
-            ess_per_s_ratio=round((ours_ess / ours_sampling_s) / (base_ess / base_s), 3),
-        )
-    print(json.dumps(record))
+    load = {"csv": lambda: ScoreTable.from_csv(SHARED / "scores_long.csv"),
+            "raw": lambda: read_epoch_scores(SHARED / "raw")}
+    lines = []
+    for name in args.tables:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", (EpochDataWarning, UserWarning))
+            table = load[name]()
+        fit, ours = run_ours(table, args)
+        print(f"{name}: ours {json.dumps(ours)}", file=sys.stderr)
+        warm_fit, warm = run_ours(table, args, warm_start=fit.fit,
+                                  warmup=max(int(fit.diagnostics["warmup"]) // 5, 1))
+        warm.update(_agreement(fit.idata, warm_fit.idata))
+        print(f"{name}: ours, warm start {json.dumps(warm)}", file=sys.stderr)
+        lines.append({"name": f"bayes_{name}_warm_start", "ours_s": ours["cpu_s"],
+                      "baseline_s": warm["cpu_s"], "ratio": round(ours["min_ess_per_cpu_s"] /
+                                                                  warm["min_ess_per_cpu_s"], 3),
+                      "max_abs_diff": warm["max_abs_diff"], "ours": ours, "warm": warm})
+        peers = []
+        if "nutpie" not in args.skip or "pymc" not in args.skip:
+            model, problem = pymc_model(table)
+        if "nutpie" not in args.skip:
+            settings = ({"nutpie_diagonal_1000_3000": NUTPIE_SETTINGS["nutpie_diagonal_1000_3000"]}
+                        if args.quick else NUTPIE_SETTINGS)
+            for label, setting in settings.items():
+                idata, c = run_nutpie(model, problem, setting, args)
+                peers.append((label, idata, c))
+        if "pymc" not in args.skip and not args.quick:
+            idata, c = run_pymc_nuts(model, problem, args)
+            peers.append(("pymc_nuts_defaults", idata, c))
+        for label, idata, c in peers:
+            theirs = _stats(idata, c.wall, c.cpu)
+            theirs.update(_agreement(fit.idata, idata))
+            theirs["passes"] = bool(theirs["divergences"] == 0 and theirs["rhat_max"] <= 1.01
+                                    and min(theirs["ess_bulk_min"], theirs["ess_tail_min"]) >= 400)
+            print(f"{name}: {label} {json.dumps(theirs)}", file=sys.stderr)
+            lines.append({"name": f"bayes_{name}_vs_{label}", "ours_s": ours["cpu_s"],
+                          "baseline_s": theirs["cpu_s"],
+                          "ratio": round(ours["min_ess_per_cpu_s"]
+                                         / max(theirs["min_ess_per_cpu_s"], 1e-9), 3),
+                          "max_abs_diff": theirs["max_abs_diff"], "ours": ours,
+                          "baseline": theirs})
+    for line in lines:
+        print(json.dumps(line))
     return 0
 
 

@@ -51,7 +51,7 @@ def _log_slope_class():
             # positive slopes and the penalty's minimum is alpha = 1
             log_a = jnp.log(jnp.maximum(jnp.abs(raw["slope"]), 1e-12))
             a2 = jnp.where(free["slope"], log_a**2, 0.0)
-            return self._scale(info) * (d**2 + a2)
+            return self.penalty_scale(info) * (d**2 + a2)
 
     return LogSlopeRosetta
 

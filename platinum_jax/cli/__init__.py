@@ -25,6 +25,8 @@ _COMMANDS = (
     ("fit", "platinum_jax.cli.fit",
      "fit any measurement model (Rosetta, 1PL-4PL, multidimensional) by MAP, Laplace, "
      "bootstrap, SVI or NUTS"),
+    ("models", "platinum_jax.cli.models",
+     "list the models `fit --model` takes (built-in and registered) and where each comes from"),
     ("import", "platinum_jax.cli.import_logs",
      "read evaluation logs (lm-eval, Inspect, HELM, Every Eval Ever, tidy, Epoch) into a "
      "response table"),

@@ -60,9 +60,9 @@ def build_model(args, table):
             "gaussian" if args.likelihood is None else args.likelihood,
             anchor=anchor_from_args(args))
 
-    from platinum_jax.models import LIKELIHOODS, MODELS
+    from platinum_jax.models import LIKELIHOODS, model_class
 
-    cls = MODELS[args.model]
+    cls = model_class(args.model)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     lik = args.likelihood
     allowed = MODEL_LIKELIHOODS.get(args.model)

@@ -37,7 +37,11 @@ DATA is a long CSV or Parquet file with columns subject, item, response and opti
 model/benchmark/score are accepted as aliases (benchmark is read as the item when there is no
 item column, as the group otherwise), so the Rosetta paper's scores_long.csv reads as it is.
 
-Models (--model): listed below, from the package's model registry. IRT models fix the scale
+Models (--model): listed below, from the model registry (the built-in ones and those other
+packages register under the entry-point group platinum_jax.models; `platinum-jax models` says
+where each comes from), or a model class of your own as module:Class (a module in the current
+directory is found) or path/to/file.py:Class. The fit's files record it by that import path,
+so `weights`, `score`, `subset` and `cat` find it again. IRT models fix the scale
 by the ability prior theta ~ N(0, 1). Continuous scores with the IRT models: --likelihood
 gaussian (any real score) or binomial (k of `trials`). Models that read the group column
 (the benchmark of each item) are sized for the data's benchmarks.
@@ -97,14 +101,15 @@ def _summary(cls) -> str:
 
 
 def model_help() -> str:
-    """One entry per registered model: its docstring's summary and :data:`MODEL_NOTES`."""
+    """One entry per registered model (built-in and registered by other packages): its
+    docstring's summary and :data:`MODEL_NOTES`."""
     import textwrap
 
-    from platinum_jax.models import MODELS
+    from platinum_jax.models import registered_models
 
     lines = []
-    for name, cls in MODELS.items():
-        text = _summary(cls) + (f"; {MODEL_NOTES[name]}" if name in MODEL_NOTES else "")
+    for name, (cls, source) in registered_models().items():
+        text = (_summary(cls) if isinstance(cls, type) else source) + (f"; {MODEL_NOTES[name]}" if name in MODEL_NOTES else "")
         if len(name) > 12:  # the name on a line of its own
             lines.append(f"  {name}")
         lines += textwrap.wrap(text, 93, initial_indent=" " * 15 if len(name) > 12 else
@@ -121,9 +126,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``fit`` after DATA, ``--out`` and ``--overwrite``."""
     from platinum_jax.inference import METHODS
-    from platinum_jax.models import LIKELIHOODS, MODELS
+    from platinum_jax.models import LIKELIHOODS
 
-    p.add_argument("--model", choices=tuple(MODELS), default="2pl", help="model (default 2pl)")
+    p.add_argument("--model", default="2pl", metavar="MODEL",
+                   help="a registered model (listed above; `platinum-jax models` lists them and "
+                   "where they come from) or one of your own as module:Class or "
+                   "path/to/file.py:Class (default 2pl)")
     p.add_argument("--method", choices=METHODS, default="map", help="method (default map)")
     p.add_argument("--likelihood", choices=tuple(LIKELIHOODS), default=None,
                    help="response distribution (default: the model's; see above)")

@@ -293,6 +293,17 @@ def _plot(path, post):
     plt.close(fig)
 
 
+def _fitted_model(fit_dir: Path) -> str | None:
+    """The registered name of the model a fit directory holds (None when unknown): the
+    Bayesian Rosetta model's posterior brings its own noise per benchmark."""
+    import json
+
+    try:
+        return (json.loads((fit_dir / "fit.json").read_text()).get("model") or {}).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
 
     from platinum_jax._runtime import enable_float64
@@ -319,7 +330,8 @@ def run(args: argparse.Namespace) -> int:
                              f"{rank!r}") from None
     cost = None if args.cost is None else comma_numbers(args.cost, "--cost")
     fit_dir = Path(args.fit_dir)
-    if not (fit_dir / DRAWS_FILE).exists() and (fit_dir / POSTERIOR_FILE).exists():
+    if not (fit_dir / DRAWS_FILE).exists() and (fit_dir / POSTERIOR_FILE).exists() \
+            and _fitted_model(fit_dir) == "rosetta_bayes":
         fit = None
         for option, given in (("--runs", args.runs is not None),
                               ("--residual-rank", args.residual_rank != "auto")):

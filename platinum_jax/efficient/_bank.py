@@ -123,10 +123,8 @@ def response_range(model) -> tuple[float, float]:
     """The range ``(lo, hi)`` of one response of ``model`` and so of a mean of responses (a
     full-benchmark score): ``[0, 1]`` for fractions (Bernoulli, binomial, the Rosetta model's
     scores), the real line otherwise."""
-    from platinum_jax.models import SCORE_MODELS
-
     lik = model.likelihood
-    if isinstance(lik, (Bernoulli, Binomial)) or getattr(model, "name", None) in SCORE_MODELS:
+    if isinstance(lik, (Bernoulli, Binomial)) or getattr(model, "unit_scores", False):
         return 0.0, 1.0
     return -np.inf, np.inf
 

@@ -23,17 +23,6 @@ from platinum_jax.models import Identification, from_config
 __all__ = ["load_fit"]
 
 
-def _inverse(param, values: np.ndarray, what: str) -> np.ndarray:
-    f = param.transform
-    if f is None:
-        return values
-    if f is jnp.exp:
-        return np.log(values)
-    if f is jax.nn.sigmoid:
-        return np.log(values) - np.log1p(-values)
-    raise ValueError(f"cannot map {what} back to its fitted scale (unknown transform {f!r})")
-
-
 def _check_values(param, values: np.ndarray, index, source: str, label: str) -> None:
     """Every value finite and of the sign (range) the parameter's transform implies: a
     discrimination ``exp(raw)`` is positive, a probability ``sigmoid(raw)`` inside (0, 1)."""
@@ -59,15 +48,17 @@ def _read_block(block, frame: pd.DataFrame, source: str, init=None) -> np.ndarra
     position) come from ``init``, the problem's own values."""
     out = []
     for (name, label), _ in zip(block.columns(), range(block.size), strict=True):
-        if dict(block.decl)[name].data:
-            out.append(np.asarray(init, np.float64)[:, len(out)])
+        param = dict(block.decl)[name]
+        if param.data or (param.map_only and label not in frame.columns):
+            # filled from the data, or a point-fit device a Bayesian fit does not report
+            out.append(np.asarray(init, np.float64)[..., len(out)] * np.ones(len(frame)))
             continue
         if label not in frame.columns:
             raise ValueError(f"{source} lacks the column {label!r} of parameter {name!r}; was it "
                              "written by `platinum-jax fit` with the same model?")
         values = frame[label].to_numpy(np.float64)
         _check_values(dict(block.decl)[name], values, frame.index, source, label)
-        out.append(_inverse(dict(block.decl)[name], values, f"{source}:{label}"))
+        out.append(dict(block.decl)[name].raw(values, f"{source}:{label}"))
     return np.stack(out, axis=-1) if out else np.zeros((len(frame), 0))
 
 
@@ -119,7 +110,7 @@ def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = No
     g_frame = pd.DataFrame([glob["value"].to_numpy()], columns=glob.index.astype(str))
     theta = Theta(_read_block(problem.subject, subjects, f"{d}/subjects.csv"),
                   _read_block(problem.item, items, f"{d}/items.csv", problem.init_I),
-                  _read_block(problem.glob, g_frame, f"{d}/globals.csv")[0])
+                  _read_block(problem.glob, g_frame, f"{d}/globals.csv", problem.init_G)[0])
     _check_recorded_files(d, summary, ("subjects.csv", "items.csv", "globals.csv"))
     return Fit(problem=problem, method=summary.get("method", "map"), theta=theta,
                diagnostics={"placeholder_table": placeholder})

@@ -62,6 +62,18 @@ def check_sampler_settings(*, chains: int, samples: int, warmup: int, target_acc
         raise ValueError(f"init must be 'map' or 'uniform' (got {init!r})")
 
 
+def _bayes_problem(model, table) -> Problem:
+    """The problem a Bayesian fit samples: the model's :meth:`~platinum_jax.models.
+    MeasurementModel.sampling_model` (never a placeholder noise) bound to the table."""
+    from ._point import _problem
+
+    problem = _problem(model, table)
+    sampled = problem.model.sampling_model()
+    if sampled is not problem.model:
+        problem = Problem(sampled, problem.table)
+    return problem
+
+
 def _dense_mass(problem: Problem, dense_mass):
     """The one mass-matrix rule: True, False, a list of site-name tuples (dense blocks), or
     None: dense up to 600 free parameters (its cost is small there), diagonal above."""
@@ -124,7 +136,9 @@ def nuts(
     ess_min: float = 400,
 ) -> Fit:
     """Sample the posterior of ``model`` on ``table`` (a response table, or a
-    :class:`Problem`) with NUTS (NumPyro), ``chains`` chains.
+    :class:`Problem`) with NUTS (NumPyro), ``chains`` chains. The model sampled is the model's
+    ``sampling_model()``: a likelihood whose noise is fixed by hand (the least-squares
+    objective of point fits) is replaced as the model says or refused, never sampled.
 
     ``warmup``, ``samples``, ``target_accept``, ``max_tree_depth``, ``dense_mass`` and ``init``
     left as None take the model's own ``nuts_settings`` where it declares them (the Bayesian
@@ -146,9 +160,7 @@ def nuts(
     ``ok``; a :class:`SamplingWarning` names each check that fails (R-hat needs two chains).
     Run in float64 (:func:`platinum_jax.enable_float64`).
     """
-    from ._point import _problem
-
-    problem = _problem(model, table)
+    problem = _bayes_problem(model, table)
     sampled, _ = problem.in_canonical_order()  # one table, one set of draws, whatever its order
     s = nuts_settings(problem.model, warmup=warmup, samples=samples,
                       target_accept=target_accept, max_tree_depth=max_tree_depth,
@@ -213,15 +225,13 @@ def svi(
     from numpyro.infer import init_to_value
     from numpyro.infer.autoguide import AutoLowRankMultivariateNormal, AutoNormal
 
-    from ._point import _problem
-
     guides = {"normal": AutoNormal, "lowrank": AutoLowRankMultivariateNormal}
     if guide not in guides:
         raise ValueError(f"guide must be one of {sorted(guides)} (got {guide!r})")
     for name, value in (("steps", steps), ("draws", draws)):
         if isinstance(value, bool) or int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    problem = _problem(model, table)
+    problem = _bayes_problem(model, table)
     sampled, _ = problem.in_canonical_order()
     init = _map_start(sampled)
     data = sampled.data()

@@ -113,7 +113,14 @@ def fit_map(
         res = map_solver(problem, **solver_options)(start, data)
         extra = {}
     theta = Theta(*(np.asarray(t) for t in res.theta))
-    return Fit(
+    from ._checks import nested_check, prior_dominated_globals, warn_prior_dominated
+
+    if solver == "lm" and mesh is None:
+        prior_bound = prior_dominated_globals(problem, theta, problem.data())
+        if prior_bound:
+            extra["prior_dominated"] = prior_bound
+            warn_prior_dominated(problem, prior_bound)
+    fit = Fit(
         problem=problem,
         method="map",
         theta=theta,
@@ -122,6 +129,12 @@ def fit_map(
         diagnostics={"iterations": int(res.iterations),
                      "gradient_norm": float(res.gradient_norm), **extra},
     )
+    base = problem.model.extends()
+    if base is not None and theta0 is None:
+        fit.diagnostics["nested"] = nested_check(
+            fit, fit_map(base, problem.table, restarts=restarts, seed=seed, solver=solver,
+                         **solver_options))
+    return fit
 
 
 # ---------------------------------------------------------------------- Laplace

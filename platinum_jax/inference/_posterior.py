@@ -141,6 +141,10 @@ def _build(problem: Problem, grouped: dict, stats: dict | None, data: Data, push
         constant["trials"] = np.asarray(t.trials)
     if t.se is not None:
         constant["se"] = np.asarray(data.se)
+    if t.groups is not None:  # each row's group (benchmark) label: the table reads back whole
+        constant["group"] = np.asarray(t.groups)[t.item_group][t.item_index].astype(str)
+    if t.weight is not None:
+        constant["weight"] = np.asarray(t.weight)
     groups["constant_data"] = constant
     if "y" in pushed:
         groups["posterior_predictive"] = {"y": _by_chain(pushed["y"], chains)}
@@ -191,6 +195,15 @@ def posterior_fit(problem: Problem, method: str, grouped: dict, key, *, stats: d
     if not rows:
         diag["log_likelihood"] = ("not stored (draws x responses above log_lik_limit): no "
                                   "log_likelihood or posterior_predictive group")
+    from ._checks import prior_like_globals
+
+    unidentified = prior_like_globals(problem, grouped)
+    if unidentified:
+        diag["not_identified"] = unidentified
+        warnings.warn(f"model {problem.model.name!r}: the posterior of {unidentified} is its "
+                      "prior (its spread is at least 90% of the prior's): the data do not "
+                      "identify them, so their intervals are the prior's", UserWarning,
+                      stacklevel=3)
     if method == "nuts":
         diag["ok"] = bool(diag["divergences"] == 0
                           and (chains == 1 or rhat_ok(diag, rhat_max))

@@ -1,6 +1,7 @@
 """Reading a ``platinum-jax fit`` directory back into a :class:`~platinum_jax.inference.Fit`
-from its ``draws.npz`` (written by :mod:`._fit_files`), checked against what ``fit.json``
-records of it.
+from its ``draws.npz`` (written by :mod:`._fit_files`), or for a Bayesian fit without one from
+its ``posterior.nc`` (the draws, the responses and their labels are all there), each checked
+against what ``fit.json`` records of it.
 """
 
 from __future__ import annotations
@@ -88,11 +89,88 @@ class _Arrays(dict):
         return list(self)
 
 
+POSTERIOR_FILE = "posterior.nc"
+
+
+def _summary(directory: Path) -> dict:
+    path = directory / "fit.json"
+    try:
+        summary = json.loads(path.read_text())
+        if not isinstance(summary, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path} cannot be read ({exc}); refit with `platinum-jax fit ... "
+                         "--overwrite`") from None
+    return summary
+
+
+def _from_posterior(directory: Path):
+    """The Bayesian fit of ``directory`` from ``fit.json`` (its model) and ``posterior.nc``
+    (its draws, responses and labels)."""
+    import arviz as az
+    import pandas as pd
+
+    from platinum_jax.data import ResponseTable
+    from platinum_jax.models import from_config
+
+    from ._problem import Problem, Theta
+    from ._results import Fit
+
+    path = directory / POSTERIOR_FILE
+    summary = _summary(directory)
+    want = (summary.get("files") or {}).get(POSTERIOR_FILE)
+    data = path.read_bytes()
+    if want is not None and (len(data) != want["bytes"]
+                             or hashlib.sha256(data).hexdigest() != want["sha256"]):
+        raise ValueError(f"{path} is not the file {directory / 'fit.json'} records (size or "
+                         "checksum differs): it was replaced or damaged; refit with --overwrite")
+    model = from_config(summary.get("model_config"), f"{directory / 'fit.json'}: model_config")
+    try:
+        idata = az.from_netcdf(str(path))
+        post, const = idata.posterior, idata.constant_data
+        y = np.asarray(idata.observed_data["y"].values, np.float64)
+    except (OSError, ValueError, AttributeError, KeyError) as exc:
+        raise ValueError(f"{path} is not the posterior a Bayesian `platinum-jax fit` writes "
+                         f"({type(exc).__name__}: {exc})") from None
+    s_dim, i_dim, _ = model.dim_names
+    subjects = np.asarray(post.coords[s_dim].values).astype(str)
+    items = np.asarray(post.coords[i_dim].values).astype(str)
+    frame = pd.DataFrame({"subject": subjects[np.asarray(const["subject_index"].values)],
+                          "item": items[np.asarray(const["item_index"].values)],
+                          "response": y})
+    for column in ("trials", "se", "group", "weight"):
+        if column in const:
+            frame[column] = np.asarray(const[column].values)
+    table = ResponseTable.from_frame(frame, name=str(path))
+    problem = Problem(model, table)
+    n = post.sizes["chain"] * post.sizes["draw"]
+    blocks = []
+    for block, start, lead in ((problem.subject, problem.init_S, (table.n_subjects,)),
+                               (problem.item, problem.init_I, (table.n_items,)),
+                               (problem.glob, problem.init_G, ())):
+        raw = np.repeat(np.asarray(start, np.float64)[None], n, axis=0)
+        for name, (a, b, _) in block.slices().items():
+            p = dict(block.decl)[name]
+            if p.data or p.map_only or name not in post:
+                continue  # filled by the problem, or held at its start
+            values = np.asarray(post[name].values, np.float64).reshape(n, *lead, b - a)
+            raw[..., a:b] = p.raw(values, f"{path}: {name}")
+        blocks.append(raw)
+    draws = Theta(*blocks)
+    return Fit(problem=problem, method=summary.get("method", "nuts"),
+               theta=Theta(*(d.mean(axis=0) for d in draws)), draws=draws,
+               interval=summary.get("interval") or 0.9, inference_data=idata,
+               diagnostics=dict(summary.get("diagnostics") or {}),
+               converged=bool(summary.get("converged", True)))
+
+
 def read_fit(directory: str | Path):
     """Rebuild a :class:`platinum_jax.inference.Fit` from a ``platinum-jax fit`` directory.
 
-    Needs the ``draws.npz`` that ``platinum-jax fit --save-draws`` writes; the fixed entries
-    of the scale identification are read back from it as they were.
+    Reads the ``draws.npz`` that ``platinum-jax fit --save-draws`` writes (the fixed entries
+    of the scale identification read back as they were), or, for a Bayesian fit (NUTS, SVI)
+    written without it, its ``posterior.nc``; the model is rebuilt from ``fit.json`` by its
+    class and options, whichever model it is.
     """
     import jax.numpy as jnp
     import pandas as pd
@@ -107,6 +185,9 @@ def read_fit(directory: str | Path):
     path = directory / DRAWS_FILE
     if not directory.is_dir():
         raise FileNotFoundError(f"fit directory {directory} does not exist")
+    if not path.exists() and (directory / POSTERIOR_FILE).exists() \
+            and (directory / "fit.json").exists():
+        return _from_posterior(directory)
     if not path.exists():
         raise FileNotFoundError(
             f"{path} is missing: rerun `platinum-jax fit ... --save-draws --out {directory} "

@@ -20,7 +20,7 @@ Likelihoods by name are :data:`LIKELIHOODS`. Every model gets every inference me
 :mod:`platinum_jax.inference` for free; NumPyro loads only when a prior is read.
 """
 
-from ._check import SCORE_MODELS, check_responses, response_notes
+from ._check import check_responses, response_notes
 from ._config import from_config, to_config
 from ._graded import GradedResponse
 from ._group_guessing import GroupGuessingThreePL
@@ -49,7 +49,7 @@ from ._protocol import (
     Reparameterisation,
     fix_entries,
 )
-from ._registry import MODELS, make_model
+from ._registry import ENTRY_POINT_GROUP, MODELS, make_model, model_class, registered_models
 from .rosetta import Rosetta, RosettaBayes
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "Binomial",
     "Categorical",
     "DataInfo",
+    "ENTRY_POINT_GROUP",
     "Fixed",
     "FourPL",
     "Gaussian",
@@ -80,13 +81,14 @@ __all__ = [
     "Reparameterisation",
     "Rosetta",
     "RosettaBayes",
-    "SCORE_MODELS",
     "ThreePL",
     "TwoPL",
     "check_responses",
     "fix_entries",
     "from_config",
     "make_model",
+    "model_class",
+    "registered_models",
     "response_notes",
     "to_config",
     "varimax",

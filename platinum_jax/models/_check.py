@@ -10,9 +10,6 @@ from ._likelihoods import unit_hint
 
 __all__ = ["check_responses", "response_notes"]
 
-# Models whose mean is a score in [0, 1] whatever the likelihood (least squares included).
-# Their responses are fractions, which measurement noise may push a little past 0 or 1.
-SCORE_MODELS = ("rosetta",)
 
 
 def check_responses(model, table, *, source: str | None = None) -> None:
@@ -23,7 +20,7 @@ def check_responses(model, table, *, source: str | None = None) -> None:
     successes by their trials when there is one."""
     where = source or f"{table.source}, column response"
     y = np.asarray(table.response, np.float64)
-    if y.size and getattr(model, "name", None) in SCORE_MODELS:
+    if y.size and getattr(model, "unit_scores", False):
         lo, hi = float(y.min()), float(y.max())
         if lo < -0.5 or hi > 1.5:  # noise may push a fraction past 0 or 1, never this far
             raise ValueError(f"{where}: the {model.name} model reads scores in [0, 1] (min "

@@ -158,6 +158,22 @@ class Param:
     def natural(self, raw):
         return raw if self.transform is None else self.transform(raw)
 
+    def raw(self, natural, what: str = "the parameter"):
+        """The raw value of a natural one (NumPy): the inverse of the package's transforms
+        (none, ``jnp.exp``, ``jax.nn.sigmoid``); any other transform is a ``ValueError``, as
+        a file of natural values cannot be mapped back through it."""
+        import jax
+
+        values = np.asarray(natural, np.float64)
+        f = self.transform
+        if f is None:
+            return values
+        if f is jnp.exp:
+            return np.log(values)
+        if f is jax.nn.sigmoid:
+            return np.log(values) - np.log1p(-values)
+        raise ValueError(f"cannot map {what} back to its fitted scale (unknown transform {f!r})")
+
 
 @dataclass(frozen=True)
 class Hierarchical:
@@ -356,6 +372,9 @@ class MeasurementModel(eqx.Module):
     #: names of the subject, item and response dimensions in labelled results (ArviZ
     #: coordinates): a benchmark-level model says ("model", "benchmark", "score")
     dim_names: ClassVar[tuple[str, str, str]] = ("subject", "item", "response")
+    #: True when the mean is a score in [0, 1] whatever the likelihood (least squares
+    #: included): its responses are fractions, which noise may push a little past 0 or 1
+    unit_scores: ClassVar[bool] = False
     #: sampler settings of :func:`platinum_jax.inference.nuts` for this model where a call
     #: gives none (keys ``warmup``, ``samples``, ``target_accept``, ``dense_mass``, ``init``,
     #: ``max_tree_depth``); the package's defaults fill the rest
@@ -394,6 +413,36 @@ class MeasurementModel(eqx.Module):
         """The :class:`LogisticCurve` this model's mean is, if it is one (default: None, which
         keeps every solver on its generic path). Declare it only when :meth:`mean` is exactly
         ``sigmoid(a (theta - b))`` with the raw values the declaration names."""
+        return None
+
+    def sampling_model(self) -> MeasurementModel:
+        """The model a Bayesian fit (NUTS, SVI) samples. A likelihood whose noise is fixed by
+        hand (``likelihood.least_squares``: the objective of point fits, not a model of the
+        noise) would sample a posterior with a placeholder noise, so the default refuses it;
+        a model whose point fits use one says what replaces it (:class:`~platinum_jax.models.
+        Rosetta`: ``Gaussian()``, the noise estimated). Default: the model itself.
+
+        Example (a point model fitted by least squares, sampled with its noise estimated)::
+
+            def sampling_model(self):
+                return dataclasses.replace(self, likelihood=Gaussian())
+        """
+        if self.likelihood.least_squares:
+            raise ValueError(
+                f"model {self.name!r} has a likelihood whose noise is fixed by hand "
+                f"({self.likelihood!r}: the least-squares objective of point fits), so a "
+                "posterior would sample a placeholder noise; give the model a likelihood that "
+                "estimates its noise (e.g. likelihood=Gaussian(); on the command line "
+                "--likelihood gaussian), or declare sampling_model() to say which one replaces "
+                "it")
+        return self
+
+    def extends(self) -> MeasurementModel | None:
+        """The model this one nests, if it declares one (default None): the same model with
+        the added parameters at the values that remove them (a guessing floor of 0). A MAP
+        fit then fits it too and warns when the extended model's objective is worse, which a
+        nesting model's never is at its optimum (a local minimum, or a penalty on the new
+        parameters that dominates the data)."""
         return None
 
     def reparameterise(self, table) -> Reparameterisation | None:

@@ -18,6 +18,7 @@ Bayesian fit: the priors below and, by default, a Gaussian likelihood with a fre
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 import jax
@@ -79,6 +80,7 @@ class Rosetta(MeasurementModel):
     likelihood: Likelihood = Gaussian(noise=1.0)
     name: ClassVar[str] = "rosetta"
     dim_names: ClassVar[tuple[str, str, str]] = ("model", "benchmark", "score")
+    unit_scores: ClassVar[bool] = True
 
     def __check_init__(self):
         if self.link not in LINKS:
@@ -128,20 +130,33 @@ class Rosetta(MeasurementModel):
         return {**super().describe(), "link": self.link, "l2": self.l2,
                 "anchor": self.anchor.describe()}
 
+    def sampling_model(self) -> Rosetta:
+        """Bayesian fits sample the Rosetta model with its noise estimated
+        (``Gaussian()``) in place of the least-squares objective's unit noise; the Bayesian
+        Rosetta model of the paper (a noise per benchmark, known standard errors) is
+        :class:`~platinum_jax.models.RosettaBayes`."""
+        if self.likelihood.least_squares:
+            return dataclasses.replace(self, likelihood=Gaussian())
+        return self
+
     # The paper's penalty, split over subjects and items (see the module docstring).
-    def _scale(self, info: DataInfo):
+    def penalty_scale(self, info: DataInfo):
+        """``0.5 lambda / n``: the weight of one squared parameter in the paper's L2 penalty,
+        ``n = M + 2B - 1`` (benchmark anchor) or ``M + 2B - 2`` (model anchor); an extended
+        model gives its own parameters a penalty on this scale, so that it weighs as the
+        paper's does against the least-squares objective."""
         models_fixed = isinstance(self.anchor, ModelAnchor)
         n = info.n_subjects + 2 * info.n_items - (2 if models_fixed else 1)
         return 0.5 * self.l2 / n
 
     def subject_penalty(self, raw, free, glob, info):
         c = raw["capability"] - glob["shift"]
-        return self._scale(info) * jnp.where(free["capability"], c**2, 0.0)
+        return self.penalty_scale(info) * jnp.where(free["capability"], c**2, 0.0)
 
     def item_penalty(self, raw, free, glob, info):
         d = raw["difficulty"] - glob["shift"]
         a2 = jnp.where(free["slope"], raw["slope"] ** 2, 0.0)
-        return self._scale(info) * (d**2 + a2)
+        return self.penalty_scale(info) * (d**2 + a2)
 
 
 def _find(index, name, kind):
