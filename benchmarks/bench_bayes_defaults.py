@@ -3,8 +3,9 @@
 Epoch's raw directory on six benchmarks (Winogrande, MMLU, GPQA diamond, MATH level 5,
 FrontierMath, OTIS Mock AIME), models with at least four of them: four of the benchmarks report
 standard errors, and among them are scores of 0.000 with a reported standard error of 0.00, the
-case that once made NUTS diverge.  With the defaults (4 chains x 1,500 draws after 1,000 warmup
-steps, target acceptance 0.99, full dense mass matrix, pooled noise) the run must show no divergences, R-hat <= 1.01, bulk and tail
+case that once made NUTS diverge.  With the defaults (4 chains x 2,000 draws after 600 warm-up
+iterations, target acceptance 0.95, low-rank mass matrix adapted from draws and gradients,
+pooled noise) the run must show no divergences, R-hat <= 1.01, bulk and tail
 ESS >= 400 for every free quantity, hyper-parameters included, and no ``SamplingWarning``.
 The exit status is 1 when any of these fails; the last line is JSON with the figures.
 
@@ -12,8 +13,8 @@ The exit status is 1 when any of these fails; the last line is JSON with the fig
 scaled to its length; this script is the full-length claim the docstring of
 ``fit_stitching_bayes`` makes.
 
-    python benchmarks/bench_bayes_defaults.py            # about 60 s on two cores
-    python benchmarks/bench_bayes_defaults.py --quick    # 4 x 300 after 300, scaled bars
+    python benchmarks/bench_bayes_defaults.py            # about 20 s on two cores
+    python benchmarks/bench_bayes_defaults.py --quick    # 4 x 400 after 300, scaled bars
 
 With ``--quick`` the chains are a fifth as long and the bars scale with them: ESS grows in
 proportion to the number of draws, so the ESS bar is 400 / 5, and R-hat - 1 shrinks like
@@ -266,6 +267,65 @@ from the MAP fit:
     subset 3     2     the model's settings           2  1.0086   761  1510    212   3.7  no
     subset 2     2     model's, pooled below 30       0  1.0050   899   991    156   3.2  yes
     subset 3     2     model's, pooled below 30       0  1.0039   718  1369    192   3.4  yes
+
+The gradient-based warm-up (2026-12-02: :mod:`platinum_jax.inference._nuts_adapt`, a low-rank
+mass matrix adapted from draws and gradients; 600 warm-up iterations, 4 x 2,000 draws, chains as
+threads) with ``--sweep --warm-start``: each cold fit, then a refit warm-started from it with a
+fifth of the warm-up (120) and another seed. At target 0.9, 22 of the 24 runs pass and two show
+one divergent transition each (subset 1); at 0.95, the default now, every cold run passes and
+11 of the 12 warm-started ones (subset 3, seed 0: R-hat 1.0213 on a log noise scale, which mixes
+slowest there). CPU seconds of the process, compiling included (about 8 s for each new shape,
+none for a refit); the machine was shared with the calibration run during the 0.9 sweep:
+
+    table        seed  target start  warm  div  R-hat   bulk  tail  CPU s  steps  load  ok
+    full raw     0     0.9   cold   600    0  1.0087   929  1257   42.6  25.5   1.1  yes
+    full raw     0     0.9   warm   120    0  1.0069  1016  1514   22.5  26.8   2.2  yes
+    full raw     1     0.9   cold   600    0  1.0058  1003  1005   27.7  28.5   2.6  yes
+    full raw     1     0.9   warm   120    0  1.0030  1071  1669   23.5  31.1   2.7  yes
+    full raw     2     0.9   cold   600    0  1.0027   968  1223   25.5  25.4   3.0  yes
+    full raw     2     0.9   warm   120    0  1.0062   884  1573   21.9  27.4   3.2  yes
+    subset 1     0     0.9   cold   600    1  1.0026  1074  2331   30.1  22.8   3.3  no
+    subset 1     0     0.9   warm   120    0  1.0042   912   937   14.8  24.8   3.2  yes
+    subset 1     1     0.9   cold   600    0  1.0029  1421  1944   18.8  27.4   3.1  yes
+    subset 1     1     0.9   warm   120    1  1.0043  1294  1933   15.8  30.0   3.2  no
+    subset 1     2     0.9   cold   600    0  1.0021  1184  2210   18.8  27.6   3.2  yes
+    subset 1     2     0.9   warm   120    0  1.0023  1132  2213   15.2  27.5   3.1  yes
+    subset 2     0     0.9   cold   600    0  1.0040   891   889   27.9  20.1   3.2  yes
+    subset 2     0     0.9   warm   120    0  1.0065  1086  1607   14.2  22.5   3.2  yes
+    subset 2     1     0.9   cold   600    0  1.0029   786  1225   17.1  21.9   3.1  yes
+    subset 2     1     0.9   warm   120    0  1.0038  1016  1423   15.5  28.3   3.1  yes
+    subset 2     2     0.9   cold   600    0  1.0046   904  1177   16.6  20.6   3.2  yes
+    subset 2     2     0.9   warm   120    0  1.0034  1070  1695   13.9  23.9   3.2  yes
+    subset 3     0     0.9   cold   600    0  1.0055   700  1252   34.7  30.8   3.4  yes
+    subset 3     0     0.9   warm   120    0  1.0078   699  1367   18.2  30.8   3.5  yes
+    subset 3     1     0.9   cold   600    0  1.0047   639  1422   22.2  29.0   3.5  yes
+    subset 3     1     0.9   warm   120    0  1.0051   648  1521   18.2  29.6   3.4  yes
+    subset 3     2     0.9   cold   600    0  1.0074   740  1476   22.3  30.4   3.3  yes
+    subset 3     2     0.9   warm   120    0  1.0032   675  1225   18.6  31.1   3.2  yes
+    full raw     0     0.95  cold   600    0  1.0026   958  1019   45.1  31.0   2.4  yes
+    full raw     0     0.95  warm   120    0  1.0038  1212  1783   25.9  31.0   2.9  yes
+    full raw     1     0.95  cold   600    0  1.0069   997  1356   31.6  31.0   3.0  yes
+    full raw     1     0.95  warm   120    0  1.0027  1053  1330   24.8  31.0   3.1  yes
+    full raw     2     0.95  cold   600    0  1.0025  1166  2025   32.1  31.0   3.2  yes
+    full raw     2     0.95  warm   120    0  1.0044  1214  1871   24.0  31.0   3.2  yes
+    subset 1     0     0.95  cold   600    0  1.0028  1219  2341   21.7  31.0   3.0  yes
+    subset 1     0     0.95  warm   120    0  1.0031  1228  2180   16.4  31.0   2.8  yes
+    subset 1     1     0.95  cold   600    0  1.0050  1187  2001   20.5  31.0   2.6  yes
+    subset 1     1     0.95  warm   120    0  1.0053  1514  2760   16.0  31.0   2.5  yes
+    subset 1     2     0.95  cold   600    0  1.0027  1411  2456   20.2  31.0   2.4  yes
+    subset 1     2     0.95  warm   120    0  1.0027  1223  2026   16.3  31.0   2.3  yes
+    subset 2     0     0.95  cold   600    0  1.0040  1208  1830   30.6  31.0   2.3  yes
+    subset 2     0     0.95  warm   120    0  1.0022  1062  1610   15.6  31.0   2.3  yes
+    subset 2     1     0.95  cold   600    0  1.0085   988  1989   19.6  31.0   2.1  yes
+    subset 2     1     0.95  warm   120    0  1.0077   978  1613   16.7  31.0   2.0  yes
+    subset 2     2     0.95  cold   600    0  1.0023  1148  1640   20.1  31.0   2.0  yes
+    subset 2     2     0.95  warm   120    0  1.0068   715  1587   16.0  31.0   1.9  yes
+    subset 3     0     0.95  cold   600    0  1.0093   638   849   36.5  31.0   1.8  yes
+    subset 3     0     0.95  warm   120    0  1.0213   518   974   17.6  31.0   1.8  no
+    subset 3     1     0.95  cold   600    0  1.0089   629   983   22.3  31.0   1.7  yes
+    subset 3     1     0.95  warm   120    0  1.0071   607   961   18.5  31.1   1.7  yes
+    subset 3     2     0.95  cold   600    0  1.0056   662  1064   22.0  31.0   1.7  yes
+    subset 3     2     0.95  warm   120    0  1.0053   515  1184   17.8  31.0   1.6  yes
 """
 
 from __future__ import annotations
@@ -409,25 +469,6 @@ def divergence_curvature(idata, table, *, n_typical: int = 4, top: int = 6) -> l
     return out
 
 
-def _dense_mass(name: str, noise_scaled: bool = False, pooled: bool = False):
-    """The mass matrix of ``--dense``: a full dense one (``full``, the default's), the blocks of
-    ``dense_mass="hyper"`` (``hyper``, the default before), those with the capabilities'
-    directions in the scale block (``capabilities``), the
-    noise block alone (``noise``) or the slopes without the scale (``slopes``). With
-    ``noise_scaled`` the noise block is the site that holds the noise and the intercepts, with
-    ``pooled`` (``--pooled-below``) the site of the noise's level, spread and centred scales."""
-    noise = (("noise_intercept",) if noise_scaled else ("noise",) if pooled
-             else ("noise_log_mu", "noise_log_tau"))
-    hyper = [("capability_r2", "anchor_slope_z", "slope_z"), noise]
-    choices = {"hyper": hyper, "full": True, "noise": [noise],
-               "capabilities": [("capability_u", "capability_r2", "anchor_slope_z", "slope_z"),
-                                noise],
-               "slopes": [("anchor_slope_z", "slope_z"), noise]}
-    if name not in choices:
-        raise ValueError(f"--dense must be one of {sorted(choices)}, got {name!r}")
-    return choices[name]
-
-
 def _geometry(polar: bool, noise_scaled: bool = False, pooled_below: int | None = None,
               centred_min: int | None = None):
     """Make ``fit_stitching_bayes`` sample z in polar form (the default) or as it is
@@ -473,12 +514,10 @@ def sweep(args) -> int:
     """Every seed on every subset, with the defaults and the full bars."""
     import os
 
-    from platinum_jax.inference import use_cpu_devices_for_chains
-
-    use_cpu_devices_for_chains(4)  # chains in parallel, as the command line runs them
-    from platinum_jax._runtime import enable_float64
+    from platinum_jax._runtime import enable_compilation_cache, enable_float64
 
     enable_float64()
+    enable_compilation_cache()
     from platinum_jax.importers import EpochDataWarning, read_epoch_scores
     from platinum_jax.stitching import fit_stitching_bayes
 
@@ -486,49 +525,51 @@ def sweep(args) -> int:
         warnings.simplefilter("ignore", EpochDataWarning)
         full = read_epoch_scores(EPOCH_RAW)
     _geometry(not args.plain_z, args.noise_scaled, args.pooled_below, args.centred_min)
-    pooled = args.pooled_below != 0 and not args.noise_scaled  # None: the default, 30
     failed = 0
     for k in range(args.first_subset, args.subsets):
         table = random_subset(full, k, args.drop)
         for seed in args.seeds:
-            start, cpu = time.perf_counter(), time.process_time()
-            load = os.getloadavg()[0]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                if args.path == "fit":
-                    d, every = _fit_path(table, seed)
-                else:
-                    fit = fit_stitching_bayes(table, seed=seed, warmup=args.warmup,
-                                              samples=args.samples,
-                                              target_accept=args.target_accept,
-                                              dense_mass=_dense_mass(args.dense, args.noise_scaled,
-                                                                     pooled))
-                    d, every = fit.diagnostics, all_coordinates(fit.idata)
-            ok = (d["divergences"] == 0 and every["rhat_max"] <= 1.01
-                  and min(every["ess_bulk_min"], every["ess_tail_min"]) >= 400)
-            failed += not ok
-            print(json.dumps({
-                "name": "bayes_defaults_sweep", "subset": k, "seed": seed, "path": args.path,
-                # the fit path runs `nuts` with the model's own settings (RosettaBayes.
-                # nuts_settings: 4 x 1,500 after 1,000 at 0.99), dense if <= 600 coordinates
-                "dense": d.get("dense_mass") if args.path == "fit" else args.dense,
-                "z": "plain" if args.plain_z else "polar", "noise_scaled": args.noise_scaled,
-                "pooled_below": args.pooled_below, "samples": args.samples,
-                "centred_min": args.centred_min, "target_accept": args.target_accept,
-                "warmup": d.get("warmup") if args.path == "fit" else args.warmup,
-                "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
-                "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
-                "cpu_seconds": round(time.process_time() - cpu, 1),
-                "load_1min": round((load + os.getloadavg()[0]) / 2, 2),
-                "divergences": int(d["divergences"]),
-                "rhat_max": round(every["rhat_max"], 4), "worst_rhat": every["worst_rhat"],
-                "rhat_max_summary": round(float(d["rhat_max"]), 4),
-                "ess_bulk_min": round(every["ess_bulk_min"], 1),
-                "ess_tail_min": round(every["ess_tail_min"], 1), "ok": ok}), flush=True)
-            if args.diagnose and args.path != "fit" and d["divergences"]:
-                for row in divergence_curvature(fit.idata, table):
-                    print(json.dumps({"name": "bayes_defaults_curvature", "subset": k,
-                                      "seed": seed, **row}), flush=True)
+            cold = None
+            for warm in ((False, True) if args.warm_start and args.path != "fit" else (False,)):
+                start, cpu = time.perf_counter(), time.process_time()
+                load = os.getloadavg()[0]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    if args.path == "fit":
+                        d, every = _fit_path(table, seed)
+                    else:
+                        fit = fit_stitching_bayes(
+                            table, seed=seed + 100 * warm, samples=args.samples,
+                            warmup=None if warm else args.warmup,
+                            target_accept=args.target_accept, mass=args.mass,
+                            warm_start=cold if warm else None)
+                        d, every = fit.diagnostics, all_coordinates(fit.idata)
+                        cold = fit
+                ok = (d["divergences"] == 0 and every["rhat_max"] <= 1.01
+                      and min(every["ess_bulk_min"], every["ess_tail_min"]) >= 400)
+                failed += not ok
+                print(json.dumps({
+                    "name": "bayes_defaults_sweep", "subset": k, "seed": seed,
+                    "path": args.path, "warm_start": warm,
+                    "mass": d.get("mass"), "z": "plain" if args.plain_z else "polar",
+                    "noise_scaled": args.noise_scaled, "pooled_below": args.pooled_below,
+                    "samples": d.get("samples"), "centred_min": args.centred_min,
+                    "target_accept": d.get("target_accept"), "warmup": d.get("warmup"),
+                    "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
+                    "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
+                    "cpu_seconds": round(time.process_time() - cpu, 1),
+                    "compile_seconds": round(float(d.get("compile_seconds", 0.0)), 1),
+                    "steps_per_draw": round(float(d.get("steps_per_draw", 0.0)), 1),
+                    "load_1min": round((load + os.getloadavg()[0]) / 2, 2),
+                    "divergences": int(d["divergences"]),
+                    "rhat_max": round(every["rhat_max"], 4), "worst_rhat": every["worst_rhat"],
+                    "rhat_max_summary": round(float(d["rhat_max"]), 4),
+                    "ess_bulk_min": round(every["ess_bulk_min"], 1),
+                    "ess_tail_min": round(every["ess_tail_min"], 1), "ok": ok}), flush=True)
+                if args.diagnose and args.path != "fit" and d["divergences"]:
+                    for row in divergence_curvature(fit.idata, table):
+                        print(json.dumps({"name": "bayes_defaults_curvature", "subset": k,
+                                          "seed": seed, **row}), flush=True)
     return 1 if failed else 0
 
 
@@ -547,16 +588,19 @@ def main(argv=None) -> int:
                         help="--sweep: random seeds (default 0 1 2)")
     parser.add_argument("--drop", type=float, default=0.2,
                         help="--sweep: share of benchmarks and of models dropped (default 0.2)")
-    parser.add_argument("--dense", default="full",
-                        help="--sweep: mass matrix, full (the default's), hyper, capabilities, "
-                        "noise or slopes (to compare geometries)")
+    parser.add_argument("--mass", choices=("lowrank", "diagonal"), default=None,
+                        help="--sweep: mass matrix, lowrank or diagonal (default: the model's, "
+                        "lowrank)")
+    parser.add_argument("--warm-start", action="store_true",
+                        help="--sweep: after each cold fit, a refit warm-started from it with a "
+                        "fifth of its warm-up (another seed), checked against the same bars")
     parser.add_argument("--plain-z", action="store_true",
                         help="--sweep: sample z as it is, not in polar form (the old geometry)")
     parser.add_argument("--path", choices=("stitch-bayes", "fit"), default="stitch-bayes",
                         help="--sweep: the defaults of `stitch-bayes` (fit_stitching_bayes) or "
                         "of `fit --model rosetta_bayes --method nuts`")
-    parser.add_argument("--warmup", type=int, default=1000,
-                        help="--sweep: warmup steps (default 1000, the default's)")
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="--sweep: warm-up iterations (default: the model's, 600)")
     parser.add_argument("--noise-scaled", action="store_true",
                         help="--sweep: intercepts of benchmarks with few scores and no standard "
                         "errors sampled relative to their noise (RosettaBayes(noise_scaled=True))")
@@ -567,18 +611,18 @@ def main(argv=None) -> int:
     parser.add_argument("--centred-min", type=int, default=None,
                         help="--sweep: log noise scales sampled centred from this many scores "
                         "(default the likelihood's, 30)")
-    parser.add_argument("--samples", type=int, default=1500,
-                        help="--sweep: draws per chain after warmup (default 1500, the default's)")
-    parser.add_argument("--target-accept", type=float, default=0.99,
-                        help="--sweep: NUTS's target acceptance (default 0.99, the default's)")
+    parser.add_argument("--samples", type=int, default=None,
+                        help="--sweep: draws per chain after warm-up (default: the model's, 2000)")
+    parser.add_argument("--target-accept", type=float, default=None,
+                        help="--sweep: NUTS's target acceptance (default: the model's, 0.95)")
     parser.add_argument("--diagnose", action="store_true",
                         help="--sweep: after a run with divergences, the curvature at each "
                         "divergent draw and its direction (divergence_curvature)")
     args = parser.parse_args(argv)
     if args.sweep:
         return sweep(args)
-    chains, warmup, samples = (4, 300, 300) if args.quick else (4, 1000, 1500)
-    share = chains * samples / (4 * 1500)
+    chains, warmup, samples = (4, 300, 400) if args.quick else (4, 600, 2000)
+    share = chains * samples / (4 * 2000)
     min_ess, max_r_hat = 400 * share, 1 + 0.01 / share
 
 

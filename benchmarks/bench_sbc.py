@@ -157,7 +157,7 @@ def main() -> None:
 
     result = run_sbc(
         model, design, args.worlds, warmup=args.warmup, samples=args.samples, thin=args.thin,
-        seed=args.seed, progress=progress, dense_mass=[("noise_log_mu", "noise_log_tau")],
+        seed=args.seed, progress=progress, mass="lowrank",
         groups=GROUPS,
     )
     summary = rank_uniformity(result)

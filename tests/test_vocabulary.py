@@ -29,21 +29,21 @@ def _summary():
 
 
 def test_sampler_diagnostics_keys_and_values():
-    d = sampler_diagnostics(_summary(), 2, chains=4, samples=500, chain_method="vectorized",
+    d = sampler_diagnostics(_summary(), 2, chains=4, samples=500, chain_method="vmap",
                             seconds=1.5)
     assert set(d) == set(DIAGNOSTIC_KEYS)
     assert d["divergences"] == 2 and d["rhat_max"] == 1.03
     assert d["worst_rhat_parameter"] == "D[b]"
     assert (d["ess_bulk_min"], d["worst_ess_bulk_parameter"]) == (350.0, "D[b]")
     assert (d["ess_tail_min"], d["worst_ess_tail_parameter"]) == (390.0, "tau")
-    one = sampler_diagnostics(_summary(), 0, chains=1, samples=500, chain_method="parallel",
+    one = sampler_diagnostics(_summary(), 0, chains=1, samples=500, chain_method="threads",
                               seconds=1.0)
     assert one["rhat_max"] == "unavailable with one chain" and one["worst_rhat_parameter"] is None
     json.dumps(d)  # written to fit.json as a plain dict
 
 
 def test_old_keys_are_gone():
-    d = sampler_diagnostics(_summary(), 2, chains=4, samples=500, chain_method="vectorized",
+    d = sampler_diagnostics(_summary(), 2, chains=4, samples=500, chain_method="vmap",
                             seconds=1.5)
     assert type(d) is dict  # a plain dict: no translation of old names
     for old in OLD_TO_NEW:
@@ -53,11 +53,15 @@ def test_old_keys_are_gone():
 def test_one_chain_policy(monkeypatch):
     import jax
 
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert choose_chain_method(1) == "threads" and choose_chain_method(4) == "threads"
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(jax, "local_device_count", lambda: 1)
-    assert choose_chain_method(1) == "parallel"
-    assert choose_chain_method(4) == "vectorized"
+    assert choose_chain_method(4) == "vmap"
     monkeypatch.setattr(jax, "local_device_count", lambda: 4)
-    assert choose_chain_method(4) == "parallel"
+    assert choose_chain_method(4) == "pmap"
+    with pytest.raises(ValueError, match="chains"):
+        choose_chain_method(0)
 
 
 def test_one_likelihood_name():

@@ -91,3 +91,13 @@ def write_fit_files(out, result, *, draws: bool = False) -> list:
     return [out.write(name, Path.write_bytes if isinstance(content, bytes) else
                       Path.write_text, content)
             for name, content in result.files(draws=draws).items()]
+
+
+def warm_start(args: argparse.Namespace):
+    """The adaptation ``--warm-start DIR`` names (None without the option), read before any
+    output is written: a missing or damaged file is an error naming it."""
+    if getattr(args, "warm_start", None) is None:
+        return None
+    from platinum_jax.inference._nuts_run import Adapted
+
+    return Adapted.read(args.warm_start)

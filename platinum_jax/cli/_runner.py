@@ -34,10 +34,6 @@ def _nothing(*_args) -> None:
     return None
 
 
-def _no_chains(_args) -> int:
-    return 0
-
-
 def _exit_zero(*_args) -> int:
     return 0
 
@@ -55,7 +51,6 @@ class Preset:
     * ``add_arguments(parser)``: the preset's options (DATA, ``--out`` and ``--overwrite`` are
       the runner's, :func:`add_output_arguments`);
     * ``check(args)``: argument checks that need no data;
-    * ``chains(args)``: NUTS chains to run in parallel on CPU devices (0: none);
     * ``load(path, args) -> table``: DATA read and printed;
     * ``prepare(args, table) -> plan``: what can fail on the data, checked before ``--out`` is
       claimed (model built, names looked up); the plan is what ``fit`` needs;
@@ -84,7 +79,6 @@ class Preset:
     overwrite_help: str = ("replace the files an earlier run of this command wrote in --out "
                            "(other files are never deleted)")
     check: Callable[[argparse.Namespace], None] = _nothing
-    chains: Callable[[argparse.Namespace], int] = _no_chains
     finish: Callable[[Any, Any, argparse.Namespace], int] = _exit_zero
     choose: Callable[[argparse.Namespace], Preset] | None = None
 
@@ -121,11 +115,6 @@ def run(preset: Preset, args: argparse.Namespace) -> int:
     from platinum_jax._runtime import enable_float64
 
     enable_float64()  # fits, Hessians and posteriors in double precision
-    chains = preset.chains(args)
-    if chains:
-        from platinum_jax.inference import use_cpu_devices_for_chains
-
-        use_cpu_devices_for_chains(chains)  # chains in parallel; before JAX starts its back-end
     table = preset.load(args.data, args)
     plan = preset.prepare(args, table)  # what can fail on the data fails before --out is claimed
     from platinum_jax._outputs import output_directory

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import sys
 
-from ._common import add_anchor_arguments, list_written, write_fit_files
+from ._common import add_anchor_arguments, list_written, warm_start, write_fit_files
 from ._fit_model import FROM_FRACTIONS_MODEL, build_model, derive_responses
 from ._fit_stream import check_stream, finish_stream, fit_stream, load_stream, write_stream
 from ._runner import Preset, command_parser
@@ -89,6 +89,9 @@ examples:
       items within their benchmarks, with the item diagnostics and curves
   platinum-jax fit scores_long.csv --model rosetta_bayes --method nuts --out bayes
       the posterior of `platinum-jax stitch-bayes` (posterior.nc, summary.csv)
+  platinum-jax fit scores_long.csv --model rosetta_bayes --method nuts --warm-start bayes \
+      --seed 1 --out bayes2
+      a refit from the first fit's adaptation (adaptation.npz): a fifth of the warm-up
 """
 
 
@@ -154,7 +157,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--warmup", type=int, default=None,
                    help="NUTS warm-up steps (default: the model's own setting, else 500)")
     b.add_argument("--samples", type=int, default=None,
-                   help="NUTS draws per chain (default: the model's own setting, else 500)")
+                   help="NUTS draws per chain (default: the model's own setting, else 1000)")
     b.add_argument("--target-accept", type=float, default=None,
                    help="NUTS target acceptance in (0, 1) (default: the model's own setting, "
                         "else 0.9)")
@@ -162,6 +165,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="NUTS takes at most 2^depth - 1 leapfrog steps per draw (default: the "
                         "model's own setting, else 10); lower it to bound the time of a badly "
                         "scaled posterior")
+    b.add_argument("--warm-start", metavar="DIR", default=None,
+                   help="NUTS: start from the adaptation (step size, mass matrix, last draws) "
+                        "of an earlier NUTS fit of this model on data of the same shape, its "
+                        "output directory, and warm up a fifth as long")
     b.add_argument("--steps", type=int, default=3000, help="SVI steps (default 3000)")
     r = p.add_argument_group("Rosetta model")
     r.add_argument("--link", choices=("sigmoid", "clipped_linear"), default="sigmoid",
@@ -198,6 +205,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _check(args) -> None:
+    if args.warm_start is not None and args.method != "nuts":
+        raise ValueError(f"--warm-start starts NUTS from an earlier NUTS fit; --method "
+                         f"{args.method} has no sampler to warm-start: drop it or use --method "
+                         "nuts")
     if args.em is not None and not args.stream:
         raise ValueError(f"--em {args.em} chooses the EM of --stream fits; add --stream "
                          "(--model 2pl --method marginal) or drop --em")
@@ -246,10 +257,6 @@ def _write_diagnostics(result, out) -> list:
     return paths
 
 
-def _chains(args) -> int:
-    return args.chains if args.method == "nuts" and args.chains > 1 else 0
-
-
 def _load(path: str, args):
     from platinum_jax.data import ResponseTable
 
@@ -287,7 +294,7 @@ def _prepare(args, table) -> dict:
     if args.method == "nuts":
         options.update(chains=args.chains, warmup=args.warmup, samples=args.samples,
                        target_accept=args.target_accept, max_tree_depth=args.max_tree_depth,
-                       progress_bar=sys.stderr.isatty())
+                       progress_bar=sys.stderr.isatty(), warm_start=warm_start(args))
     if args.method == "svi":
         options.update(steps=args.steps)
     return {"model": model, "table": table, "derived": derived, "notes": notes,
@@ -344,7 +351,7 @@ PRESET = Preset(
     add_arguments=add_arguments, data_help="long CSV or Parquet of responses",
     overwrite_help="replace the files an earlier `fit` wrote in --out (other files are never "
     "deleted)",
-    check=_check, chains=_chains, load=_load, prepare=_prepare, fit=_fit, write=_write,
+    check=_check, load=_load, prepare=_prepare, fit=_fit, write=_write,
     finish=_finish, choose=_choose)
 # --stream: the leaderboard-scale 2PL, its responses one byte per cell (no response table).
 _STREAM = dataclasses.replace(

@@ -36,7 +36,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("models", help="list the models `fit --model` takes",
+    p = subparsers.add_parser("models",
+                              help="list the models `fit --model` takes (built-in and "
+                              "registered) and where each comes from",
                               description=DESCRIPTION,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--verbose", "-v", action="store_true",

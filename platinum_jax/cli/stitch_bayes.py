@@ -14,7 +14,7 @@ import sys
 
 from platinum_jax._names import BAYES_LIKELIHOODS
 
-from ._common import add_anchor_arguments, anchor_from_args, write_fit_files
+from ._common import add_anchor_arguments, anchor_from_args, warm_start, write_fit_files
 from ._runner import Preset, command_parser
 from ._scores import add_duplicates_argument, add_min_benchmarks_argument, load_table, write_dropped
 
@@ -42,6 +42,8 @@ same posterior; the same draws for the same seed):
   posterior.nc       the ArviZ InferenceData (arviz.from_netcdf); groups posterior,
                      sample_stats, log_likelihood, posterior_predictive, observed_data,
                      constant_data (dims model, benchmark, score)
+  adaptation.npz     NUTS: the warm-up's step size, mass matrix and last draws per chain
+                     (what --warm-start DIR starts a refit from)
 then the paper's:
   capabilities.csv   model, mean, sd, hdi_3%, hdi_97% (+ r_hat, ess_bulk, ess_tail, release_date)
   benchmarks.csv     the same for difficulty_* and slope_* per benchmark, and noise_sd_mean;
@@ -159,12 +161,12 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--mass-matrix",
-        choices=("dense", "hyper", "diagonal"),
+        choices=("lowrank", "diagonal"),
         default=None,
-        help="NUTS mass matrix (default: the model's setting): dense (adapts to every "
-        "correlation, including the slow direction between eras of models and benchmarks), "
-        "hyper (dense blocks for the scale and slopes and for the noise level only: quicker, "
-        "but that direction mixes slowly on some data) or diagonal",
+        help="NUTS mass matrix, adapted from the draws and their gradients (default: the "
+        "model's setting, lowrank): lowrank (a diagonal plus the few directions where the "
+        "posterior is stretched or squeezed, such as the capabilities' scale against every "
+        "slope) or diagonal (cheaper a step, more steps on correlated posteriors)",
     )
     g.add_argument(
         "--pooled-below",
@@ -187,6 +189,11 @@ def add_bayes_arguments(p: argparse.ArgumentParser) -> None:
         "(AutoLowRankMultivariateNormal) adds those correlations at more cost per step: use "
         "it when the intervals matter",
     )
+    g.add_argument("--warm-start", metavar="DIR", default=None,
+                   help="start NUTS from the adaptation (step size, mass matrix, last draws) of "
+                   "an earlier stitch-bayes run on a table of the same shape, its output "
+                   "directory, and warm up a fifth as long (no compiling either when the "
+                   "shapes match)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument(
         "--weights-config",
@@ -206,10 +213,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_bayes_arguments(p)
 
 
-def _chains(args: argparse.Namespace) -> int:
-    return args.chains if args.method == "nuts" else 0
-
-
 def _prepare(args: argparse.Namespace, table):
     """The weights config (keys, values, benchmark names) and the anchor, checked before the
     long fit and before --out is claimed."""
@@ -219,12 +222,12 @@ def _prepare(args: argparse.Namespace, table):
     from platinum_jax.design import load_weights_config
 
     _noise_options(args)  # a --pooled-below that does not apply is refused here
+    if args.warm_start is not None and args.method != "nuts":
+        raise ValueError("--warm-start starts NUTS from an earlier NUTS run; --method svi has "
+                         "no sampler to warm-start: drop it")
     weights_cfg = (load_weights_config(args.weights_config, known_benchmarks=table.benchmarks)
                    if args.weights_config else None)
-    return table, anchor_from_args(args), weights_cfg
-
-
-_MASS = {None: None, "dense": True, "hyper": "hyper", "diagonal": False}
+    return table, anchor_from_args(args), weights_cfg, warm_start(args)
 
 
 def _noise_options(args: argparse.Namespace) -> dict:
@@ -243,7 +246,7 @@ def _fit(args: argparse.Namespace, plan):
 
     from platinum_jax.stitching import fit_stitching_bayes
 
-    table, anchor, weights_cfg = plan
+    table, anchor, weights_cfg, warm = plan
     how = args.method.upper() + (f" ({args.svi_guide} guide)" if args.method == "svi" else "")
     print(f"{table!r}: {how} with the {args.likelihood} likelihood, anchor {anchor.describe()}")
     with warnings.catch_warnings(record=True) as caught:
@@ -253,7 +256,7 @@ def _fit(args: argparse.Namespace, plan):
             samples=args.samples, warmup=args.warmup, seed=args.seed,
             target_accept=args.target_accept, svi_steps=args.svi_steps,
             svi_guide=args.svi_guide, progress_bar=sys.stderr.isatty(),
-            dense_mass=_MASS[args.mass_matrix], **_noise_options(args))
+            mass=args.mass_matrix, warm_start=warm, **_noise_options(args))
     for w in caught:
         if issubclass(w.category, UserWarning) and not issubclass(w.category, FutureWarning):
             print(f"warning: {w.message}")
@@ -274,7 +277,10 @@ def _write(result, out, args: argparse.Namespace):
     out.write("capabilities.png", lambda p: plot_posterior_capabilities(fit, path=p))
     out.write("ppc.png", lambda p: plot_ppc(fit, path=p))
     d = fit.diagnostics
-    print(f"done in {d['seconds']:.1f} s ({d.get('chain_method', args.method)} chains)")
+    compiled = (f", {d['compile_seconds']:.1f} s of it compiling"
+                if d.get("compile_seconds", 0) >= 0.05 else "")
+    print(f"done in {d['seconds']:.1f} s{compiled} ({d.get('chain_method', args.method)} "
+          "chains)")
     if args.method == "nuts":
         rhat = (f"max R-hat {d['rhat_max']:.4f} ({d.get('worst_rhat_parameter')})"
                 if d.get("chains", 0) > 1 else "R-hat n/a (1 chain)")
@@ -310,7 +316,7 @@ PRESET = Preset(
     description=DESCRIPTION, epilog=EPILOG, add_arguments=add_arguments,
     data_help="tidy CSV (model, benchmark, score[, n_items, stderr, dates]) or an Epoch "
     "raw-data directory",
-    chains=_chains, load=load_table, prepare=_prepare, fit=_fit, write=_write, finish=_finish)
+    load=load_table, prepare=_prepare, fit=_fit, write=_write, finish=_finish)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

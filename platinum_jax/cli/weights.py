@@ -331,7 +331,8 @@ def run(args: argparse.Namespace) -> int:
     cost = None if args.cost is None else comma_numbers(args.cost, "--cost")
     fit_dir = Path(args.fit_dir)
     if not (fit_dir / DRAWS_FILE).exists() and (fit_dir / POSTERIOR_FILE).exists() \
-            and _fitted_model(fit_dir) == "rosetta_bayes":
+            and (not (fit_dir / "fit.json").exists()
+                 or _fitted_model(fit_dir) == "rosetta_bayes"):
         fit = None
         for option, given in (("--runs", args.runs is not None),
                               ("--residual-rank", args.residual_rank != "auto")):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from platinum_jax._lazy import module_hooks
 
 from ._cv import cross_validate, kfold_assignments
-from ._diagnostics import DIAGNOSTIC_KEYS, choose_chain_method, use_cpu_devices_for_chains
+from ._diagnostics import DIAGNOSTIC_KEYS, choose_chain_method
 from ._fit_files import DRAWS_FILE
 from ._map import MAPResult, gauss_newton_system, map_solver, solve_map
 from ._point import fit_map, laplace, laplace_covariance, noise_variance, objective_hessian
@@ -104,7 +104,6 @@ __all__ = [
     "simulate_world",
     "solve_map",
     "svi",
-    "use_cpu_devices_for_chains",
 ]
 
 METHODS = ("map", "laplace", "bootstrap", "marginal", "svi", "nuts")

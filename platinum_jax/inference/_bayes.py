@@ -16,21 +16,21 @@ import numpy as np
 
 from ._bayes_model import _map_start, _reparam, _sites, numpyro_model
 from ._diagnostics import choose_chain_method
-from ._nuts_init import compiled_init_nuts
 from ._posterior import posterior_fit
-from ._problem import Data, Problem
+from ._problem import Problem
 from ._results import Fit
 from ._svi import run_svi
 
-__all__ = ["NUTS_SETTINGS", "check_sampler_settings", "compare_posteriors", "loo", "nuts",
+__all__ = ["MASS_MATRICES", "NUTS_SETTINGS", "check_sampler_settings", "compare_posteriors", "loo", "nuts",
            "nuts_settings", "svi"]
 
 #: The package's NUTS settings where neither the call nor the model's ``nuts_settings`` give
-#: one. ``dense_mass`` None: a dense mass matrix up to 600 free parameters, diagonal above.
-NUTS_SETTINGS = {"warmup": 500, "samples": 500, "target_accept": 0.9, "dense_mass": None,
+#: one. ``mass``: ``"lowrank"`` (a diagonal plus up to 16 directions, adapted from draws and
+#: gradients) or ``"diagonal"``; see :func:`nuts`.
+NUTS_SETTINGS = {"warmup": 500, "samples": 1000, "target_accept": 0.9, "mass": "lowrank",
                  "init": "map", "max_tree_depth": 10}
+MASS_MATRICES = ("lowrank", "diagonal")
 
-_NUTS_FIELDS = ("diverging", "num_steps", "energy", "accept_prob", "potential_energy")
 SVI_GUIDES = ("normal", "lowrank")
 
 
@@ -46,7 +46,8 @@ def nuts_settings(model, **given) -> dict:
 
 
 def check_sampler_settings(*, chains: int, samples: int, warmup: int, target_accept: float,
-                           max_tree_depth: int, init: str = "map") -> None:
+                           max_tree_depth: int, init: str = "map",
+                           mass: str = "lowrank") -> None:
     """A ``ValueError`` naming the first sampler setting out of range."""
     for name, value in (("chains", chains), ("samples", samples),
                         ("max_tree_depth", max_tree_depth)):
@@ -60,6 +61,9 @@ def check_sampler_settings(*, chains: int, samples: int, warmup: int, target_acc
             f"{target_accept!r}; 0.8-0.99 are the useful values")
     if init not in ("map", "uniform"):
         raise ValueError(f"init must be 'map' or 'uniform' (got {init!r})")
+    if mass not in MASS_MATRICES:
+        raise ValueError(f"mass must be 'lowrank' (a diagonal plus a low-rank correction) or "
+                         f"'diagonal', got {mass!r}")
 
 
 def _bayes_problem(model, table) -> Problem:
@@ -74,47 +78,38 @@ def _bayes_problem(model, table) -> Problem:
     return problem
 
 
-def _dense_mass(problem: Problem, dense_mass):
-    """The one mass-matrix rule: True, False, a list of site-name tuples (dense blocks), or
-    None: dense up to 600 free parameters (its cost is small there), diagonal above."""
-    if dense_mass is None:
-        return problem.n_free <= 600
-    if isinstance(dense_mass, bool):
-        return dense_mass
-    blocks = [tuple(b) for b in dense_mass]
-    known = {s[0] for s in _sites(problem)}
-    rep = _reparam(problem)
-    known |= set() if rep is None else set(rep.sites())
-    unknown = sorted({s for b in blocks for s in b} - known)
-    if unknown:
-        raise ValueError(f"dense_mass names sites the model does not sample: {unknown}; its "
-                         f"sites are {sorted(known)}")
-    return blocks
+def _fingerprint(problem: Problem) -> str:
+    """A digest of everything the NumPyro model of ``problem`` closes over (the model's
+    fields and the table's), so a second fit of the same model on the same data reuses the
+    compiled sampler (a model whose repr shows an object's address never matches: safe)."""
+    import dataclasses
+    import hashlib
+
+    h = hashlib.sha256(repr(problem.model).encode())
+    h.update(str(problem.dtype).encode())
+    for f in dataclasses.fields(problem.table):
+        v = getattr(problem.table, f.name)
+        h.update(f.name.encode())
+        if isinstance(v, np.ndarray):
+            h.update(str((v.dtype, v.shape)).encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        else:
+            h.update(repr(None if v is None else list(v) if hasattr(v, "__iter__")
+                          and not isinstance(v, str) else v).encode())
+    return h.hexdigest()
 
 
-def _run_nuts(problem: Problem, data: Data, key, *, chains: int, warmup: int, samples: int,
-              target_accept: float, max_tree_depth: int, dense_mass, chain_method: str,
-              init_values: dict | None, progress_bar: bool):
-    """NumPyro's NUTS on :func:`numpyro_model`: ``(sites by chain, sample stats)``."""
-    from numpyro.infer import MCMC, init_to_uniform, init_to_value
+def _warm_state(warm):
+    """The :class:`~._nuts_run.Adapted` state of ``warm_start`` (a NUTS :class:`Fit` or its
+    ``adaptation``), or a clear error."""
+    from ._nuts_run import Adapted
 
-    init = init_to_uniform if init_values is None else init_to_value(values=init_values)
-    kernel = compiled_init_nuts()(numpyro_model(problem), target_accept_prob=target_accept,
-                                   max_tree_depth=max_tree_depth, dense_mass=dense_mass,
-                                   init_strategy=init)
-    mcmc = MCMC(kernel, num_warmup=int(warmup), num_samples=int(samples),
-                num_chains=int(chains), progress_bar=progress_bar, chain_method=chain_method)
-    mcmc.run(key, data, extra_fields=_NUTS_FIELDS)
-    extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
-    stats = {"diverging": extra["diverging"], "n_steps": extra["num_steps"],
-             "acceptance_rate": extra["accept_prob"], "energy": extra["energy"],
-             "lp": -extra["potential_energy"]}
-    rep = _reparam(problem)
-    latent = {s[0] for s in _sites(problem)} | (set() if rep is None else set(rep.sites()))
-    # the sampled sites only: deterministic ones are recomputed by the push-forward
-    grouped = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()
-               if k in latent}
-    return grouped, stats
+    state = warm.adaptation if isinstance(warm, Fit) else warm
+    if not isinstance(state, Adapted):
+        what = " without an adaptation (an SVI or point fit?)" if isinstance(warm, Fit) else ""
+        raise ValueError("warm_start must be a NUTS fit of this package (or its .adaptation); "
+                         f"got {type(warm).__name__}{what}")
+    return state
 
 
 def nuts(
@@ -126,8 +121,9 @@ def nuts(
     samples: int | None = None,
     target_accept: float | None = None,
     max_tree_depth: int | None = None,
-    dense_mass=None,
+    mass: str | None = None,
     init: str | None = None,
+    warm_start=None,
     seed: int = 0,
     chain_method: str = "auto",
     progress_bar: bool = False,
@@ -136,58 +132,126 @@ def nuts(
     ess_min: float = 400,
 ) -> Fit:
     """Sample the posterior of ``model`` on ``table`` (a response table, or a
-    :class:`Problem`) with NUTS (NumPyro), ``chains`` chains. The model sampled is the model's
+    :class:`Problem`) with NUTS, ``chains`` chains. The model sampled is the model's
     ``sampling_model()``: a likelihood whose noise is fixed by hand (the least-squares
     objective of point fits) is replaced as the model says or refused, never sampled.
 
-    ``warmup``, ``samples``, ``target_accept``, ``max_tree_depth``, ``dense_mass`` and ``init``
+    The trajectories are NumPyro's NUTS on the model's potential; the warm-up is the
+    package's own (:mod:`platinum_jax.inference._nuts_adapt`): the mass matrix is adapted from
+    the draws *and* the gradients at them (the Fisher-divergence estimate of Seyboldt,
+    Carlson and Carpenter's nutpie), refreshed every iteration from running windows, and the
+    step size by dual averaging towards ``target_accept``. ``mass``: ``"lowrank"`` (a
+    diagonal plus up to 16 directions where the posterior is stretched or squeezed; the
+    default) or ``"diagonal"``.
+
+    ``warmup``, ``samples``, ``target_accept``, ``max_tree_depth``, ``mass`` and ``init``
     left as None take the model's own ``nuts_settings`` where it declares them (the Bayesian
-    Rosetta model: 1,000, 1,500, 0.99, a full dense mass matrix, a uniform start), else
-    :data:`NUTS_SETTINGS` (:func:`nuts_settings`). ``dense_mass``: True, False, a list of
-    site-name tuples (dense blocks), or None (dense up to 600 free parameters). ``init``:
-    ``"map"`` starts from the MAP fit, so warm-up begins in the typical set (where the
-    likelihood reads known standard errors, which the MAP solvers do not pass, and for sites a
-    reparameterisation samples, where NumPyro does); ``"uniform"`` from NumPyro's default
-    (uniform on (-2, 2) unconstrained). ``chain_method``: ``"auto"``
-    (:func:`choose_chain_method`) or NumPyro's ``"parallel"``, ``"vectorized"``,
-    ``"sequential"``. ``max_tree_depth``: each draw takes at most ``2**depth - 1`` leapfrog
-    steps; ``tree_depth_hits`` in the diagnostics counts the draws that stopped there rather
-    than at a U-turn. ``seed`` splits into the sampler's key and the predictive draws' key.
+    Rosetta model: 600 warm-up iterations, 2,000 draws, 0.95, low rank, a uniform start), else
+    :data:`NUTS_SETTINGS` (:func:`nuts_settings`). ``init``: ``"map"`` starts from the MAP
+    fit, so warm-up begins in the typical set (where the likelihood reads known standard
+    errors, which the MAP solvers do not pass, and for sites a reparameterisation samples,
+    uniformly); ``"uniform"`` uniformly on (-2, 2) unconstrained, as NumPyro does.
+
+    ``warm_start``: a previous NUTS fit of the same model on data of the same shape (or its
+    ``adaptation``): the chains start from its last positions, step size and mass matrix, and
+    the warm-up (default a fifth of the model's) only refines them; the compiled program is
+    the cold fit's, so a refit neither compiles nor adapts from scratch.
+
+    ``chain_method``: ``"auto"`` (:func:`choose_chain_method`: on a CPU one thread per chain,
+    all the host's cores), ``"threads"``, ``"vmap"`` (one batched program), ``"pmap"`` (a
+    device per chain) or ``"sequential"``. ``max_tree_depth``: each draw takes at most
+    ``2**depth - 1`` leapfrog steps; ``tree_depth_hits`` in the diagnostics counts the draws
+    that stopped there. ``seed`` splits into the sampler's key and the predictive draws' key.
+    ``progress_bar``: a bar over the chains' iterations (its program is compiled apart from
+    the one without, and not written to JAX's persistent compilation cache).
 
     Returns a :class:`Fit` whose ``inference_data`` holds every group (see ``_posterior``),
-    ``posterior_summary`` the tidy summary and ``diagnostics`` divergences, the worst split
-    R-hat and the smallest bulk and tail ESS over every posterior variable, the settings, and
-    ``ok``; a :class:`SamplingWarning` names each check that fails (R-hat needs two chains).
-    Run in float64 (:func:`platinum_jax.enable_float64`).
+    ``posterior_summary`` the tidy summary, ``adaptation`` the warm-up's result and
+    ``diagnostics`` divergences, the worst split R-hat and the smallest bulk and tail ESS over
+    every posterior variable, the settings, the compile and sampling seconds, leapfrog steps a
+    draw, and ``ok``; a :class:`SamplingWarning` names each check that fails (R-hat needs two
+    chains). Run in float64 (:func:`platinum_jax.enable_float64`).
     """
+    import dataclasses
+
+    from ._diagnostics import CHAIN_METHODS
+    from ._nuts_adapt import WarmupSettings
+    from ._nuts_run import adapted, sample_model
+
     problem = _bayes_problem(model, table)
     sampled, _ = problem.in_canonical_order()  # one table, one set of draws, whatever its order
     s = nuts_settings(problem.model, warmup=warmup, samples=samples,
                       target_accept=target_accept, max_tree_depth=max_tree_depth,
-                      dense_mass=dense_mass, init=init)
+                      mass=mass, init=init)
+    state = None if warm_start is None else _warm_state(warm_start)
+    cold_warmup = int(s["warmup"] if state is None or not state.warmup else state.warmup)
+    if state is not None and warmup is None:
+        s["warmup"] = max(cold_warmup // 5, 1)  # a fifth of the cold warm-up
     check_sampler_settings(chains=chains, samples=s["samples"], warmup=s["warmup"],
                            target_accept=s["target_accept"], max_tree_depth=s["max_tree_depth"],
-                           init=s["init"])
-    mass = _dense_mass(sampled, s["dense_mass"])
+                           init=s["init"], mass=s["mass"])
+    if s["warmup"] < 1:
+        raise ValueError("warmup must be at least 1 with this sampler (its step size and mass "
+                         "matrix are set during warm-up)")
+    if chain_method != "auto" and chain_method not in CHAIN_METHODS:
+        raise ValueError(f"chain_method must be 'auto' or one of {list(CHAIN_METHODS)}, got "
+                         f"{chain_method!r}")
     method = choose_chain_method(chains) if chain_method == "auto" else chain_method
     key_fit, key_pp = jax.random.split(jax.random.PRNGKey(seed))
-    t0 = time.perf_counter()
-    start = _map_start(sampled) if s["init"] == "map" else None
-    grouped, stats = _run_nuts(
-        sampled, sampled.data(), key_fit, chains=chains, warmup=s["warmup"], samples=s["samples"],
-        target_accept=float(s["target_accept"]), max_tree_depth=int(s["max_tree_depth"]),
-        dense_mass=mass, chain_method=method, init_values=start, progress_bar=progress_bar)
-    wall = time.perf_counter() - t0
     depth = int(s["max_tree_depth"])
-    settings = {"warmup": int(s["warmup"]), "samples": int(s["samples"]), "chains": int(chains),
-                "target_accept": float(s["target_accept"]), "max_tree_depth": depth,
-                "dense_mass": mass if isinstance(mass, bool) else [list(b) for b in mass],
-                "init": s["init"], "chain_method": method, "seed": int(seed)}
-    diagnostics = {**settings, "tree_depth_hits": int((stats["n_steps"] >= 2**depth - 1).sum())}
-    return posterior_fit(problem, "nuts", grouped, key_pp, stats=stats,
-                         diagnostics=diagnostics, attrs=_attrs(problem, settings),
-                         log_lik_limit=log_lik_limit, ess_min=ess_min, rhat_max=rhat_max,
-                         wall=wall)
+    settings = WarmupSettings(target_accept=float(s["target_accept"]), max_tree_depth=depth,
+                              mass=s["mass"])
+    t0 = time.perf_counter()
+    cache_key = ("nuts", _fingerprint(sampled))
+    data = sampled.data()
+    model_fn = numpyro_model(sampled)
+    warm = None
+    if state is not None:
+        from ._nuts_run import _model
+
+        dim, have = _model(model_fn, (data,), cache_key)[1], int(np.shape(state.sigma)[-1])
+        if have != dim:
+            raise ValueError(f"warm_start comes from a posterior of {have} sampled coordinates; "
+                             f"this fit samples {dim}: warm-start a refit of the same model on "
+                             "data of the same shape (same subjects and items), or fit cold")
+        warm = state.rows(int(chains))
+    start = _map_start(sampled) if s["init"] == "map" and warm is None else None
+    seed_fit = int(jax.random.randint(key_fit, (), 0, 2**31 - 1))
+    values, out, timing = sample_model(
+        model_fn, (data,), chains=int(chains), num_warmup=int(s["warmup"]),
+        num_samples=int(s["samples"]), settings=settings, seed=seed_fit, method=method,
+        warm=warm, max_warmup=max(cold_warmup, int(s["warmup"])), cache_key=cache_key,
+        init_values=start, progress_bar=progress_bar)
+    wall = time.perf_counter() - t0
+    rep = _reparam(sampled)
+    latent = {x[0] for x in _sites(sampled)} | (set() if rep is None else set(rep.sites()))
+    # the sampled sites only: deterministic ones are recomputed by the push-forward
+    grouped = {k: v for k, v in values.items() if k in latent}
+    stats = {"diverging": out["diverging"], "n_steps": out["num_steps"],
+             "acceptance_rate": out["accept_prob"], "energy": out["energy"],
+             "lp": -out["potential_energy"]}
+    nw = int(s["warmup"])
+    settings_out = {"warmup": nw, "samples": int(s["samples"]), "chains": int(chains),
+                    "target_accept": float(s["target_accept"]), "max_tree_depth": depth,
+                    "mass": s["mass"], "init": "warm_start" if warm is not None else s["init"],
+                    "chain_method": method, "seed": int(seed)}
+    diagnostics = {
+        **settings_out,
+        "tree_depth_hits": int((stats["n_steps"] >= 2**depth - 1).sum()),
+        "steps_per_draw": float(np.mean(out["num_steps"])),
+        "warmup_steps_per_draw": float(np.mean(out["warmup_num_steps"][:, :nw])),
+        "step_size": float(np.mean(out["step_size"])),
+        "compile_seconds": float(timing["compile_wall_s"]),
+        "sampling_seconds": float(timing["run_wall_s"]),
+        # CPU of this process while the sampler ran (set-up, compiling, chains, constraining)
+        "sampler_cpu_seconds": float(timing["total_cpu_s"]),
+        "compiles": int(timing["compiles"]),
+    }
+    fit = posterior_fit(problem, "nuts", grouped, key_pp, stats=stats,
+                        diagnostics=diagnostics, attrs=_attrs(problem, settings_out),
+                        log_lik_limit=log_lik_limit, ess_min=ess_min, rhat_max=rhat_max,
+                        wall=wall)
+    return dataclasses.replace(fit, adaptation=adapted(out, cold_warmup))
 
 
 def _attrs(problem: Problem, settings: dict) -> dict:

@@ -18,7 +18,8 @@ from platinum_jax.models import Hierarchical
 
 from ._problem import Data, Problem, Theta
 
-__all__ = ["assemble_parameters", "numpyro_model", "posterior_theta", "posterior_values"]
+__all__ = ["assemble_parameters", "numpyro_model", "posterior_theta", "posterior_values",
+           "prior_like_globals"]
 
 
 def _reparam(problem: Problem):
@@ -241,3 +242,26 @@ def posterior_values(problem: Problem, samples: dict):
     return fn({k: jnp.asarray(v) for k, v in samples.items()})
 
 
+#: a sampled global whose posterior sd is at least this share of its prior's is not identified
+PRIOR_LIKE = 0.9
+
+
+def prior_like_globals(problem: Problem, grouped: dict) -> list[str]:
+    """The global entries (labels) a Bayesian fit samples from their declared prior whose
+    posterior spread is still the prior's (sd ratio >= :data:`PRIOR_LIKE`): the data do not
+    identify them, so their intervals are the prior's."""
+    cols = problem.glob.columns()
+    out = []
+    for site, bid, param, pos, _ in _sites(problem):
+        if bid != 2 or site not in grouped:
+            continue
+        try:
+            prior_sd = float(np.sqrt(np.asarray(param.prior.variance)))
+        except (AttributeError, NotImplementedError, TypeError, ValueError):
+            continue  # no closed-form variance: no comparison
+        if not np.isfinite(prior_sd) or prior_sd <= 0:
+            continue
+        draws = np.asarray(grouped[site]).reshape(-1, len(pos))
+        ratio = draws.std(axis=0, ddof=1) / prior_sd
+        out += [cols[k][1] for k, r in zip(pos, ratio, strict=True) if r >= PRIOR_LIKE]
+    return out

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._problem import Data, Problem, Theta
 
-__all__ = ["nested_check", "prior_dominated_globals", "prior_like_globals"]
+__all__ = ["nested_check", "prior_dominated_globals"]
 
 #: a parameter is left to its prior when the prior's curvature is this many times the data's
 PRIOR_DOMINANCE = 10.0
@@ -69,31 +69,4 @@ def nested_check(fit, base_fit) -> dict:
             "The fit stopped at a worse point (try restarts=...), or the penalty on the added "
             "parameters does not vanish where they remove themselves and outweighs the data "
             "(give them a penalty on the objective's own scale)", UserWarning, stacklevel=3)
-    return out
-
-
-#: a sampled global whose posterior sd is at least this share of its prior's is not identified
-PRIOR_LIKE = 0.9
-
-
-def prior_like_globals(problem: Problem, grouped: dict) -> list[str]:
-    """The global entries (labels) a Bayesian fit samples from their declared prior whose
-    posterior spread is still the prior's (sd ratio >= :data:`PRIOR_LIKE`): the data do not
-    identify them, so their intervals are the prior's."""
-    from ._bayes_model import _sites
-
-    cols = problem.glob.columns()
-    out = []
-    for site, bid, param, pos, _ in _sites(problem):
-        if bid != 2 or site not in grouped:
-            continue
-        try:
-            prior_sd = float(np.sqrt(np.asarray(param.prior.variance)))
-        except (AttributeError, NotImplementedError, TypeError, ValueError):
-            continue  # no closed-form variance: no comparison
-        if not np.isfinite(prior_sd) or prior_sd <= 0:
-            continue
-        draws = np.asarray(grouped[site]).reshape(-1, len(pos))
-        ratio = draws.std(axis=0, ddof=1) / prior_sd
-        out += [cols[k][1] for k, r in zip(pos, ratio, strict=True) if r >= PRIOR_LIKE]
     return out

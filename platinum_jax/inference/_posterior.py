@@ -195,7 +195,7 @@ def posterior_fit(problem: Problem, method: str, grouped: dict, key, *, stats: d
     if not rows:
         diag["log_likelihood"] = ("not stored (draws x responses above log_lik_limit): no "
                                   "log_likelihood or posterior_predictive group")
-    from ._checks import prior_like_globals
+    from ._bayes_model import prior_like_globals
 
     unidentified = prior_like_globals(problem, grouped)
     if unidentified:

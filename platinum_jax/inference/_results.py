@@ -52,6 +52,8 @@ class Fit:
         raw_sd: Laplace fits: the Gaussian's exact sd of every raw entry (0 where fixed); a
             parameter without a transform reports it as ``_sd``, with the normal interval
             ``value +- z sd`` (the draws would only estimate them, to about ``1/sqrt(2 D)``).
+        adaptation: NUTS fits: the warm-up's result per chain (step size, mass matrix, last
+            position), the start of a warm-started refit (``nuts(..., warm_start=fit)``).
     """
 
     problem: Problem
@@ -66,6 +68,7 @@ class Fit:
     posterior_summary: pd.DataFrame | None = field(default=None, repr=False)
     subject_columns: dict = field(default_factory=dict)
     raw_sd: Theta | None = None
+    adaptation: object = field(default=None, repr=False)
 
     @property
     def model(self):
@@ -199,7 +202,8 @@ class Fit:
     def files(self, *, draws: bool = False) -> dict[str, str | bytes]:
         """The result as files: ``subjects.csv``, ``items.csv``, ``globals.csv``, ``fit.json``;
         a Bayesian fit adds ``summary.csv`` (:attr:`posterior_summary`) and ``posterior.nc``
-        (:attr:`inference_data` as netCDF, ``arviz.from_netcdf`` reads it); ``draws=True``
+        (:attr:`inference_data` as netCDF, ``arviz.from_netcdf`` reads it), and a NUTS fit
+        ``adaptation.npz`` (:attr:`adaptation`, for ``--warm-start``); ``draws=True``
         adds ``draws.npz`` (the model, the responses, the raw point estimate and draws, which
         :func:`platinum_jax.inference.read_fit` and ``platinum-jax weights`` read). ``fit.json``
         records the size and checksum of every other file."""
@@ -215,6 +219,8 @@ class Fit:
             out["summary.csv"] = self.posterior_summary.to_csv(index=False)
         if self.inference_data is not None:
             out["posterior.nc"] = _netcdf_bytes(self.inference_data)
+        if self.adaptation is not None:  # a NUTS fit: what a warm-started refit starts from
+            out[self.adaptation.FILE] = self.adaptation.to_bytes()
         if draws:
             out[DRAWS_FILE] = draws_bytes(self)
         return with_integrity(out)

@@ -147,7 +147,7 @@ def run_sbc(
     samples: int = 600,
     thin: int = 6,
     target_accept: float = 0.9,
-    dense_mass=False,
+    mass: str = "diagonal",
     groups: Mapping[str, str] | None = None,
     extra: Callable | None = None,
     seed: int = 0,
@@ -157,7 +157,8 @@ def run_sbc(
     simulated worlds on ``design`` (a :class:`ResponseTable` whose responses are ignored).
 
     Each world: parameters and responses from the prior predictive (:func:`simulate_world`),
-    one NUTS chain of ``warmup`` + ``samples`` steps (``dense_mass`` as NumPyro takes it),
+    one NUTS chain of ``warmup`` + ``samples`` steps (the sampler of
+    :func:`~platinum_jax.inference.nuts`; ``mass`` ``"diagonal"`` or ``"lowrank"``),
     thinned by ``thin`` to L = samples // thin draws (thinning brings the draws close to
     independent, which the rank test assumes). Every site of the model's NumPyro model
     (:func:`~platinum_jax.inference.numpyro_model`) but ``y`` is ranked, the sampled
@@ -180,8 +181,9 @@ def run_sbc(
         raise ValueError(f"samples // thin must leave at least one draw (got {samples} // {thin})")
     problem = _problem(model, design)
     npm = numpyro_model(problem)
-    sampler = _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mass,
-                             extra)
+    if int(warmup) != warmup or warmup < 1:
+        raise ValueError(f"warmup must be a positive integer, got {warmup!r}")
+    sampler = _world_sampler(npm, problem, warmup, samples, thin, target_accept, mass, extra)
     rows = []
     keys = jax.random.split(jax.random.PRNGKey(seed), 2 * n_worlds)
     sampled = None
@@ -212,74 +214,27 @@ def run_sbc(
     return pd.DataFrame(rows, columns=cols)
 
 
-def _sampler_functions(npm, example):
-    """The sampled sites' shapes (``{site: ShapeDtypeStruct}``, unconstrained) and NumPyro's
-    potential-energy and constraining functions of ``npm`` (each built from the data it is
-    given), from NumPyro's ``initialize_model`` traced abstractly. Run on arrays, it runs the
-    model and its gradient op by op, compiling each operation on its own (several hundred
-    programs for a measurement model); traced, it compiles nothing. Where the constraining
-    function keeps something computed in that trace (a support whose bounds depend on the
-    data), it cannot be used outside it, and the model is initialised on arrays instead."""
-    from numpyro.infer.util import initialize_model
+def _world_sampler(npm, problem, warmup, samples, thin, target_accept, mass, extra):
+    """``(key, data) -> (draws, diverging, sampled sites)``: one NUTS chain of the package's
+    sampler (:func:`~platinum_jax.inference.nuts`'s warm-up), compiled once for every world:
+    the data are an argument of the program, so a new world reuses it."""
+    from ._nuts_adapt import WarmupSettings
+    from ._nuts_run import numpyro_potential, run_chains
 
-    def init(rows):
-        info, potential_gen, postprocess_gen, _ = initialize_model(
-            jax.random.PRNGKey(0), npm, model_args=(rows,), dynamic_args=True)
-        found.update(potential_gen=potential_gen, postprocess_gen=postprocess_gen,
-                     shapes={k: jax.ShapeDtypeStruct(v.shape, v.dtype)
-                             for k, v in info.z.items()})
-        return 0
-
-    found = {}
-    jax.eval_shape(init, example)
-    start = {k: jnp.zeros(v.shape, v.dtype) for k, v in found["shapes"].items()}
-    try:
-        jax.eval_shape(lambda rows: found["postprocess_gen"](rows)(start), example)
-    except jax.errors.UnexpectedTracerError:
-        init(example)
-    return found["shapes"], found["potential_gen"], found["postprocess_gen"]
-
-
-def _world_sampler(npm, problem, warmup, samples, thin, target_accept, dense_mass, extra):
-    """``(key, data) -> (draws, diverging, sampled sites)``: one NUTS chain, compiled once
-    for every world.
-
-    NumPyro's functional NUTS (``hmc(potential_fn_gen=...)``) takes the data as an argument,
-    so a new world reuses the compiled program; warmup adapts the step size and mass matrix.
-    """
-    from numpyro.infer.hmc import hmc
-
-    shapes, potential_gen, postprocess_gen = _sampler_functions(npm, problem.data())
-    init_kernel, sample_kernel = hmc(potential_fn_gen=potential_gen, algo="NUTS")
-    sampled = frozenset(shapes)
-
-    def constrained(data, z):
-        values = {**z, **postprocess_gen(data)(z)}
-        return {**values, **extra(problem, values)}
-
-    @jax.jit
-    def run(key, data):
-        k_init, k_run = jax.random.split(key)
-        leaves, tree = jax.tree_util.tree_flatten(shapes)
-        starts = jax.random.split(k_init, len(leaves))
-        # NumPyro's init_to_uniform: uniform on (-2, 2) in the unconstrained space.
-        z0 = tree.unflatten([jax.random.uniform(k, x.shape, minval=-2.0, maxval=2.0)
-                             for k, x in zip(starts, leaves, strict=True)])
-        state = init_kernel(z0, warmup, dense_mass=dense_mass, target_accept_prob=target_accept,
-                            model_args=(data,), rng_key=k_run)
-
-        def step(state, _):
-            state = sample_kernel(state, model_args=(data,))
-            return state, (state.z, state.diverging)
-
-        state, _ = jax.lax.scan(step, state, None, length=warmup)
-        _, (zs, diverging) = jax.lax.scan(step, state, None, length=samples)
-        zs = jax.tree_util.tree_map(lambda x: x[::thin], zs)
-        return jax.vmap(lambda z: constrained(data, z))(zs), diverging
+    data0 = problem.data()
+    potential, dim, unravel, constrain, _ = numpyro_potential(npm, (data0,))
+    sampled = frozenset(jax.eval_shape(unravel, jnp.zeros(dim, data0.response.dtype)))
+    settings = WarmupSettings(target_accept=float(target_accept), mass=mass)
+    with_extra = jax.jit(jax.vmap(lambda values: {**values, **extra(problem, values)}))
 
     def call(key, data):
-        draws, diverging = run(key, data)
-        return draws, diverging, sampled
+        seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+        out, _ = run_chains(potential, (data,), dim, chains=1, num_warmup=int(warmup),
+                            num_samples=int(samples), settings=settings, seed=seed,
+                            method="sequential")
+        zs = jnp.asarray(out["z"][0][::thin])
+        draws = with_extra(constrain(zs, (data,)))
+        return draws, out["diverging"][0], sampled
 
     return call
 

@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # for type checkers and the API pages; at run time names load
         BayesStitchingFit,
         compare_likelihoods,
         fit_stitching_bayes,
-        hyper_mass_blocks,
         stitching_problem,
     )
     from ._fit import StitchingFit, cross_validate, fit_stitching
@@ -47,7 +46,7 @@ _HERE = __name__
 # loads only what it needs, and NumPyro only with the Bayesian fit).
 _EXPORTS = {
     **dict.fromkeys(("BayesStitchingFit", "compare_likelihoods", "fit_stitching_bayes",
-                     "hyper_mass_blocks", "stitching_problem"), f"{_HERE}._bayes"),
+                     "stitching_problem"), f"{_HERE}._bayes"),
     **dict.fromkeys(("StitchingFit", "cross_validate", "fit_stitching"), f"{_HERE}._fit"),
     **dict.fromkeys(("layout_problem", "layout_system", "solve_layout", "to_engine_theta"),
                     f"{_HERE}._layout"),
@@ -65,7 +64,6 @@ __all__ = [
     "cross_validate",
     "fit_stitching",
     "fit_stitching_bayes",
-    "hyper_mass_blocks",
     "laplace",
     "layout_problem",
     "layout_system",

@@ -33,7 +33,6 @@ from platinum_jax.models.rosetta import (
     BenchmarkAnchor,
     ParameterLayout,
     Priors,
-    anchored_benchmark,
     pooled_noise_check,
     prepare_data,
     response_rows,
@@ -41,7 +40,7 @@ from platinum_jax.models.rosetta import (
 )
 
 __all__ = ["BayesStitchingFit", "compare_likelihoods", "fit_stitching_bayes",
-           "hyper_mass_blocks", "stitching_problem"]
+           "stitching_problem"]
 
 
 def stitching_problem(table: ScoreTable, anchor: Anchor | None = None, *,
@@ -65,28 +64,6 @@ def stitching_problem(table: ScoreTable, anchor: Anchor | None = None, *,
     model = RosettaBayes.with_likelihood(likelihood, anchor=anchor, priors=priors,
                                          centred_min=centred_min, pooled_below=pooled_below)
     return Problem(model, response_rows(table, data, likelihood)), info
-
-
-def hyper_mass_blocks(likelihood: str, *, model_anchor: bool = False,
-                      pooled_below: int = POOLED_NOISE_BELOW) -> list[tuple[str, ...]]:
-    """The dense blocks of the ``"hyper"`` NUTS mass matrix (NumPyro's list of site-name tuples).
-
-    The scale of the capabilities and every slope in one block: the scores see a benchmark's
-    slope only through ``|z| exp(eta_b)`` (see :class:`~platinum_jax.models.rosetta.Priors`),
-    so ``log |z|^2`` (``capability_r2``) and the slopes' coordinates (``anchor_slope_z``,
-    ``slope_z``; with a model anchor ``capability_mu``, ``capability_tau`` and ``slope_z``)
-    move together along a ridge that only the priors bound, which a dense block crosses in
-    one step. The Gaussian noise's common level and spread, which touch every score, in a
-    second block: the site ``noise`` of the pooled noise (``pooled_below`` > 0, the default),
-    ``noise_log_mu`` and ``noise_log_tau`` without pooling. Quicker than the full dense mass
-    matrix, but a direction of ``capability_u`` against the slopes (newer models and
-    benchmarks against older ones) mixes slowly under these blocks."""
-    likelihood = check_likelihood(likelihood)
-    scale = (("capability_mu", "capability_tau", "capability_r2", "slope_z") if model_anchor
-             else ("capability_r2", "anchor_slope_z", "slope_z"))
-    if likelihood != "gaussian":
-        return [scale]
-    return [scale, ("noise",) if int(pooled_below) > 0 else ("noise_log_mu", "noise_log_tau")]
 
 
 _PREPARED = (
@@ -180,7 +157,7 @@ def fit_stitching_bayes(table: ScoreTable, anchor: Anchor | None = None, *,
                         samples: int | None = None, warmup: int | None = None, seed: int = 0,
                         priors: Priors | None = None, chain_method: str = "auto",
                         target_accept: float | None = None, max_tree_depth: int | None = None,
-                        dense_mass: bool | str | Sequence[tuple[str, ...]] | None = None,
+                        mass: str | None = None, warm_start=None,
                         pooled_below: int = POOLED_NOISE_BELOW,
                         centred_min: int = CENTRED_NOISE_MIN_SCORES,
                         svi_guide: str = "normal", svi_steps: int = 5000,
@@ -194,7 +171,10 @@ def fit_stitching_bayes(table: ScoreTable, anchor: Anchor | None = None, *,
 
     ``anchor`` as in :func:`fit_stitching`. Sampler settings left as None are the model's own
     (``RosettaBayes.nuts_settings``, checked over seeds and subsets of Epoch's raw data: the
-    Bayesian guide lists the runs); ``dense_mass="hyper"`` gives :func:`hyper_mass_blocks`.
+    Bayesian guide lists the runs); ``mass`` ``"lowrank"`` or ``"diagonal"``; ``warm_start``
+    a previous :class:`BayesStitchingFit` (or the engine's fit) of the same table shape, whose
+    adapted step size and mass matrix this fit starts from, with a fifth of the warm-up
+    (:func:`~platinum_jax.inference.nuts`).
     The Gaussian noise is pooled below ``pooled_below`` scores and centred from
     ``centred_min`` (:class:`~platinum_jax.models.rosetta.NoisyGaussian`). Standard errors
     below ``stderr_floor`` are raised to it and exact 0/1 scores move by ``beta_boundary``
@@ -217,16 +197,12 @@ def fit_stitching_bayes(table: ScoreTable, anchor: Anchor | None = None, *,
                                       centred_min=centred_min, pooled_below=pooled_below,
                                       beta_boundary=beta_boundary, stderr_floor=stderr_floor)
     _warn_prepared(info, likelihood, beta_boundary=beta_boundary)
-    if isinstance(dense_mass, str):
-        if dense_mass != "hyper":
-            raise ValueError(f"dense_mass must be True (full), 'hyper', False (diagonal) or a "
-                             f"list of site-name tuples, got {dense_mass!r}")
-        dense_mass = hyper_mass_blocks(likelihood, pooled_below=pooled_below,
-                                       model_anchor=anchored_benchmark(layout) is None)
+    if isinstance(warm_start, BayesStitchingFit):
+        warm_start = warm_start.fit
     if method == "nuts":
         fit = nuts(problem, problem.table, chains=chains, warmup=warmup, samples=samples,
                    target_accept=target_accept, max_tree_depth=max_tree_depth,
-                   dense_mass=dense_mass, seed=seed, chain_method=chain_method,
+                   mass=mass, warm_start=warm_start, seed=seed, chain_method=chain_method,
                    progress_bar=progress_bar, ess_min=ess_min, rhat_max=rhat_max)
     else:
         fit = svi(problem, problem.table, steps=svi_steps, learning_rate=svi_learning_rate,

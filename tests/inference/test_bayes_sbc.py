@@ -113,7 +113,7 @@ def test_small_sbc_run_of_the_bayesian_rosetta_model_is_calibrated():
     model = RosettaBayes.with_likelihood("gaussian", anchor=BenchmarkAnchor("b00000"))
     # sigma, the likelihood's derived noise scale, is ranked by default
     result = run_sbc(model, design, 10, warmup=200, samples=200, thin=2, seed=1,
-                     dense_mass=[("noise",)], groups=GROUPS)
+                     mass="lowrank", groups=GROUPS)
     assert set(result["group"]) == {
         "capability", "difficulty", "slope", "noise scale", "hyper-parameter"
     }

@@ -63,11 +63,6 @@ WORLDS = {
 }
 
 
-# Sampler options of a world, where the defaults cost the suite time without testing more: a
-# dense mass matrix over the Bayesian Rosetta model's ~100 coordinates triples its NUTS time.
-NUTS_OPTIONS = {"rosetta_bayes": {"dense_mass": False}}
-
-
 # Models whose abilities are identified only up to sign (a reflection of one dimension).
 SIGN_FREE = {"mirt"}
 
@@ -135,8 +130,7 @@ def test_svi_and_nuts_give_labelled_posteriors(world):
     # NUTS at its default depth limit (1,023 steps a draw for the 3PL, 4PL, graded, mirt and
     # hierarchical models), which cost most of the row's time without changing what it checks.
     table, truth = simulate(model, 40, 12, seed=5)
-    post = nuts(model, table, chains=1, warmup=100, samples=100, seed=1, max_tree_depth=5,
-                **NUTS_OPTIONS.get(name, {}))
+    post = nuts(model, table, chains=1, warmup=100, samples=100, seed=1, max_tree_depth=5)
     _labelled(post.subjects, table.subjects, [param, f"{param}_sd", f"{param}_lo"])
     idata = post.inference_data
     site = param.split("[")[0]

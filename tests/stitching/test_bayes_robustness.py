@@ -126,6 +126,34 @@ def test_cli_runs_one_chain(tmp_path, capsys, sparse_scores):
     assert summary["r_hat"].isna().all() and (summary["ess_bulk"].dropna() > 0).all()
 
 
+def test_cli_warm_start_reads_an_earlier_runs_adaptation(tmp_path, capsys, sparse_scores):
+    import json
+
+    from platinum_jax.cli import main
+
+    csv = tmp_path / "sparse.csv"
+    sparse_scores(seed=1, n_models=8, n_bench=3).drop(columns="n_items").to_csv(csv, index=False)
+    argv = ["stitch-bayes", str(csv), "--anchor-benchmark", "b0", "--chains", "2",
+            "--samples", "200", "--warmup", "200"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main([*argv, "--out", str(tmp_path / "cold")]) in (0, 1)
+        assert (tmp_path / "cold" / "adaptation.npz").exists()
+        assert main(["stitch-bayes", str(csv), "--anchor-benchmark", "b0", "--chains", "2",
+                     "--samples", "200", "--warm-start", str(tmp_path / "cold"),
+                     "--out", str(tmp_path / "warm")]) in (0, 1)
+    d = json.loads((tmp_path / "warm" / "fit.json").read_text())["diagnostics"]
+    assert d["init"] == "warm_start" and d["warmup"] == 200 // 5 and d["compiles"] == 0
+    capsys.readouterr()
+    # a directory without an adaptation, and a method without a sampler, are refused up front
+    assert main([*argv, "--warm-start", str(tmp_path), "--out", str(tmp_path / "x")]) == 2
+    assert "adaptation.npz is missing" in capsys.readouterr().err
+    assert main(["fit", str(csv), "--method", "map", "--warm-start", str(tmp_path / "cold"),
+                 "--out", str(tmp_path / "y")]) == 2
+    assert "--warm-start starts NUTS" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
 # --------------------------------------------------------------------------- weights config
 @pytest.mark.parametrize(
     ("text", "named"),
@@ -201,9 +229,9 @@ def test_cli_rejects_non_positive_counts(tmp_path, capsys, option):
 
 
 @pytest.mark.parametrize(("options", "expected"), [
-    ([], {"dense_mass": None}),  # the defaults: the model's mass matrix and pooling (30)
-    (["--mass-matrix", "hyper", "--pooled-below", "0"], {"dense_mass": "hyper", "pooled_below": 0}),
-    (["--mass-matrix", "diagonal", "--pooled-below", "5"], {"dense_mass": False, "pooled_below": 5}),
+    ([], {"mass": None}),  # the defaults: the model's mass matrix and pooling (30)
+    (["--mass-matrix", "lowrank", "--pooled-below", "0"], {"mass": "lowrank", "pooled_below": 0}),
+    (["--mass-matrix", "diagonal", "--pooled-below", "5"], {"mass": "diagonal", "pooled_below": 5}),
 ])
 def test_cli_mass_matrix_and_pooling_reach_the_fit(tmp_path, monkeypatch, options, expected):
     import platinum_jax.stitching as bayes
@@ -218,7 +246,7 @@ def test_cli_mass_matrix_and_pooling_reach_the_fit(tmp_path, monkeypatch, option
     monkeypatch.setattr(bayes, "fit_stitching_bayes", record)
     argv = ["stitch-bayes", str(_small_csv(tmp_path)), "--anchor-benchmark", "b0", *options]
     assert main([*argv, "--out", str(tmp_path / "o")]) != 0
-    assert {k: seen[k] for k in ("dense_mass", "pooled_below") if k in seen} == expected
+    assert {k: seen[k] for k in ("mass", "pooled_below") if k in seen} == expected
 
 
 def test_cli_refuses_pooled_below_for_likelihoods_without_a_noise_scale(tmp_path, capsys):
@@ -252,15 +280,13 @@ REAL_SUBSET = (
     "OTIS Mock AIME 2024-2025",
 )
 
-# The defaults (4 chains x 1,500 draws after 1,000 warmup) promise R-hat <= 1.01 and ESS >= 400
-# on this subset; benchmarks/bench_bayes_defaults.py runs them and asserts that. Here the same
-# four chains draw a fifth as much, with the default's full dense mass matrix (seed 3, chains
-# one by one: R-hat 1.012, bulk ESS 211; with the "hyper" blocks the log noise scale of MATH
-# level 5 mixed more slowly, R-hat 1.017-1.049 over seeds 0-3). ESS grows in proportion to the number of draws at a
-# given mixing, so the ESS bar is a fifth of 400; R-hat - 1 shrinks like 1 / ESS, so its bar is
-# five times 0.01.
-SHORT_CHAINS, SHORT_WARMUP, SHORT_SAMPLES = 4, 300, 300
-SHORT_SHARE = SHORT_CHAINS * SHORT_SAMPLES / (4 * 1500)
+# The defaults (4 chains x 2,000 draws after 600 warm-up iterations) promise R-hat <= 1.01 and
+# ESS >= 400 on this subset; benchmarks/bench_bayes_defaults.py runs them and asserts that. Here
+# the same four chains draw a fifth as much after half the warm-up. ESS grows in proportion to
+# the number of draws at a given mixing, so the ESS bar is a fifth of 400; R-hat - 1 shrinks
+# like 1 / ESS, so its bar is five times 0.01.
+SHORT_CHAINS, SHORT_WARMUP, SHORT_SAMPLES = 4, 300, 400
+SHORT_SHARE = SHORT_CHAINS * SHORT_SAMPLES / (4 * 2000)
 SHORT_MIN_ESS = 400 * SHORT_SHARE
 SHORT_MAX_R_HAT = 1 + 0.01 / SHORT_SHARE
 
@@ -281,11 +307,7 @@ def test_short_chains_sample_a_real_subset_cleanly(epoch_dir):
     with pytest.warns(UserWarning, match="standard error\\(s\\) below stderr_floor") as record:
         fit = fit_stitching_bayes(
             table, seed=3, chains=SHORT_CHAINS, warmup=SHORT_WARMUP, samples=SHORT_SAMPLES,
-            ess_min=SHORT_MIN_ESS, rhat_max=SHORT_MAX_R_HAT,
-            # one host device here, so "auto" would batch the chains into one vectorised
-            # program, which waits for the longest trajectory: 72 s against 40 s one by one
-            chain_method="sequential",
-        )
+            ess_min=SHORT_MIN_ESS, rhat_max=SHORT_MAX_R_HAT)
     assert not [w for w in record if issubclass(w.category, SamplingWarning)]
     d = fit.diagnostics
     assert d["divergences"] == 0 and d["rhat_max"] <= SHORT_MAX_R_HAT

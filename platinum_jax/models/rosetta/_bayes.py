@@ -104,8 +104,7 @@ class Priors:
     r2 = |z|^2 ~ chi^2(n - 1) (``capability_r2``) and u uniform in direction on the zero-sum
     subspace (``capability_u``, on a thin shell: :mod:`platinum_jax.models.rosetta._zero_sum_shell`),
     exactly the ZeroSumNormal(1) prior of z; the ridge then lies in (log r2, slopes) alone,
-    which one dense block of the mass matrix follows (``hyper_mass_blocks`` of
-    :func:`platinum_jax.stitching.fit_stitching_bayes`).  ``RosettaBayes(polar_scale=False)`` samples z itself.
+    which the low-rank part of the sampler's mass matrix follows.  ``RosettaBayes(polar_scale=False)`` samples z itself.
 
     Gaussian noise is hierarchical on the log scale, log sigma_b ~ N(nu, s) with
     nu ~ N(log_noise_loc, log_noise_loc_scale) and s ~ LogNormal(log log_noise_spread,
@@ -305,9 +304,9 @@ class RosettaBayes(MeasurementModel):
     The declared priors of ``capability``, ``difficulty`` and ``slope`` (wide normals) serve
     point fits only; Bayesian fits sample the reparameterisation. ``nuts_settings``: the
     sampler settings :func:`~platinum_jax.inference.nuts` (and ``fit --method nuts``) use where
-    not given, those of ``stitch-bayes`` (4 chains x 1,500 draws after 1,000 warmup steps,
-    target acceptance 0.99), checked over seeds and subsets of Epoch's raw data (the
-    Bayesian guide lists the runs).
+    not given, those of ``stitch-bayes`` (4 chains x 2,000 draws after 600 warm-up
+    iterations, target acceptance 0.95, a low-rank mass matrix), checked over seeds and
+    subsets of Epoch's raw data (the Bayesian guide lists the runs).
     """
 
     anchor: Anchor = BenchmarkAnchor()
@@ -317,8 +316,8 @@ class RosettaBayes(MeasurementModel):
     noise_scaled: bool = False
     name: ClassVar[str] = "rosetta_bayes"
     dim_names: ClassVar[tuple[str, str, str]] = ("model", "benchmark", "score")
-    nuts_settings: ClassVar[dict] = {"warmup": 1000, "samples": 1500, "target_accept": 0.99,
-                                     "dense_mass": True, "init": "uniform"}
+    nuts_settings: ClassVar[dict] = {"warmup": 600, "samples": 2000, "target_accept": 0.95,
+                                     "mass": "lowrank", "init": "uniform"}
 
     def subject_params(self):
         return {"capability": Param(prior=_dist().Normal(0.0, 3.0), doc="capability C_m")}

@@ -1,5 +1,5 @@
-"""The NUTS start and the SVI fit run compiled: a handful of programs, not one per operation,
-and a start with no finite log density is still refused with a clear error."""
+"""The SVI fit runs compiled: a handful of programs, not one per operation, and a start with
+no finite log density is refused with a clear error."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
-from numpyro.infer import MCMC
 
-from platinum_jax.inference._nuts_init import compiled_init_nuts
 from platinum_jax.inference._svi import run_svi
 
 
@@ -42,47 +40,6 @@ class _Compilations(logging.Handler):
         jax.config.update("jax_log_compiles", self._log)
         self._logger.removeHandler(self)
         self._logger.setLevel(self._level)
-
-
-def _model(y):
-    # Sizes no other test uses, so that no eagerly compiled operation is already in memory.
-    loc = numpyro.sample("loc", dist.Normal(0.0, 1.0).expand([7]).to_event(1))
-    scale = numpyro.sample("scale", dist.HalfNormal(1.0))
-    numpyro.sample("y", dist.Normal(loc[:, None], scale).to_event(2), obs=y)
-
-
-def test_the_nuts_start_is_one_program_and_samples_the_posterior():
-    y = np.random.default_rng(0).normal(size=(7, 13))
-    kernel = compiled_init_nuts()(_model)
-    key, args = jax.random.PRNGKey(0), (jnp.asarray(y),)
-    with _Compilations() as seen:
-        # the warm-up of the run below: the same start program, which the run then reuses
-        state = kernel.init(key, 200, model_args=args)
-    # NumPyro's own start dispatches each operation eagerly: well over a hundred programs for
-    # this model; compiled, the start is one program.
-    assert seen.names == ["jit(<lambda>)"], seen.names
-    assert np.isfinite(state.potential_energy)
-    mcmc = MCMC(compiled_init_nuts()(_model), num_warmup=200, num_samples=300,
-                progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(1), jnp.asarray(y))
-    # A unit normal prior and 13 draws of unit noise per location: the posterior of each
-    # location has mean 13 ybar / 14 and sd 1 / sqrt(14). Allowed: four Monte Carlo standard
-    # errors of 300 draws, and 0.02 for the sampled noise scale (sigma^2 in place of 1 moves
-    # the mean by at most |ybar| |13 / (13 + sigma^2) - 13 / 14|, under 0.02 here).
-    loc = np.asarray(mcmc.get_samples()["loc"]).mean(axis=0)
-    np.testing.assert_allclose(loc, y.mean(axis=1) * 13 / 14,
-                               atol=4 / np.sqrt(14) / np.sqrt(300) + 0.02)
-
-
-def test_a_start_without_finite_density_is_refused():
-    def nowhere():
-        x = numpyro.sample("x", dist.Normal(0.0, 1.0))
-        numpyro.factor("impossible", jnp.where(x > 1e9, 0.0, -jnp.inf))
-
-    mcmc = MCMC(compiled_init_nuts()(nowhere), num_warmup=5, num_samples=5,
-                progress_bar=False)
-    with pytest.raises(RuntimeError, match="no start where the model's log density"):
-        mcmc.run(jax.random.PRNGKey(0))
 
 
 def _known_noise(y):
