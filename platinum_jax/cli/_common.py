@@ -98,6 +98,6 @@ def warm_start(args: argparse.Namespace):
     output is written: a missing or damaged file is an error naming it."""
     if getattr(args, "warm_start", None) is None:
         return None
-    from platinum_jax.inference._nuts_run import Adapted
+    from platinum_jax.inference import read_adaptation
 
-    return Adapted.read(args.warm_start)
+    return read_adaptation(args.warm_start)

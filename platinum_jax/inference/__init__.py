@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ._bayes import NUTS_SETTINGS, compare_posteriors, loo, nuts, nuts_settings, svi
     from ._bayes_model import numpyro_model
     from ._marginal import fit_marginal, marginal_log_likelihood, quadrature
+    from ._nuts_run import read_adaptation
     from ._sbc import rank_uniformity, run_sbc, sbc_design, simulate_world
     from ._scalar import first_crossing, golden_minimum, loss_rise_shifts
     from ._stream import StreamedFit, fit_streamed_2pl, score_streamed_2pl
@@ -49,6 +50,7 @@ _LAZY = {
     **dict.fromkeys(("NUTS_SETTINGS", "compare_posteriors", "loo", "nuts", "nuts_settings",
                      "svi"), "_bayes"),
     "numpyro_model": "_bayes_model",
+    "read_adaptation": "_nuts_run",
     **dict.fromkeys(("fit_marginal", "marginal_log_likelihood", "quadrature"), "_marginal"),
     **dict.fromkeys(("rank_uniformity", "run_sbc", "sbc_design", "simulate_world"), "_sbc"),
     **dict.fromkeys(("first_crossing", "golden_minimum", "loss_rise_shifts"), "_scalar"),
@@ -95,6 +97,7 @@ __all__ = [
     "posterior_summary",
     "quadrature",
     "rank_uniformity",
+    "read_adaptation",
     "read_fit",
     "resample_counts",
     "run_sbc",

@@ -34,8 +34,8 @@ import numpy as np
 from ._nuts_adapt import WarmupSettings
 from ._nuts_chain import PROGRESS_EVERY, chain_program
 
-__all__ = ["Adapted", "adapted", "compile_events", "numpyro_potential", "run_chains",
-           "sample_model"]
+__all__ = ["Adapted", "adapted", "compile_events", "numpyro_potential", "read_adaptation",
+           "run_chains", "sample_model"]
 
 
 class Adapted(NamedTuple):
@@ -287,6 +287,14 @@ def _call(prog, method, chains, batched, a):
     else:
         results = [jax.device_get(prog(*a)) for a in call]
     return {k: np.stack([res[k] for res in results]) for k in results[0]}
+
+
+def read_adaptation(directory) -> Adapted:
+    """The warm-up's result an earlier NUTS fit wrote to its output ``directory``
+    (``adaptation.npz``: step size, mass matrix and last draw per chain, and the cold warm-up's
+    length), to pass as ``nuts(..., warm_start=...)``; a missing or damaged file is an error
+    naming it."""
+    return Adapted.read(directory)
 
 
 def adapted(out, warmup: int) -> Adapted:

@@ -282,13 +282,14 @@ REAL_SUBSET = (
 
 # The defaults (4 chains x 2,000 draws after 600 warm-up iterations) promise R-hat <= 1.01 and
 # ESS >= 400 on this subset; benchmarks/bench_bayes_defaults.py runs them and asserts that. Here
-# the same four chains draw a fifth as much after half the warm-up. ESS grows in proportion to
-# the number of draws at a given mixing, so the ESS bar is a fifth of 400; R-hat - 1 shrinks
-# like 1 / ESS, so its bar is five times 0.01.
-SHORT_CHAINS, SHORT_WARMUP, SHORT_SAMPLES = 4, 300, 400
+# the same four chains draw half as many. ESS grows in proportion to the number of draws at a
+# given mixing, so the ESS bar is half of 400. The slowest coordinate, MATH level 5's log noise
+# scale, gives a split R-hat of 1.012-1.020 over seeds 3-5 at this length (1.05-1.06 with 400
+# draws), so its bar is 1.03: chains that disagree give well above it (1.5 in test_bayes.py).
+SHORT_CHAINS, SHORT_WARMUP, SHORT_SAMPLES = 4, 600, 1000
 SHORT_SHARE = SHORT_CHAINS * SHORT_SAMPLES / (4 * 2000)
 SHORT_MIN_ESS = 400 * SHORT_SHARE
-SHORT_MAX_R_HAT = 1 + 0.01 / SHORT_SHARE
+SHORT_MAX_R_HAT = 1.03
 
 
 @pytest.mark.slow
