@@ -53,8 +53,9 @@ def check_sampler_settings(*, chains: int, samples: int, warmup: int, target_acc
                         ("max_tree_depth", max_tree_depth)):
         if isinstance(value, bool) or int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if isinstance(warmup, bool) or int(warmup) != warmup or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    if isinstance(warmup, bool) or int(warmup) != warmup or warmup < 1:
+        raise ValueError(f"warmup must be a positive integer (the step size and mass matrix "
+                         f"are set during warm-up), got {warmup!r}")
     if not 0.0 < target_accept < 1.0:
         raise ValueError(
             f"target_accept is a probability and must lie strictly between 0 and 1, got "
@@ -190,9 +191,6 @@ def nuts(
     check_sampler_settings(chains=chains, samples=s["samples"], warmup=s["warmup"],
                            target_accept=s["target_accept"], max_tree_depth=s["max_tree_depth"],
                            init=s["init"], mass=s["mass"])
-    if s["warmup"] < 1:
-        raise ValueError("warmup must be at least 1 with this sampler (its step size and mass "
-                         "matrix are set during warm-up)")
     if chain_method != "auto" and chain_method not in CHAIN_METHODS:
         raise ValueError(f"chain_method must be 'auto' or one of {list(CHAIN_METHODS)}, got "
                          f"{chain_method!r}")
@@ -205,22 +203,12 @@ def nuts(
     cache_key = ("nuts", _fingerprint(sampled))
     data = sampled.data()
     model_fn = numpyro_model(sampled)
-    warm = None
-    if state is not None:
-        from ._nuts_run import _model
-
-        dim, have = _model(model_fn, (data,), cache_key)[1], int(np.shape(state.sigma)[-1])
-        if have != dim:
-            raise ValueError(f"warm_start comes from a posterior of {have} sampled coordinates; "
-                             f"this fit samples {dim}: warm-start a refit of the same model on "
-                             "data of the same shape (same subjects and items), or fit cold")
-        warm = state.rows(int(chains))
-    start = _map_start(sampled) if s["init"] == "map" and warm is None else None
+    start = _map_start(sampled) if s["init"] == "map" and state is None else None
     seed_fit = int(jax.random.randint(key_fit, (), 0, 2**31 - 1))
     values, out, timing = sample_model(
         model_fn, (data,), chains=int(chains), num_warmup=int(s["warmup"]),
         num_samples=int(s["samples"]), settings=settings, seed=seed_fit, method=method,
-        warm=warm, max_warmup=max(cold_warmup, int(s["warmup"])), cache_key=cache_key,
+        warm=state, max_warmup=max(cold_warmup, int(s["warmup"])), cache_key=cache_key,
         init_values=start, progress_bar=progress_bar)
     wall = time.perf_counter() - t0
     rep = _reparam(sampled)
@@ -233,7 +221,7 @@ def nuts(
     nw = int(s["warmup"])
     settings_out = {"warmup": nw, "samples": int(s["samples"]), "chains": int(chains),
                     "target_accept": float(s["target_accept"]), "max_tree_depth": depth,
-                    "mass": s["mass"], "init": "warm_start" if warm is not None else s["init"],
+                    "mass": s["mass"], "init": "warm_start" if state is not None else s["init"],
                     "chain_method": method, "seed": int(seed)}
     diagnostics = {
         **settings_out,
