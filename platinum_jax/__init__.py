@@ -33,8 +33,8 @@ if TYPE_CHECKING:  # static tools see the real imports
 
 
 _SUBPACKAGES = ("agency", "analysis", "compare", "data", "datasets", "design", "efficient",
-                "importers", "inference", "judge", "measured", "models", "plots", "rubric",
-                "stitching", "sweeps")
+                "export", "importers", "inference", "judge", "measured", "models", "plots",
+                "rubric", "stitching", "sweeps")
 
 
 # PEP 562: names and sub-packages load on first use (so the command line starts fast)

@@ -105,11 +105,17 @@ class OutputDir:
 
     def write(self, name: str, writer: Callable[..., object], *args, **kwargs) -> Path:
         """Write ``name`` with ``writer(path, *args, **kwargs)`` (e.g. ``df.to_csv``) into the
-        staging directory; returns the path the file will have once the run completes."""
-        if Path(name).name != name or name.startswith(".platinum-jax"):
-            raise ValueError(f"output name {name!r} must be a plain file name")
-        self._record(name)
-        atomic_write(self._stage / name, writer, *args, **kwargs)
+        staging directory; returns the path the file will have once the run completes. A name
+        with folders (``data/a/b.json``) is written below them; the top folder is the output."""
+        parts = name.split("/")
+        if (any(not p or p in (".", "..") or Path(p).name != p for p in parts)
+                or name.startswith(".platinum-jax")):
+            raise ValueError(f"output name {name!r} must be a plain file name or a relative "
+                             "path of plain names")
+        self._record(parts[0])  # a tree is owned, and replaced, by its top folder
+        target = self._stage / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, writer, *args, **kwargs)
         return self.path / name
 
     def write_text(self, name: str, text: str) -> Path:

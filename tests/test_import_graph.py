@@ -147,7 +147,7 @@ FLOORS = {
     "inference and measured primitives": ("inference", "measured", "judge"),
     "the papers' presets and designs": ("stitching", "design", "efficient", "compare",
                                          "sweeps"),
-    "analyses and figures": ("analysis", "plots"),
+    "analyses and figures": ("analysis", "plots", "export"),
     "command line": ("cli",),
 }
 _LEVEL = {pkg: k for k, (_, pkgs) in enumerate(FLOORS.items()) for pkg in pkgs}

@@ -165,6 +165,7 @@ class EciResult:
             "n_models": float(len(self.models)),
             "n_shown": float(self.models["shown"].sum()),
             "replicates": float(0 if self.draws is None else len(self.draws)),
+            "level": self.level,
             "median_interval_width": float(width.median()) if self.draws is not None else np.nan,
         }
         return pd.Series(rows, name="value").rename_axis("quantity").to_frame()

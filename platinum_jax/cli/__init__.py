@@ -28,8 +28,10 @@ _COMMANDS = (
     ("models", "platinum_jax.cli.models",
      "list the models `fit --model` takes (built-in and registered) and where each comes from"),
     ("import", "platinum_jax.cli.import_logs",
-     "read evaluation logs (lm-eval, Inspect, HELM, Every Eval Ever, tidy, Epoch) into a "
-     "response table"),
+     "read evaluation logs (lm-eval, Evalchemy, Inspect, HELM, Every Eval Ever, lighteval, "
+     "tidy, Epoch) into a response table"),
+    ("export", "platinum_jax.cli.export",
+     "write results (compare, fit, ECI, response tables) as Every Eval Ever 0.3.0 records"),
     ("subset", "platinum_jax.cli.efficient",
      "choose K items for evaluating new models"),
     ("score", "platinum_jax.cli.efficient",

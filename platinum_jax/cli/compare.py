@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from pathlib import Path
 
 DESCRIPTION = """\
 Compare AI models on the items of a response table (CSV or Parquet: subject or model, item,
-response or score; optional group or benchmark, cluster, run, trials) and write to OUT:
+response or score; optional group or benchmark, cluster, run, trials), or straight on the logs
+a harness wrote (the directories and files `platinum-jax import` reads: lm-eval output
+directories, Inspect logs, Every Eval Ever records, HELM runs, lighteval details; --format
+auto tells them apart, --metric picks the per-item score), and write to OUT:
 
   accuracy.csv   accuracy per model and benchmark with an interval (--interval, --level)
   pairs.csv      every pair of models per benchmark on their shared items: difference, paired
@@ -39,9 +43,13 @@ paired t-test on the item differences (cluster-robust with a cluster column). Mo
 share no items in a benchmark are an error unless --unpaired, and pairs.csv says which design
 each row used.
 
-Example:
+Examples:
   platinum-jax compare responses.csv --out compare/ --level 0.9 --alpha 0.05
+  platinum-jax compare lm_eval_out/ --metric acc_norm --out compare/
+  platinum-jax compare logs/ --format inspect --metric match --out compare/
 """
+
+LOG_FORMATS = ("lm-eval", "inspect", "eee", "helm", "lighteval")
 
 
 def register(sub) -> None:
@@ -49,7 +57,14 @@ def register(sub) -> None:
                        "paired tests, P(A > B), power",
                        description=DESCRIPTION,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", metavar="DATA", help="response table (CSV or Parquet)")
+    p.add_argument("data", metavar="DATA",
+                   help="response table (CSV or Parquet), or harness logs (a directory or file)")
+    p.add_argument("--format", default="auto", choices=("auto", "table", *LOG_FORMATS),
+                   help="what DATA is (default auto: a .csv/.parquet file is a table, a log "
+                        "directory is recognised by its files)")
+    p.add_argument("--metric", action="append", default=None,
+                   help="logs: the per-item metric (lm-eval, eee; repeatable, first match per "
+                        "task) or scorer (inspect, helm, lighteval)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--interval", default="auto",
                    choices=("auto", "jeffreys-modified", "jeffreys", "uniform", "wilson",
@@ -82,12 +97,65 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "all"
 
 
+def _detect(path: Path) -> str:
+    """The format of DATA: ``table`` or one of the log formats, from its names."""
+    import re
+
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix in (".csv", ".parquet", ".pq"):
+            return "table"
+        if suffix == ".eval":
+            return "inspect"
+        if path.name.startswith("results") and suffix == ".json":
+            return "lm-eval"
+        if re.fullmatch(r"[0-9a-fA-F-]{36}\.json", path.name):
+            return "eee"
+        raise ValueError(f"DATA {path}: not a response table (.csv, .parquet) or a log file "
+                         "whose kind its name tells; pass --format")
+    if not path.is_dir():
+        raise FileNotFoundError(f"DATA {path}: no such file or directory")
+    found = []
+    if next(path.rglob("results*.json"), None) is not None:
+        found.append("lm-eval")
+    if next(path.rglob("*.eval"), None) is not None:
+        found.append("inspect")
+    if any(re.fullmatch(r"[0-9a-fA-F-]{36}\.json", f.name) for f in path.rglob("*.json")):
+        found.append("eee")
+    if next(path.rglob("run_spec.json"), None) is not None:
+        found.append("helm")
+    if next(path.rglob("details_*"), None) is not None:
+        found.append("lighteval")
+    if len(found) != 1:
+        what = "no harness logs" if not found else f"logs of several kinds ({', '.join(found)})"
+        raise ValueError(f"DATA {path} is a directory with {what}; compare reads one kind: "
+                         f"pass --format {'|'.join(LOG_FORMATS)}, or a response table file")
+    return found[0]
+
+
+def _table_of(args):
+    """DATA as compare reads it: the table file's path, or the table of the logs."""
+    kind = _detect(Path(args.data)) if args.format == "auto" else args.format
+    if kind == "table":
+        if args.metric:
+            raise ValueError("--metric chooses a score in harness logs; DATA is a table")
+        return args.data
+    from platinum_jax.cli.import_logs import _read
+
+    logs = _read(argparse.Namespace(
+        format=kind, paths=[args.data], metric=args.metric, filter="none", tasks=None,
+        level=None, min_benchmarks=None, min_release_date=None))
+    print(f"read {kind} logs: {logs.responses['subject'].nunique()} model(s), "
+          f"{len(logs.responses)} item response(s), {len(logs.missing)} without a usable score")
+    return logs.table(name=f"the {kind} logs in {args.data}")
+
+
 def run(args: argparse.Namespace) -> int:
     from platinum_jax.compare import accuracy, as_compare_data, compare_pairs, mdad
 
     if args.replicates < 100:
         raise ValueError(f"--replicates {args.replicates}: pass at least 100 resamples")
-    data = as_compare_data(args.data, trials=args.trials)
+    data = as_compare_data(_table_of(args), trials=args.trials)
     if args.models:
         missing = [m for m in args.models if m not in data.subjects]
         if missing:

@@ -11,9 +11,12 @@ stable id of the question within its task, group = the task, response = the per-
 and write it as Parquet or CSV (by the suffix of --out) for `platinum-jax fit`.
 
 Formats (FORMAT):
-  lm-eval  lm-evaluation-harness --output_path directories or results_*.json files, written
-           with --log_samples (per-document samples_<task>_*.jsonl); --metric acc|acc_norm|
-           exact_match|... (repeat it: the first a task reports is used), --filter
+  lm-eval  lm-evaluation-harness --output_path directories or results JSON files: v0.4 on
+           with --log_samples (samples_<task>_*.jsonl); before v0.4 (any file name) with the
+           --write_out files (<task>_write_out_info.json) beside it; Evalchemy results (its
+           <metric>_avg is the metric; no per-document scores). --metric acc|acc_norm|...
+           (repeat it: the first a task reports is used), --filter; --level aggregate for one
+           score per run and task, with its _stderr (Evalchemy: _std_err) as se
   inspect  Inspect .eval / .json logs or directories of them (needs the `inspect` extra);
            --metric names the scorer; epochs become trials when scores are 0/1
   helm     HELM benchmark_output/runs/<suite>/ directories or run directories; --metric names
@@ -21,6 +24,9 @@ Formats (FORMAT):
   eee      Every Eval Ever aggregate <uuid>.json logs or directories of them; per-sample
            scores from their _samples.jsonl sidecars, or --level aggregate for one score per
            evaluation; --metric as for lm-eval
+  lighteval lighteval --output-dir directories (details/<model>/<timestamp>/) or
+           details_<task>_<timestamp>.parquet files (.jsonl / .json too), written with
+           --save-details; --metric names the per-sample metric (default: the first)
   tidy     long CSV / Parquet files (subject, item, response[, group, trials, se, weight])
   epoch    Epoch AI benchmarking-hub raw/ directories (benchmark-level scores), by the
            Rosetta paper's rules: --min-release-date (default 2022-11-01; none keeps every
@@ -39,6 +45,9 @@ examples:
   platinum-jax import lm-eval lm_eval_out/ --metric acc_norm --metric exact_match \\
       --out responses.parquet
   platinum-jax import inspect logs/ --metric match --duplicates mean --out responses.parquet
+  platinum-jax import lm-eval leaderboard_v1/ --level aggregate --metric acc_norm \\
+      --out scores.parquet
+  platinum-jax import lighteval lighteval_out/ --metric acc --out responses.parquet
   platinum-jax fit responses.parquet --model 2pl --out irt
 """
 
@@ -48,8 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "import",
-        help="read evaluation logs (lm-eval, Inspect, HELM, Every Eval Ever, tidy, Epoch) into a "
-        "response table",
+        help="read evaluation logs (lm-eval, Evalchemy, Inspect, HELM, Every Eval Ever, lighteval, "
+        "tidy, Epoch) into a response table",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -60,12 +69,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output file, .parquet or .csv")
     p.add_argument("--overwrite", action="store_true", help="replace --out and its side tables")
     p.add_argument("--metric", action="append", default=None,
-                   help="per-item metric (lm-eval; repeatable, first match per task) or scorer "
-                   "(inspect); default: the only or first one the log reports")
+                   help="per-item metric (lm-eval, eee: repeatable, first match per task; "
+                   "helm, lighteval: one) or scorer (inspect); default: the only or first one "
+                   "the log reports")
     p.add_argument("--filter", default="none",
                    help="lm-eval filter name (default 'none'; 'any' accepts the first reported)")
     p.add_argument("--level", choices=("instance", "aggregate"), default=None,
-                   help="eee: per-sample scores (default) or one score per evaluation")
+                   help="eee, lm-eval: per-sample scores (default) or one score per "
+                   "evaluation (run and task)")
     p.add_argument("--tasks", nargs="+", default=None, help="lm-eval: keep only these tasks")
     p.add_argument("--duplicates", choices=("error", "mean", "max", "min", "first", "last"),
                    default="error",
@@ -121,20 +132,21 @@ def _read(args):
 
     reader = FORMATS[args.format]
     epoch = _epoch_options(args)
+    level = args.level or "instance"
     if args.format == "lm-eval":
-        return reader(args.paths, metric=args.metric,
+        return reader(args.paths, metric=args.metric, level=level,
                       filter=None if args.filter == "any" else args.filter, tasks=args.tasks)
     if args.level is not None and args.format != "eee":
-        raise ValueError(f"--level applies to eee records, not to {args.format}")
-    if args.format == "eee":
-        if args.filter != "none" or args.tasks is not None:
-            raise ValueError("--filter and --tasks apply to lm-eval logs, not to eee")
-        return reader(args.paths, metric=args.metric, level=args.level or "instance")
+        raise ValueError(f"--level applies to eee and lm-eval logs, not to {args.format}")
     if args.filter != "none" or args.tasks is not None:
         raise ValueError(f"--filter and --tasks apply to lm-eval logs, not to {args.format}")
-    if args.format in ("inspect", "helm"):
+    if args.format == "eee":
+        return reader(args.paths, metric=args.metric, level=level)
+    if args.format in ("inspect", "helm", "lighteval"):
         if args.metric is not None and len(args.metric) > 1:
             raise ValueError(f"{args.format}: give one --metric (got {args.metric})")
+        if args.format == "lighteval":
+            return reader(args.paths, metric=args.metric[0] if args.metric else None)
         if args.format == "helm":
             return reader(args.paths, **({"metric": args.metric[0]} if args.metric else {}))
         return reader(args.paths, scorer=args.metric[0] if args.metric else None)

@@ -7,7 +7,8 @@ records without a usable score (reported, never dropped in silence). ``.table()`
 
 | format | reader | reads |
 |---|---|---|
-| ``lm-eval`` | :func:`read_lm_eval` | lm-evaluation-harness ``--output_path`` with samples |
+| ``lm-eval`` | :func:`read_lm_eval` | lm-evaluation-harness (v0.3 on) and Evalchemy results |
+| ``lighteval`` | :func:`read_lighteval` | lighteval ``details_<task>_<timestamp>.parquet`` |
 | ``inspect`` | :func:`read_inspect` (extra ``inspect``) | Inspect ``.eval`` / ``.json`` logs |
 | ``helm`` | :func:`read_helm` | HELM ``benchmark_output/runs/<suite>/`` trees |
 | ``eee`` | :func:`read_every_eval_ever` | Every Eval Ever records and sidecars |
@@ -44,6 +45,7 @@ from platinum_jax.importers._epoch import (
 from platinum_jax.importers._every_eval_ever import read_every_eval_ever
 from platinum_jax.importers._helm import read_helm
 from platinum_jax.importers._inspect import read_inspect
+from platinum_jax.importers._lighteval import read_lighteval
 from platinum_jax.importers._lm_eval import read_lm_eval
 from platinum_jax.importers._principal_agent import (
     PrincipalAgentRelease,
@@ -69,6 +71,7 @@ __all__ = [
     "read_every_eval_ever",
     "read_helm",
     "read_inspect",
+    "read_lighteval",
     "read_lm_eval",
     "read_metr_horizons",
     "read_model_compute",
@@ -82,6 +85,7 @@ FORMATS = {
     "inspect": read_inspect,
     "helm": read_helm,
     "eee": read_every_eval_ever,
+    "lighteval": read_lighteval,
     "tidy": read_tidy,
     "epoch": read_epoch,
 }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,13 +37,19 @@ from platinum_jax.importers._common import (
 
 __all__ = ["read_every_eval_ever"]
 
+# In a directory, records are the files the datastore names by a UUID; other JSON (an export's
+# summary, a manifest) is not a record.
+_RECORD_NAME = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                          r"[0-9a-fA-F]{12}\.json")
+
 
 def _aggregate_files(paths: Iterable[str | Path]) -> list[Path]:
     return collect_files(
         paths,
-        below=lambda d: d.rglob("*.json"),
+        below=lambda d: (f for f in d.rglob("*.json") if _RECORD_NAME.fullmatch(f.name)),
         accepts=lambda f: f.suffix == ".json",
-        none_below="no Every Eval Ever aggregate logs (*.json) below it",
+        none_below="no Every Eval Ever aggregate logs (<uuid>.json, the datastore's names) "
+        "below it",
         wrong_file="point at an aggregate <uuid>.json log (its _samples.jsonl sidecar is found "
         "beside it) or a directory of them",
     )
@@ -69,6 +76,8 @@ def read_every_eval_ever(
     *,
     metric: str | Sequence[str] | None = None,
     level: Literal["instance", "aggregate"] = "instance",
+    subject: Literal["id", "name"] = "id",
+    item: Literal["qualified", "sample_id"] = "qualified",
 ) -> ImportedResponses:
     """Read Every Eval Ever logs into responses.
 
@@ -78,11 +87,18 @@ def read_every_eval_ever(
             several in order of preference; None takes each evaluation's first result.
         level: ``"instance"`` (per-sample scores from the sidecars) or ``"aggregate"``
             (one score per evaluation: benchmark-level responses).
+        subject: label each model by ``model_info.id`` (default) or ``model_info.name`` (the
+            source's own label; what ``platinum-jax export eee`` writes from a table's
+            subjects).
+        item: instance items as ``evaluation_name/sample_id`` (default; ids unique across
+            evaluations) or the bare ``sample_id``.
 
     Returns:
         :class:`ImportedResponses` with subject = ``model_info.id``, group = evaluation name.
         ``metadata`` has one row per log and evaluation (evaluation id, source, library and
-        version, timestamp, developer, model arguments, the aggregate score).
+        version, timestamp, developer, model arguments, the aggregate score and its
+        uncertainty: ``lower``, ``upper``, ``confidence_level``, ``interval_method``,
+        ``standard_error``, ``num_samples``).
 
     Raises:
         LogFormatError: a log or sidecar that is not JSON, lacks a field, names another model,
@@ -91,6 +107,10 @@ def read_every_eval_ever(
     """
     if level not in ("instance", "aggregate"):
         raise ValueError(f"level={level!r}: choose 'instance' or 'aggregate'")
+    if subject not in ("id", "name"):
+        raise ValueError(f"subject={subject!r}: choose 'id' or 'name'")
+    if item not in ("qualified", "sample_id"):
+        raise ValueError(f"item={item!r}: choose 'qualified' or 'sample_id'")
     if isinstance(paths, str | Path):
         paths = [paths]
     if isinstance(metric, str):
@@ -102,7 +122,8 @@ def read_every_eval_ever(
     for path in files:
         log = load_json(path)
         model = require_field(log, "model_info", path, "top level", dict)
-        subject = require_field(model, "id", path, "model_info", str)
+        model_id = require_field(model, "id", path, "model_info", str)
+        label = require_field(model, subject, path, "model_info", str)
         results = require_field(log, "evaluation_results", path, "top level", list)
         chosen = _choose_results(results, metric, path)
         source = log.get("source_metadata") or {}
@@ -112,8 +133,10 @@ def read_every_eval_ever(
             details = require_field(result, "score_details", path,
                                     f"evaluation_results[{k}]", dict)
             score = score_value(details.get("score"))
+            unc = details.get("uncertainty") or {}
+            ci = unc.get("confidence_interval") or {}
             meta.append({
-                "subject": subject, "task": name, "file": str(path), "metric": m,
+                "subject": label, "task": name, "file": str(path), "metric": m,
                 "evaluation_id": log.get("evaluation_id"),
                 "source_name": source.get("source_name"),
                 "source_organization": source.get("source_organization_name"),
@@ -123,21 +146,27 @@ def read_every_eval_ever(
                     result.get("evaluation_timestamp") or log.get("evaluation_timestamp")),
                 "developer": model.get("developer"),
                 "model_args": (model.get("additional_details") or {}).get("model_args"),
-                "aggregate": score, "schema_version": log.get("schema_version"),
+                "aggregate": score, "lower": score_value(ci.get("lower")),
+                "upper": score_value(ci.get("upper")),
+                "confidence_level": score_value(ci.get("confidence_level")),
+                "interval_method": ci.get("method"),
+                "standard_error": score_value((unc.get("standard_error") or {}).get("value")),
+                "num_samples": unc.get("num_samples"), "model_id": model_id,
+                "model_name": model.get("name"), "schema_version": log.get("schema_version"),
             })
             if level == "aggregate":
                 if score is None:
-                    missing.append({"subject": subject, "item": name, "group": name,
+                    missing.append({"subject": label, "item": name, "group": name,
                                     "file": str(path), "task": name, "metric": m,
                                     "reason": f"evaluation_results[{k}].score_details.score="
                                               f"{details.get('score')!r} is not a number"})
                     continue
                 se = ((details.get("uncertainty") or {}).get("standard_error") or {}).get("value")
-                rows.append({"subject": subject, "item": name, "group": name,
+                rows.append({"subject": label, "item": name, "group": name,
                              "response": score, "se": score_value(se), "file": str(path),
                              "task": name, "metric": m})
         if level == "instance":
-            _read_sidecar(path, log, subject, chosen, rows, missing)
+            _read_sidecar(path, log, (model_id, label), chosen, rows, missing, item)
     frame_rows: list[dict] | pd.DataFrame = rows
     if level == "aggregate" and rows:
         frame_rows = pd.DataFrame(rows)
@@ -168,7 +197,9 @@ def _choose_results(results: list, metric, path: Path) -> dict[str, tuple[int, d
     return chosen
 
 
-def _read_sidecar(path: Path, log: dict, subject: str, chosen, rows, missing) -> None:
+def _read_sidecar(path: Path, log: dict, who: tuple[str, str], chosen, rows, missing,
+                  naming: str) -> None:
+    model_id, subject = who
     detail = log.get("detailed_evaluation_results")
     sidecar = path.with_name(f"{path.stem}_samples.jsonl")
     if not detail or not sidecar.exists():
@@ -202,13 +233,13 @@ def _read_sidecar(path: Path, log: dict, subject: str, chosen, rows, missing) ->
             rid = next(m for n, m in wanted if n == name)  # one result: lines need no id
         if (name, rid) not in wanted:
             continue
-        model_id = require_field(rec, "model_id", sidecar, where, str)
-        if model_id != subject:
-            raise format_error(sidecar, where, f"model_id {model_id!r} differs from the "
-                                               f"aggregate's model_info.id {subject!r}")
+        line_model = require_field(rec, "model_id", sidecar, where, str)
+        if line_model != model_id:
+            raise format_error(sidecar, where, f"model_id {line_model!r} differs from the "
+                                               f"aggregate's model_info.id {model_id!r}")
         seen.add((name, rid))
         evaluation = require_field(rec, "evaluation", sidecar, where, dict)
-        item = f"{name}/{sid}"
+        item = f"{name}/{sid}" if naming == "qualified" else str(sid)
         value = score_value(evaluation.get("score"))
         if value is None:
             missing.append({"subject": subject, "item": item, "group": name,

@@ -193,3 +193,57 @@ def test_epoch_import_reports_every_score_it_leaves_out(tmp_path, capsys):
     assert main(["import", "tidy", str(every), "--min-benchmarks", "2",
                  "--out", str(tmp_path / "t.csv")]) == 2
     assert "apply to the epoch format" in capsys.readouterr().err
+
+
+def test_lm_eval_aggregate_level_import(tmp_path, capsys):
+    """--level aggregate reads lm-eval < 0.4 and Evalchemy results: one score per run and task,
+    the logged standard error as se."""
+    out = tmp_path / "agg.csv"
+    assert main(["import", "lm-eval", str(LOGS / "lm_eval_v03"), "--level", "aggregate",
+                 "--metric", "acc", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert {"subjects: 2", "items: 2", "responses: 4"} <= set(printed)
+    frame = pd.read_csv(out).set_index(["subject", "item"])
+    for path in sorted((LOGS / "lm_eval_v03").glob("*/*.json")):
+        if path.name.endswith("_write_out_info.json"):
+            continue
+        results = json.loads(path.read_text())
+        subject = f"{results['config']['model']}:{results['config']['model_args']}"
+        for task, entry in results["results"].items():
+            assert frame.loc[(subject, task), "response"] == pytest.approx(entry["acc"])
+            assert frame.loc[(subject, task), "se"] == pytest.approx(entry["acc_stderr"])
+    assert main(["import", "lm-eval", str(LOGS / "evalchemy"), "--metric", "accuracy",
+                 "--metric", "acc", "--out", str(tmp_path / "e.csv")]) == 2
+    assert "Evalchemy writes no per-document scores" in capsys.readouterr().err
+    assert main(["import", "lm-eval", str(LOGS / "evalchemy"), "--level", "aggregate",
+                 "--metric", "accuracy", "--metric", "acc", "--out", str(tmp_path / "e.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "e.csv")["metric"]) == {"accuracy", "acc"}
+
+
+def test_lighteval_import(tmp_path, capsys):
+    stamp = "2025-06-01T10-20-30.123456"
+    folder = tmp_path / "out" / "details" / "org" / "tiny" / stamp
+    folder.mkdir(parents=True)
+    values = {"lighteval|arc:easy|0": [1.0, 0.0, None], "lighteval|gsm8k|0": [0.0, 1.0, 1.0]}
+    for task, vals in values.items():
+        rows = [{"doc": {"query": f"q{k}", "id": str(k)}, "model_response": {"text": ["a"]},
+                 "metric": {"acc": v}} for k, v in enumerate(vals)]
+        pd.DataFrame(rows).to_parquet(folder / f"details_{task}_{stamp}.parquet")
+    out = tmp_path / "lt.csv"
+    assert main(["import", "lighteval", str(tmp_path / "out"), "--metric", "acc",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "subjects: 1" in printed and "responses: 5" in printed
+    assert "per-item records without a usable score: 1" in printed
+    frame = pd.read_csv(out)
+    assert set(frame["subject"]) == {"org/tiny"} and set(frame["metric"]) == {"acc"}
+    assert sorted(frame["response"]) == sorted(v for vs in values.values() for v in vs
+                                               if v is not None)
+    missing = pd.read_csv(tmp_path / "lt.missing.csv")
+    assert missing["item"].tolist() == ["lighteval|arc:easy|0/2"]
+    assert main(["import", "lighteval", str(folder), "--metric", "acc", "--metric", "em",
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "lighteval: give one --metric" in capsys.readouterr().err
+    assert main(["import", "lighteval", str(folder), "--level", "aggregate",
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "--level applies to eee and lm-eval logs, not to lighteval" in capsys.readouterr().err
