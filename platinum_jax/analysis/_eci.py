@@ -166,6 +166,9 @@ class EciResult:
             "n_shown": float(self.models["shown"].sum()),
             "replicates": float(0 if self.draws is None else len(self.draws)),
             "level": self.level,
+            # a percentile interval of refits need not contain the estimate (bias, few refits)
+            "outside_interval": float(((self.models["eci"] < self.models["lower"])
+                                       | (self.models["eci"] > self.models["upper"])).sum()),
             "median_interval_width": float(width.median()) if self.draws is not None else np.nan,
         }
         return pd.Series(rows, name="value").rename_axis("quantity").to_frame()
@@ -202,6 +205,12 @@ def eci_scale(
     caps, bench = fit.capabilities, fit.benchmarks
     a, b = affine_from_anchors(caps.loc[m_lo, "capability"], caps.loc[m_hi, "capability"], v_lo, v_hi)
     a, b = float(a), float(b)
+    if b <= 0:
+        raise ValueError(
+            f"anchors {m_lo!r} = {v_lo:g} and {m_hi!r} = {v_hi:g} are in the opposite order of "
+            f"the fit's capabilities ({float(caps.loc[m_lo, 'capability']):.3f} and "
+            f"{float(caps.loc[m_hi, 'capability']):.3f}): the map would turn the scale upside "
+            "down. Give the higher value to the more capable model")
     n_bench = fit.table.data.groupby("model", observed=True)["benchmark"].nunique()
     models = pd.DataFrame(
         {

@@ -26,8 +26,12 @@ def _axes(ax, figsize=(9, 5)):
 
 
 def _errorbars(ax, x, y, lo, hi, **kw):
-    err = np.vstack([y - lo, hi - y]) if np.isfinite(lo).any() else None
-    ax.errorbar(x, y, yerr=err, fmt="o", ms=3.5, elinewidth=0.8, capsize=0, **kw)
+    """Points with their intervals as lines from lower to upper, drawn as they are: a bootstrap
+    interval need not contain its estimate (a refit distribution shifted by bias)."""
+    label = kw.pop("label", None)
+    if np.isfinite(lo).any():
+        ax.vlines(x, lo, hi, linewidth=0.8, **kw)
+    ax.plot(x, y, "o", ms=3.5, linestyle="none", label=label, **kw)
 
 
 def plot_eci(result: Any, ax: Any = None, label_top: int = 5):

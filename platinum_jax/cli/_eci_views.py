@@ -112,6 +112,12 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
         out.write("eci_summary.csv", res.summary().to_csv)
         out.write("elo.csv", elo.to_csv)
         print(res.summary().to_string())
+        outside = int(res.summary().loc["outside_interval", "value"])
+        if outside:
+            print(f"note: {outside} of {len(res.models)} estimates lie outside their own "
+                  f"{100 * level:.0f}% bootstrap interval (the refits are shifted from the fit; "
+                  f"{args.eci_replicates} refits): more --eci-replicates steadies the interval's "
+                  "ends, not the shift")
         cols = ["eci", "lower", "upper", "n_benchmarks"]
         print(res.shown[cols].head(15).round(2).to_string())
         print(f"Elo-style scale: {elo.attrs['points_per_unit']:.1f} points per capability unit "

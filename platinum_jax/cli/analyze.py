@@ -161,6 +161,11 @@ def _run(args: argparse.Namespace, outputs) -> int:
     from platinum_jax.models.rosetta import BenchmarkAnchor
     from platinum_jax.stitching import fit_stitching
 
+    if args.data.is_dir():
+        raise IsADirectoryError(
+            f"DATA {args.data} is a directory; analyze reads a tidy scores CSV (model, "
+            "benchmark, score: e.g. the Rosetta paper's scores_long.csv), not an Epoch raw/ "
+            "directory, which `stitch` and `stitch-bayes` read")
     if not args.data.is_file():
         raise FileNotFoundError(f"scores file {args.data} does not exist; pass a tidy scores CSV")
     out = args.out

@@ -76,6 +76,30 @@ def test_eci_bad_input(world):
         an.eci_scale(fit, anchors=(anchors[0], anchors[0]), replicates=0)
     with pytest.raises(ValueError, match="level"):
         an.eci_scale(fit, anchors=anchors, replicates=0, level=90)
+    # the higher value given to the weaker model would turn the scale upside down
+    (m_lo, v_lo), (m_hi, v_hi) = anchors
+    with pytest.raises(ValueError, match="opposite order"):
+        an.eci_scale(fit, anchors=((m_lo, v_hi), (m_hi, v_lo)), replicates=0)
+    flipped = an.eci_scale(fit, anchors=((m_hi, v_hi), (m_lo, v_lo)), replicates=0)
+    assert flipped.models["eci"][m_lo] == pytest.approx(v_lo)  # the order of the pairs is free
+
+
+def test_an_interval_that_misses_its_estimate_is_counted_and_drawn(world):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    _, fit, _, anchors = world
+    # refits shifted away from the fit: every interval misses its estimate on one side
+    rng = np.random.default_rng(2)
+    shift = 0.3 * rng.standard_normal(fit.theta.size)  # the same bias in every refit
+    thetas = fit.theta + shift + 0.01 * rng.standard_normal((8, fit.theta.size))
+    boot = BootstrapResult(fit, thetas, np.zeros(8), np.ones(8, bool), 0.9)
+    res = an.eci_scale(fit, anchors=anchors, bootstrap=boot, level=0.9)
+    m = res.models
+    outside = int(((m["eci"] < m["lower"]) | (m["eci"] > m["upper"])).sum())
+    assert outside > 0
+    assert res.summary().loc["outside_interval", "value"] == outside
+    an.plot_eci(res)  # drawn as it is, no negative error bar
 
 
 def test_elo_points_are_odds_ratios(world):
@@ -288,7 +312,7 @@ def test_refit_mode_equals_subset_fit(world):
 
 
 # ---------------------------------------------------------------------- command line
-def test_cli_views(world, tmp_path):
+def test_cli_views(world, tmp_path, capsys):
     from platinum_jax.cli import main
 
     table, fit, _, anchors = world
@@ -306,6 +330,10 @@ def test_cli_views(world, tmp_path):
             assert (out / name).is_file(), (view, name)
     eci = pd.read_csv(tmp_path / "eci" / "eci.csv", index_col=0)
     assert eci.loc[[m_lo, m_hi], "eci"].tolist() == pytest.approx([130.0, 150.0])
+    # a directory where the scores CSV belongs is named as one (it exists)
+    (tmp_path / "raw").mkdir()
+    assert main(["analyze", "eci", str(tmp_path / "raw"), "--out", str(tmp_path / "x")]) != 0
+    assert "is a directory" in capsys.readouterr().err
     # a basket view without a basket fails with a non-zero status and leaves no outputs behind
     out = tmp_path / "baskets"
     assert main(["analyze", "baskets", str(data), "--out", str(out), *common]) != 0
