@@ -50,6 +50,8 @@ Examples:
 """
 
 LOG_FORMATS = ("lm-eval", "inspect", "eee", "helm", "lighteval")
+# an Every Eval Ever record: the datastore names each by a UUID
+_EEE_RECORD = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\.json")
 
 
 def register(sub) -> None:
@@ -99,8 +101,6 @@ def _slug(name: str) -> str:
 
 def _detect(path: Path) -> str:
     """The format of DATA: ``table`` or one of the log formats, from its names."""
-    import re
-
     if path.is_file():
         suffix = path.suffix.lower()
         if suffix in (".csv", ".parquet", ".pq"):
@@ -109,7 +109,7 @@ def _detect(path: Path) -> str:
             return "inspect"
         if path.name.startswith("results") and suffix == ".json":
             return "lm-eval"
-        if re.fullmatch(r"[0-9a-fA-F-]{36}\.json", path.name):
+        if _EEE_RECORD.fullmatch(path.name):
             return "eee"
         raise ValueError(f"DATA {path}: not a response table (.csv, .parquet) or a log file "
                          "whose kind its name tells; pass --format")
@@ -120,7 +120,7 @@ def _detect(path: Path) -> str:
         found.append("lm-eval")
     if next(path.rglob("*.eval"), None) is not None:
         found.append("inspect")
-    if any(re.fullmatch(r"[0-9a-fA-F-]{36}\.json", f.name) for f in path.rglob("*.json")):
+    if any(_EEE_RECORD.fullmatch(f.name) for f in path.rglob("*.json")):
         found.append("eee")
     if next(path.rglob("run_spec.json"), None) is not None:
         found.append("helm")

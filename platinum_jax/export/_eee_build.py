@@ -183,13 +183,11 @@ def eee_from_eci(
             "evaluation_result_id": "eci",
             "evaluation_name": "Epoch Capabilities Index",
             "source_data": source.source_data("Epoch Capabilities Index"),
-            "metric_config": {
-                **metric_config("eci", "ECI", "Epoch Capabilities Index: capabilities from "
-                                "the benchmark-stitching fit of Ho et al. 2025, mapped "
-                                "linearly so that the anchors take their values"
-                                + (f" ({anchor_text})" if anchor_text else ""),
-                                low=-np.inf, high=np.inf, unit="points"),
-            },
+            "metric_config": metric_config(
+                "eci", "ECI", "Epoch Capabilities Index: capabilities from the "
+                "benchmark-stitching fit of Ho et al. 2025, mapped linearly so that the anchors "
+                "take their values" + (f" ({anchor_text})" if anchor_text else ""),
+                low=-np.inf, high=np.inf, unit="points"),
             "score_details": score_details(row.eci, lower=row.lower, upper=row.upper,
                                            level=level, interval_method=how,
                                            replicates=replicates, details=details),

@@ -20,7 +20,7 @@ import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -181,7 +181,6 @@ class EveryEvalEverLog:
     samples: list[dict] | None = None
     folders: tuple[str, str, str] = ("", "", "")
     label: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def uuid(self) -> str:

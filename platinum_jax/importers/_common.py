@@ -91,7 +91,10 @@ def require_field(record: object, key: str, path: Path | str, where: str, kind=N
 
 
 def score_value(value: object) -> float | None:
-    """A per-item metric as a float, or None when it is absent or not a finite number."""
+    """A per-item metric as a float, or None when it is absent or not a finite number (NumPy
+    scalars, as Parquet gives them, count as numbers)."""
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, int | float) and np.isfinite(value):

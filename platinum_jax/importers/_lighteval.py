@@ -153,12 +153,6 @@ def _as_dict(value: object) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, np.generic):
-        value = value.item()
-    return score_value(value)
-
-
 def _doc_id(rec: dict) -> str | None:
     doc = rec.get("doc")
     if isinstance(doc, dict) and doc.get("id") not in (None, ""):
@@ -279,7 +273,7 @@ def _rows(records, scores, ids, field, chosen, base, rows, missing) -> int:
             reasons.setdefault(sid, f"row {k}: {field}={rec.get(field)!r} is not a mapping of "
                                     "metric scores")
             continue
-        value = _number(score.get(chosen))
+        value = score_value(score.get(chosen))
         if value is None:
             why = (f"no metric {chosen!r}" if chosen not in score
                    else f"{chosen}={score[chosen]!r} is not a finite number")
