@@ -32,6 +32,7 @@ import glob
 import json
 import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
@@ -260,6 +261,43 @@ def output_directory(
     option: str = "--out",
     hint: str = "",
 ) -> Iterator[OutputDir]:
+    """Claim ``path`` for one run of ``command`` (:func:`_claimed_directory`); in a
+    multi-process run only process 0 claims and writes it, the others write into a temporary
+    directory that is deleted at the end, and all stop together when process 0 cannot claim
+    it (:mod:`platinum_jax._distributed`)."""
+    from platinum_jax import _distributed
+
+    with contextlib.ExitStack() as stack:
+        if not _distributed.joined():
+            yield stack.enter_context(_claimed_directory(path, command, overwrite=overwrite,
+                                                         keep=keep, option=option, hint=hint))
+            return
+        if _distributed.is_writer():
+            try:
+                od = stack.enter_context(_claimed_directory(
+                    path, command, overwrite=overwrite, keep=keep, option=option, hint=hint))
+            except (ValueError, OSError) as exc:
+                _distributed.agree(str(exc))
+                raise
+            _distributed.agree(None)
+        else:
+            _distributed.agree(None)  # raises what process 0 could not do
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(
+                prefix="platinum-jax-process-")))
+            od = OutputDir(Path(path), command, scratch, fresh=False)
+        yield od
+
+
+@contextlib.contextmanager
+def _claimed_directory(
+    path: str | os.PathLike,
+    command: str,
+    *,
+    overwrite: bool = False,
+    keep: Iterable[str] = (),
+    option: str = "--out",
+    hint: str = "",
+) -> Iterator[OutputDir]:
     """Claim ``path`` for one run of ``command``; yields an :class:`OutputDir` to write through.
 
     The run writes into a staging directory beside ``path``; when the ``with`` block ends
@@ -356,8 +394,16 @@ def output_files(
     unless ``overwrite``.  Every file is written to a temporary name; all of them are renamed
     into place together when the ``with`` block ends without an error, so a failure or an
     interrupt leaves the previous files exactly as they were.  Temporary files of a killed
-    run are removed by the next one.
+    run are removed by the next one.  In a multi-process run only process 0 writes; the
+    others' files go to a temporary directory that is deleted at the end.
     """
+    from platinum_jax import _distributed
+
+    if _distributed.joined() and not _distributed.is_writer():
+        with tempfile.TemporaryDirectory(prefix="platinum-jax-process-") as scratch:
+            yield lambda target, writer, *args, **kwargs: (
+                writer(Path(scratch) / Path(target).name, *args, **kwargs), Path(target))[1]
+        return
     out = Path(path)
     files = [out, *map(Path, companions)]
     if out.is_dir():

@@ -141,7 +141,7 @@ def test_the_walk_sees_imports_inside_functions():
 # fails test_every_package_has_a_floor until it is placed.
 FLOORS = {
     "base": ("_names", "_outputs", "_runtime", "_validation", "_extras", "_lazy",
-             "_welfare_ranks", "_programs"),
+             "_welfare_ranks", "_programs", "_distributed"),
     "tables and the principal-agent model": ("data", "agency", "platinum_jax"),
     "models and readers": ("models", "importers", "datasets", "rubric"),
     "inference and measured primitives": ("inference", "measured", "judge"),

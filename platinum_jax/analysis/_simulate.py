@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from platinum_jax._distributed import spread
+
 from ._study import PAPER_SIMULATION_REFERENCE, DetectionStudy
 
 __all__ = ["PAPER_SIMULATION_REFERENCE", "DetectionStudy", "simulate_detection"]
@@ -134,34 +136,47 @@ def _simulate_paper(
                      static_argnums=(1, 5, 6))
 
     rows, fp_rows = [], []
-    cells = ([("fp", n, j) for j, n in enumerate(fp_noises) if flat]
-             + [("acc", n, f) for n in noises for f in accel])
+    fp_cells = [(j, n) for j, n in enumerate(fp_noises)] if flat else []
+    acc_cells = [(n, f) for n in noises for f in accel]
     t_a = config.acceleration_start
-    for kind, noise, factor in tqdm(cells, desc="detection study (paper protocol)",
-                                    disable=not progress):
-        if kind == "acc":
-            found, when, bp, ratio, r2, n_chk, conv = (
-                np.asarray(a) for a in detect(keys, jnp.asarray(factor, dtype),
-                                              jnp.asarray(noise, dtype),
-                                              jnp.asarray(threshold, dtype)))
-            rows.append(pd.DataFrame({
-                "noise": noise, "factor": factor, "replicate": np.arange(n_replicates),
-                "detected": found, "latency_months": (when - t_a) * 12.0,
-                "detection_year": when, "breakpoint_year": bp, "ratio": ratio, "r2": r2,
-                "n_checkpoints": n_chk, "converged": conv,
-            }))
-        else:  # a false-positive cell; its third entry is the noise level's index
-            flagged, bp, ratio, r2, conv = (
-                np.asarray(a) for a in fp_all(fp_keys(int(factor)), config, windows,
-                                              jnp.asarray(noise, dtype),
-                                              jnp.asarray(threshold, dtype), cap_f, max_steps))
-            win, rep = np.meshgrid(np.asarray(config.fp_windows),
-                                   np.arange(config.fp_replicates), indexing="ij")
-            fp_rows.append(pd.DataFrame({
-                "noise": noise, "window_years": win.ravel(), "replicate": rep.ravel(),
-                "flagged": flagged.ravel(), "breakpoint_year": bp.ravel(),
-                "ratio": ratio.ravel(), "r2": r2.ravel(), "converged": conv.ravel(),
-            }))
+    bar = tqdm(total=len(fp_cells) + len(acc_cells), desc="detection study (paper protocol)",
+               disable=not progress)
+    done = [0, 0]
+
+    def tick(kind):  # spread's progress: cells finished of one kind, every process's counted
+        def update(n_done, _n):
+            done[kind] = n_done
+            bar.update(sum(done) - bar.n)
+        return update
+
+    # Each cell is one compiled call over its worlds; in a multi-process run (jax.distributed)
+    # every process runs its share of the cells and all of them get every result.
+    fp_out = spread(lambda k: fp_all(fp_keys(fp_cells[k][0]), config, windows,
+                                     jnp.asarray(fp_cells[k][1], dtype),
+                                     jnp.asarray(threshold, dtype), cap_f, max_steps),
+                    len(fp_cells), progress=tick(0)) if fp_cells else []
+    acc_out = spread(lambda k: detect(keys, jnp.asarray(acc_cells[k][1], dtype),
+                                      jnp.asarray(acc_cells[k][0], dtype),
+                                      jnp.asarray(threshold, dtype)),
+                     len(acc_cells), progress=tick(1)) if acc_cells else []
+    bar.close()
+    for (_, noise), out in zip(fp_cells, fp_out, strict=True):
+        flagged, bp, ratio, r2, conv = (np.asarray(a) for a in out)
+        win, rep = np.meshgrid(np.asarray(config.fp_windows),
+                               np.arange(config.fp_replicates), indexing="ij")
+        fp_rows.append(pd.DataFrame({
+            "noise": noise, "window_years": win.ravel(), "replicate": rep.ravel(),
+            "flagged": flagged.ravel(), "breakpoint_year": bp.ravel(),
+            "ratio": ratio.ravel(), "r2": r2.ravel(), "converged": conv.ravel(),
+        }))
+    for (noise, factor), out in zip(acc_cells, acc_out, strict=True):
+        found, when, bp, ratio, r2, n_chk, conv = (np.asarray(a) for a in out)
+        rows.append(pd.DataFrame({
+            "noise": noise, "factor": factor, "replicate": np.arange(n_replicates),
+            "detected": found, "latency_months": (when - t_a) * 12.0,
+            "detection_year": when, "breakpoint_year": bp, "ratio": ratio, "r2": r2,
+            "n_checkpoints": n_chk, "converged": conv,
+        }))
     runs = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
         columns=["noise", "factor", "replicate", "detected", "latency_months"])
     fp_runs = pd.concat(fp_rows, ignore_index=True) if fp_rows else None

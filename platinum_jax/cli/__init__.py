@@ -90,6 +90,23 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
     from platinum_jax import __version__
 
     parser.add_argument("--version", action="version", version=f"platinum-jax {__version__}")
+    d = parser.add_argument_group(
+        "several processes (one job over many machines; options go before COMMAND)",
+        "Under srun or mpirun with more than one task, or with JAX_COORDINATOR_ADDRESS set, "
+        "each process joins JAX's distributed runtime before any computation: sweeps and "
+        "sharded fits use every device of every process, and only process 0 prints results "
+        "and writes --out. Without a launcher, start one command per process with:")
+    d.add_argument("--coordinator", metavar="HOST:PORT",
+                   help="address of process 0, where the others report (any free port)")
+    d.add_argument("--num-processes", type=int, metavar="N", help="how many processes in all")
+    d.add_argument("--process-id", type=int, metavar="I", help="this process's number, 0..N-1")
+    d.add_argument("--distributed", choices=("auto", "on", "off"), default="auto",
+                   help="auto (default): join when the options above or a launcher say so; "
+                        "on: always join (JAX finds the cluster, e.g. a Kubernetes job); "
+                        "off: run on this process alone")
+    d.add_argument("--heartbeat", type=int, default=10, metavar="S",
+                   help="seconds after which a silent process counts as dead and the others "
+                        "stop with an error (default 10)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = {name for name, _, _ in _COMMANDS} if commands is None else set(commands)
     full = [module for name, module, _ in _COMMANDS if name in wanted]
@@ -106,10 +123,52 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
 def _command_in(argv: Sequence[str]) -> str | None:
     """The sub-command ``argv`` asks for: its first word that is not an option."""
     known = {name for name, _, _ in _COMMANDS}
-    for word in argv:
-        if not word.startswith("-"):
+    words = iter(argv)
+    for word in words:
+        if word in _GLOBAL_VALUED:
+            next(words, None)  # its value
+        elif not word.startswith("-"):
             return word if word in known else None
     return None
+
+
+# The options before COMMAND that take a value (``--coordinator HOST:PORT``).
+_GLOBAL_VALUED = ("--coordinator", "--num-processes", "--process-id", "--distributed",
+                  "--heartbeat")
+
+
+def _join_if_asked(args: argparse.Namespace) -> None:
+    """Join a multi-process run when the options or a launcher ask for it (see ``--help``);
+    print this process's place on stderr, and keep the others' stdout quiet."""
+    from platinum_jax import _distributed
+
+    explicit = any(getattr(args, k) is not None
+                   for k in ("coordinator", "num_processes", "process_id"))
+    if args.distributed == "off":
+        if explicit:
+            raise ValueError("--distributed off contradicts --coordinator / --num-processes / "
+                             "--process-id; drop one or the other")
+        return
+    if args.distributed == "auto" and not explicit and _distributed.launcher_wants() is None:
+        return
+    if explicit and None in (args.coordinator, args.num_processes, args.process_id) \
+            and _distributed.launcher_wants() is None:
+        raise ValueError("--coordinator, --num-processes and --process-id go together outside "
+                         "srun or mpirun: give all three on every process")
+    if args.heartbeat < 1:
+        raise ValueError(f"--heartbeat must be at least 1 second, got {args.heartbeat}")
+    process, processes = _distributed.join(args.coordinator, args.num_processes,
+                                           args.process_id, heartbeat=args.heartbeat)
+    import os
+
+    import jax
+
+    print(f"platinum-jax {args.command}: process {process} of {processes}, "
+          f"{jax.local_device_count()} of {jax.device_count()} devices here; process 0 "
+          "prints the results and writes the outputs", file=sys.stderr, flush=True)
+    if process != 0:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the rest of the process
+        os.environ["TQDM_DISABLE"] = "1"  # one progress bar, process 0's
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         with hard_stop(args.command) if real_process else contextlib.nullcontext():
             from platinum_jax._runtime import enable_compilation_cache
 
+            _join_if_asked(args)  # before any array exists
             enable_compilation_cache()  # later runs of the same shapes skip compilation
             return int(args.func(args) or 0)
     except (ValueError, OSError, KeyError, MissingExtraError) as exc:

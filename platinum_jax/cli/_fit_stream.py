@@ -35,9 +35,12 @@ def load_stream(path: str, args):
 
 def fit_stream(args, responses):
     """``--stream``: the streamed 2PL (:func:`platinum_jax.inference.fit_streamed_2pl`)."""
+    from platinum_jax._distributed import joined
     from platinum_jax.inference import fit_streamed_2pl
 
-    return fit_streamed_2pl(responses, em=args.em or "scale")
+    # Joined to a multi-process run: the blocks of subjects are split over every process's
+    # devices (the one-process answer, gathered on every process).
+    return fit_streamed_2pl(responses, em=args.em or "scale", mesh=True if joined() else None)
 
 
 def finish_stream(result, written, args) -> int:

@@ -195,7 +195,10 @@ def run(args: argparse.Namespace) -> int:
     with output_directory(args.out, "sweep", overwrite=args.overwrite or args.resume,
                           keep=(store_name,) if args.resume else (),
                           hint="or --resume to continue the sweep stored there") as out:
-        store = out.own(store_name)
+        from platinum_jax._distributed import is_writer
+
+        # In a multi-process run the chunk store is process 0's; the others write nothing.
+        store = out.own(store_name) if is_writer() else None
         t0 = time.perf_counter()
         ds = sweep(base, axes, outputs, chunk_size=args.chunk_size, store=store, resume=args.resume,
                    method=args.method, items=items)

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from platinum_jax._distributed import spread
 from platinum_jax.models import MeasurementModel
 
 from ._map import _SOLVER_OPTIONS, MAPResult, per_structure, solve_map
@@ -117,7 +118,9 @@ def bootstrap_replicates(
     vmapped refits at a time. Every block has the same shapes, so it compiles once. A vmapped
     batch of iterative solves runs until its slowest member stops, so small chunks suit a CPU
     and larger ones a GPU. ``solver_options`` go to :func:`solve_map` (``max_steps``,
-    tolerances, ``curvature``); ``progress`` shows a bar over blocks.
+    tolerances, ``curvature``); ``progress`` shows a bar over blocks. After
+    ``jax.distributed.initialize()`` each process refits its share of the blocks and every
+    process returns all the replicates.
     """
     if replicates < 2:
         raise ValueError(f"replicates must be at least 2 (got {replicates})")
@@ -139,15 +142,18 @@ def bootstrap_replicates(
     pad = n_blocks * block - replicates
     if pad:  # repeats, so every block has the compiled shape; dropped below
         keys = jnp.concatenate([keys, keys[:pad]])
-    blocks = range(n_blocks)
+    bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        blocks = tqdm(blocks, desc=f"bootstrap ({replicates} refits)", unit="block")
+        bar = tqdm(total=n_blocks, desc=f"bootstrap ({replicates} refits)", unit="block")
     labels, held = np.zeros(data.weight.shape, np.int32), np.full((block,), -1, np.int32)
-    outs = [jax.tree_util.tree_map(np.asarray, solve(start, data, keys[k * block:(k + 1) * block],
-                                                     labels, held))
-            for k in blocks]
+    # In a multi-process run (jax.distributed) each process refits its share of the blocks.
+    outs = spread(lambda k: jax.tree_util.tree_map(
+        np.asarray, solve(start, data, keys[k * block:(k + 1) * block], labels, held)),
+        n_blocks, progress=None if bar is None else lambda done, n: bar.update(done - bar.n))
+    if bar is not None:
+        bar.close()
     return jax.tree_util.tree_map(lambda *a: np.concatenate(a)[:replicates], *outs)
 
 

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from platinum_jax._distributed import spread
 from platinum_jax.data import ResponseTable
 
 from ._problem import Problem
@@ -169,7 +170,9 @@ def run_sbc(
     (anchors) are left out. Returns one row per (world, site entry) with columns ``world,
     group, site, index, truth, rank`` (0..L), ``n_draws`` (L), ``in_50``, ``in_90`` (the truth
     inside the central 50% / 90% posterior interval), ``divergences`` (of the world) and
-    ``derived`` (a computed, not sampled, site). Run in float64.
+    ``derived`` (a computed, not sampled, site). Run in float64. ``progress(done, n_worlds,
+    divergences)`` is called after each world. After ``jax.distributed.initialize()`` each
+    process fits its share of the worlds and every process returns the whole table.
     """
     from ._bayes_model import numpyro_model
 
@@ -188,10 +191,23 @@ def run_sbc(
     keys = jax.random.split(jax.random.PRNGKey(seed), 2 * n_worlds)
     sampled = None
     simulate = _world_simulator(model, design, problem, extra)
-    for w in range(n_worlds):
+
+    def world(w):
+        nonlocal sampled
         truth = simulate(keys[2 * w])
         draws, diverging, sites = sampler(keys[2 * w + 1], _with_responses(problem, truth["y"]))
         sampled = sites if sampled is None else sampled
+        if progress is not None:  # this process's worlds, counted as if all kept pace
+            finished.append(w)
+            progress(min(len(finished) * processes, n_worlds), n_worlds,
+                     int(np.asarray(diverging).sum()))
+        return truth, draws, np.asarray(diverging)
+
+    # In a multi-process run (jax.distributed) each process fits its share of the worlds.
+    finished: list[int] = []
+    processes = jax.process_count()
+    worlds = spread(world, n_worlds)
+    for w, (truth, draws, diverging) in enumerate(worlds):
         n_div = int(np.asarray(diverging).sum())
         for site in sorted(draws):
             if site == "y" or site not in truth or (groups is not None and site not in groups):
@@ -207,8 +223,6 @@ def run_sbc(
                      x.shape[0], bool(lo50[i] <= t[i] <= hi50[i]),
                      bool(lo90[i] <= t[i] <= hi90[i]), n_div, site not in sampled)
                 )
-        if progress is not None:
-            progress(w + 1, n_worlds, n_div)
     cols = ["world", "group", "site", "index", "truth", "rank", "n_draws", "in_50", "in_90",
             "divergences", "derived"]
     return pd.DataFrame(rows, columns=cols)

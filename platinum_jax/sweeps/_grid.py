@@ -19,8 +19,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 from jaxtyping import Array
 
+from platinum_jax import _distributed
 from platinum_jax.agency import Primitives
 from platinum_jax.sweeps._axes import (
     Axis,
@@ -78,7 +80,9 @@ def _evaluate_point(plan: _Plan, i: Array) -> dict[str, Array]:
     return out
 
 
-def _evaluate_chunk(plan: _Plan, idx: Array) -> dict[str, Array]:
+def _evaluate_chunk(plan: _Plan, idx: Array, one_by_one: bool = False) -> dict[str, Array]:
+    if one_by_one:
+        return jax.lax.map(lambda i: _evaluate_point(plan, i), idx)
     return jax.vmap(lambda i: _evaluate_point(plan, i))(idx)
 
 
@@ -86,9 +90,41 @@ def _evaluate_chunk(plan: _Plan, idx: Array) -> dict[str, Array]:
 def _run_chunk(plan: _Plan, idx: Array, mesh) -> dict[str, Array]:
     if mesh is None:
         return _evaluate_chunk(plan, idx)
+    # Several CPU devices of one process running batched LAPACK calls (the general path's
+    # Cholesky factors) at the same time can deadlock on the host's shared thread pool
+    # (jaxlib 0.10.2; a plain vmapped Cholesky under --xla_force_host_platform_device_count
+    # hangs too): there each device works through its points one Cholesky at a time.
+    one_by_one = not plan.fast and mesh.devices.flat[0].platform == "cpu" and \
+        sum(d.process_index == mesh.devices.flat[0].process_index
+            for d in mesh.devices.flat) > 1
     dyn, static = eqx.partition(plan, eqx.is_array)
-    fn = shard_points(lambda d, j: _evaluate_chunk(eqx.combine(d, static), j), mesh)
+    fn = shard_points(lambda d, j: _evaluate_chunk(eqx.combine(d, static), j, one_by_one), mesh)
     return fn(dyn, idx)
+
+
+def _check_multiprocess_store(store, resume: bool, keep_in_memory: bool) -> None:
+    """The chunk-store rule of a multi-process sweep, checked alike on every process: only
+    process 0 keeps a store (the others pass ``store=None``), every process gives the same
+    ``resume`` and keeps its results in memory."""
+    mine = np.array([store is not None, bool(resume), bool(keep_in_memory)], np.int32)
+    seen = np.asarray(multihost_utils.process_allgather(mine))  # (processes, 3)
+    n = seen.shape[0]
+    others = [int(p) for p in np.flatnonzero(seen[1:, 0]) + 1]
+    if others:
+        raise ValueError(
+            f"store= was given on process(es) {others} of a {n}-process sweep; the chunk store "
+            "is process 0's alone (the others compute the same chunks and write nothing): pass "
+            "store=None on every process but process 0"
+        )
+    if len(set(seen[:, 1].tolist())) > 1:
+        raise ValueError("resume= differs between the processes of the sweep; give every "
+                         "process the same value")
+    if not seen[:, 2].all():
+        raise ValueError(
+            f"keep_in_memory=False is not available in a {n}-process sweep (the lazily read "
+            "Dataset would exist on process 0 only); keep the results in memory, or split the "
+            "grid into one sweep per process, each with its own store"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -269,7 +305,7 @@ def sweep(
         raise ValueError("outputs is empty; keep at least one output, e.g. Weights()")
     if method not in ("auto", "fast", "general"):
         raise ValueError(f"method must be 'auto', 'fast' or 'general', got {method!r}")
-    if not keep_in_memory and store is None:
+    if not keep_in_memory and store is None and jax.process_count() == 1:
         raise ValueError(
             "keep_in_memory=False needs store=DIR (netCDF chunk files, or Zarr when DIR ends in "
             ".zarr): the results are written there chunk by chunk and read back from it lazily"
@@ -358,18 +394,24 @@ def sweep(
     spec = {name: (tuple(s.shape[1:]), np.dtype(s.dtype).str) for name, s in shapes.items()}
 
     store = as_store(store)
-    if store is not None and jax.process_count() > 1:
-        raise ValueError(
-            f"store={store.path} was given in a run with {jax.process_count()} processes; chunk "
-            "stores are written by one process only. In a multi-host sweep pass store=None and "
-            "save the returned Dataset on process 0 (jax.process_index() == 0), or split the "
-            "grid into per-host sweeps that each keep their own store"
-        )
+    multi = jax.process_count() > 1
+    if multi:
+        _check_multiprocess_store(store, resume, keep_in_memory)
     done: set[int] = set()
     if store is not None:
         fp = _fingerprint(M, Sigma, w, r, axes, outputs, chunk_size, fast, items)
-        store.open(fp, spec, n_points, chunk_size, resume)
+        try:
+            store.open(fp, spec, n_points, chunk_size, resume)
+        except (ValueError, OSError) as exc:
+            if multi:
+                _distributed.agree(str(exc))
+            raise
         done = store.finished() if resume else set()
+    if multi:  # process 0's store says which chunks are done, for every process
+        _distributed.agree(None)
+        mask = np.zeros(n_chunks, np.int32)
+        mask[sorted(done)] = 1
+        done = set(np.flatnonzero(np.asarray(multihost_utils.broadcast_one_to_all(mask))).tolist())
 
     msg = (f"sweep: {n_points} points, {n_chunks} chunk(s) of {chunk_size}, {path} path "
            f"({reason}), {n_dev} device(s)")
@@ -390,7 +432,13 @@ def sweep(
         if k in done:
             if results is None:
                 continue  # already on disk, where the returned Dataset will read it
-            part = store.read(k)
+            if not multi:
+                part = store.read(k)
+            else:  # read on process 0, sent to the others
+                part = {name: np.zeros((stop - start, *sh.shape[1:]), sh.dtype)
+                        for name, sh in shapes.items()}
+                part = {name: np.asarray(a) for name, a in multihost_utils.broadcast_one_to_all(
+                    store.read(k) if store is not None else part).items()}
         else:
             # Pad the last chunk by repeating its final index: same shapes, no recompilation.
             idx = np.minimum(np.arange(start, start + chunk_size), n_points - 1)
