@@ -514,6 +514,11 @@ def sweep(args) -> int:
     """Every seed on every subset, with the defaults and the full bars."""
     import os
 
+    from platinum_jax import _distributed
+
+    if _distributed.launcher_wants() is not None:  # before any JAX array exists
+        _distributed.join()
+
     from platinum_jax._runtime import enable_compilation_cache, enable_float64
 
     enable_float64()
@@ -525,51 +530,66 @@ def sweep(args) -> int:
         warnings.simplefilter("ignore", EpochDataWarning)
         full = read_epoch_scores(EPOCH_RAW)
     _geometry(not args.plain_z, args.noise_scaled, args.pooled_below, args.centred_min)
+    import jax
+
+    # Under srun / mpirun (or JAX_COORDINATOR_ADDRESS) the (subset, seed) runs are split over
+    # the processes, each printing its own lines; the failures are counted over all of them.
+    processes, me = jax.process_count(), jax.process_index()
+    jobs = [(k, seed) for k in range(args.first_subset, args.subsets) for seed in args.seeds]
     failed = 0
-    for k in range(args.first_subset, args.subsets):
-        table = random_subset(full, k, args.drop)
-        for seed in args.seeds:
-            cold = None
-            for warm in ((False, True) if args.warm_start and args.path != "fit" else (False,)):
-                start, cpu = time.perf_counter(), time.process_time()
-                load = os.getloadavg()[0]
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    if args.path == "fit":
-                        d, every = _fit_path(table, seed)
-                    else:
-                        fit = fit_stitching_bayes(
-                            table, seed=seed + 100 * warm, samples=args.samples,
-                            warmup=None if warm else args.warmup,
-                            target_accept=args.target_accept, mass=args.mass,
-                            warm_start=cold if warm else None)
-                        d, every = fit.diagnostics, all_coordinates(fit.idata)
-                        cold = fit
-                ok = (d["divergences"] == 0 and every["rhat_max"] <= 1.01
-                      and min(every["ess_bulk_min"], every["ess_tail_min"]) >= 400)
-                failed += not ok
-                print(json.dumps({
-                    "name": "bayes_defaults_sweep", "subset": k, "seed": seed,
-                    "path": args.path, "warm_start": warm,
-                    "mass": d.get("mass"), "z": "plain" if args.plain_z else "polar",
-                    "noise_scaled": args.noise_scaled, "pooled_below": args.pooled_below,
-                    "samples": d.get("samples"), "centred_min": args.centred_min,
-                    "target_accept": d.get("target_accept"), "warmup": d.get("warmup"),
-                    "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
-                    "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
-                    "cpu_seconds": round(time.process_time() - cpu, 1),
-                    "compile_seconds": round(float(d.get("compile_seconds", 0.0)), 1),
-                    "steps_per_draw": round(float(d.get("steps_per_draw", 0.0)), 1),
-                    "load_1min": round((load + os.getloadavg()[0]) / 2, 2),
-                    "divergences": int(d["divergences"]),
-                    "rhat_max": round(every["rhat_max"], 4), "worst_rhat": every["worst_rhat"],
-                    "rhat_max_summary": round(float(d["rhat_max"]), 4),
-                    "ess_bulk_min": round(every["ess_bulk_min"], 1),
-                    "ess_tail_min": round(every["ess_tail_min"], 1), "ok": ok}), flush=True)
-                if args.diagnose and args.path != "fit" and d["divergences"]:
-                    for row in divergence_curvature(fit.idata, table):
-                        print(json.dumps({"name": "bayes_defaults_curvature", "subset": k,
-                                          "seed": seed, **row}), flush=True)
+    tables: dict[int, object] = {}
+    for k, seed in jobs[me::processes]:
+        if k not in tables:
+            tables[k] = random_subset(full, k, args.drop)
+        table = tables[k]
+        cold = None
+        for warm in ((False, True) if args.warm_start and args.path != "fit" else (False,)):
+            start, cpu = time.perf_counter(), time.process_time()
+            load = os.getloadavg()[0]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if args.path == "fit":
+                    d, every = _fit_path(table, seed)
+                else:
+                    fit = fit_stitching_bayes(
+                        table, seed=seed + 100 * warm, samples=args.samples,
+                        warmup=None if warm else args.warmup,
+                        target_accept=args.target_accept, mass=args.mass,
+                        warm_start=cold if warm else None)
+                    d, every = fit.diagnostics, all_coordinates(fit.idata)
+                    cold = fit
+            ok = (d["divergences"] == 0 and every["rhat_max"] <= 1.01
+                  and min(every["ess_bulk_min"], every["ess_tail_min"]) >= 400)
+            failed += not ok
+            print(json.dumps({
+                "name": "bayes_defaults_sweep", "subset": k, "seed": seed, "process": me,
+                "path": args.path, "warm_start": warm,
+                "mass": d.get("mass"), "z": "plain" if args.plain_z else "polar",
+                "noise_scaled": args.noise_scaled, "pooled_below": args.pooled_below,
+                "samples": d.get("samples"), "centred_min": args.centred_min,
+                "target_accept": d.get("target_accept"), "warmup": d.get("warmup"),
+                "n_models": table.n_models, "n_benchmarks": table.n_benchmarks,
+                "n_scores": table.n_scores, "seconds": round(time.perf_counter() - start, 1),
+                "cpu_seconds": round(time.process_time() - cpu, 1),
+                "compile_seconds": round(float(d.get("compile_seconds", 0.0)), 1),
+                "steps_per_draw": round(float(d.get("steps_per_draw", 0.0)), 1),
+                "load_1min": round((load + os.getloadavg()[0]) / 2, 2),
+                "divergences": int(d["divergences"]),
+                "rhat_max": round(every["rhat_max"], 4), "worst_rhat": every["worst_rhat"],
+                "rhat_max_summary": round(float(d["rhat_max"]), 4),
+                "ess_bulk_min": round(every["ess_bulk_min"], 1),
+                "ess_tail_min": round(every["ess_tail_min"], 1), "ok": ok}), flush=True)
+            if args.diagnose and args.path != "fit" and d["divergences"]:
+                for row in divergence_curvature(fit.idata, table):
+                    print(json.dumps({"name": "bayes_defaults_curvature", "subset": k,
+                                      "seed": seed, **row}), flush=True)
+    if processes > 1:
+        import numpy as np
+        from jax.experimental import multihost_utils
+
+        failed = int(np.asarray(multihost_utils.process_allgather(np.int32(failed))).sum())
+        if me == 0:
+            print(f"{len(jobs)} runs over {processes} processes; {failed} failed the bars")
     return 1 if failed else 0
 
 

@@ -24,10 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from platinum_jax._distributed import spread
 
 __all__ = ["RobustnessResult", "anchor_robustness", "compare_capabilities", "leave_benchmarks_out"]
 
@@ -99,17 +102,36 @@ def anchor_robustness(
     base_c = base.capabilities["capability"]
     caps = {"baseline": base_c}
     rows = []
-    for name in tqdm(names, desc="anchors", disable=not progress):
-        fit = fit_stitching(table, BenchmarkAnchor(name), l2)
-        c = fit.capabilities["capability"]
+    refits = _spread_refits([lambda name=name: fit_stitching(table, BenchmarkAnchor(name), l2)
+                             for name in names], table.models, "anchors", progress, tqdm)
+    for name, (c, cost, converged) in zip(names, refits, strict=True):
         caps[name] = c
-        rows.append({"variant": name, "cost": fit.cost, "converged": fit.converged,
+        rows.append({"variant": name, "cost": cost, "converged": converged,
                      **compare_capabilities(base_c, c)})
     return RobustnessResult(
         summary=pd.DataFrame(rows).set_index("variant"),
         capabilities=pd.DataFrame(caps),
         kind="anchor",
     )
+
+
+def _spread_refits(refits, models, desc, progress, tqdm):
+    """Run the independent ``refits`` (callables returning a :class:`StitchingFit`); in a
+    multi-process run (jax.distributed) each process runs its share and all get every result.
+    Returns ``(capabilities, cost, converged)`` per refit, the capabilities a Series over the
+    models the refit kept."""
+    models = pd.Index(models, name="model")
+
+    def one(k):
+        fit = refits[k]()
+        c = fit.capabilities["capability"].reindex(models)  # models a refit lost: NaN
+        return (c.to_numpy(np.float64), np.float64(fit.cost), np.bool_(fit.converged))
+
+    bar = tqdm(total=len(refits), desc=desc, disable=not progress)
+    out = spread(one, len(refits), progress=lambda done, _n: bar.update(done - bar.n))
+    bar.close()
+    return [(pd.Series(c, index=models).dropna(), float(cost), bool(conv))
+            for c, cost, conv in out]
 
 
 def _masked_refits(table, base, l2, weights, max_steps):
@@ -172,7 +194,15 @@ def leave_benchmarks_out(
         bidx = np.asarray(table.benchmark_index)
         pos = np.array([table.benchmarks.index(n) for n in names])
         weights = (bidx[None, :] != pos[:, None]).astype(np.float64)
-        all_c, cost, conv = _masked_refits(table, base, float(l2), weights, max_steps)
+        # One vmapped call; in a multi-process run (jax.distributed) each process solves an
+        # equal share of the variants (padded with repeats of the last) and all get every one.
+        share = -(-len(weights) // jax.process_count())
+        padded = np.concatenate([weights, np.repeat(weights[-1:], share * jax.process_count()
+                                                    - len(weights), axis=0)])
+        parts = spread(lambda k: _masked_refits(table, base, float(l2),
+                                                padded[k * share:(k + 1) * share], max_steps),
+                       jax.process_count())
+        all_c, cost, conv = (np.concatenate(a)[:len(weights)] for a in zip(*parts, strict=True))
         models = pd.Index(table.models, name="model")
         for i, n in enumerate(names):
             # models scored only on the left-out benchmark have no data left: drop them
@@ -183,11 +213,12 @@ def leave_benchmarks_out(
             rows.append({"variant": n, "cost": float(cost[i]), "converged": bool(conv[i]),
                          **compare_capabilities(base_c, c)})
     else:
-        for n in tqdm(names, desc="leave-one-out", disable=not progress):
-            fit = fit_stitching(table.drop_benchmarks([n]), base.anchor, l2)
-            c = fit.capabilities["capability"]
+        refits = _spread_refits(
+            [lambda n=n: fit_stitching(table.drop_benchmarks([n]), base.anchor, l2)
+             for n in names], table.models, "leave-one-out", progress, tqdm)
+        for n, (c, cost, converged) in zip(names, refits, strict=True):
             caps[n] = c
-            rows.append({"variant": n, "cost": fit.cost, "converged": fit.converged,
+            rows.append({"variant": n, "cost": cost, "converged": converged,
                          **compare_capabilities(base_c, c)})
     return RobustnessResult(
         summary=pd.DataFrame(rows).set_index("variant"),

@@ -8,6 +8,7 @@ test to check; one process's failure fails the test.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -82,6 +83,13 @@ def launch(argv: Callable[[int, str], Sequence[str]], n: int = 2, *, timeout: fl
     return done
 
 
+def _worker_module():
+    spec = importlib.util.spec_from_file_location("multiprocess_worker", WORKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def worker(task: str, out: Path) -> Callable[[int, str], list[str]]:
     """The argv of :data:`WORKER` running ``task`` into ``out`` as process i of a run."""
     return lambda i, coord: [sys.executable, str(WORKER), task, str(out), coord, str(i)]
@@ -105,33 +113,29 @@ def launcher():
 
 
 def test_library_paths_across_two_processes_equal_one(launcher, tmp_path):
+    from platinum_jax.inference import bootstrap_replicates, fit_map, simulate
+    from platinum_jax.models import TwoPL
+
     launch, worker, _, all_ok = launcher
-    one, two = tmp_path / "one", tmp_path / "two"
-    one.mkdir()
-    two.mkdir()
-    # The one-process reference runs beside the two-process run.
-    ref = subprocess.Popen([sys.executable, str(WORKER), "library", str(one), "none", "0"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=_env(None))
-    runs = launch(worker("library", two), timeout=240)
-    _, err = ref.communicate(timeout=240)
-    assert ref.returncode == 0, err[-3000:]
+    runs = launch(worker("library", tmp_path), timeout=240)
     all_ok(runs)
-    want = np.load(one / "library-0.npz")
-    assert int(want["sweep_devices"]) == 1 and int(want["stream_devices"]) == 1
+    # The one-process answers, computed here.
+    table, _ = simulate(TwoPL(), 41, 9, seed=4, density=0.8)
+    first = fit_map(TwoPL(), table, solver="first_order", max_steps=40, gtol=0.0, ftol=0.0)
+    reps = bootstrap_replicates(first, 6, seed=3, chunk=2, block=2)
+    boot = np.concatenate([np.asarray(t).reshape(6, -1) for t in reps.theta], axis=1)
+    robustness = _worker_module().robustness()
     for p in (0, 1):
-        got = np.load(two / f"library-{p}.npz")
-        # every process sees both processes' devices and holds the whole result
-        assert int(got["sweep_devices"]) == 2 and int(got["stream_devices"]) == 2
-        np.testing.assert_allclose(got["sweep_welfare"], want["sweep_welfare"], rtol=0,
-                                   atol=1e-12)
-        np.testing.assert_allclose(got["stream_items"], want["stream_items"], atol=1e-10)
-        np.testing.assert_allclose(got["first_order_ability"], want["first_order_ability"],
-                                   atol=1e-10)
-        # replicates 0, 2, 4 refitted on process 0 and 1, 3, 5 on process 1, in order
-        np.testing.assert_allclose(got["bootstrap_theta"], want["bootstrap_theta"], atol=1e-9)
+        got = np.load(tmp_path / f"library-{p}.npz")
+        assert int(got["first_order_devices"]) == 2  # the rows split over both processes
+        np.testing.assert_allclose(got["first_order_ability"],
+                                   first.subjects["ability"].to_numpy(), atol=1e-10)
+        # replicates 0-1 and 4-5 refitted on process 0, 2-3 on process 1, gathered in order
+        np.testing.assert_allclose(got["bootstrap_theta"], boot, atol=1e-9)
         assert np.ptp(got["bootstrap_theta"], axis=0).max() > 1e-3  # replicates differ
-        rule = json.loads((two / f"library-{p}.json").read_text())["store_on_process_1"]
+        for name, value in robustness.items():  # refits split over the processes
+            np.testing.assert_allclose(got[name], value, atol=1e-8, err_msg=name)
+        rule = json.loads((tmp_path / f"library-{p}.json").read_text())["store_on_process_1"]
         assert "process(es) [1]" in rule and "store=None" in rule
 
 
@@ -142,7 +146,7 @@ def test_cli_sweep_joins_writes_once_and_resumes(launcher, tmp_path):
 
     out = tmp_path / "sweep"
     args = ("sweep", "--r", "0.1:10:12:log", "--kappa", "0.5:4:10", "--chunk-size", "40",
-            "--no-plots", "--out", str(out))
+            "--method", "general", "--no-plots", "--out", str(out))
     runs = launch(cli(*args), timeout=180)
     all_ok(runs)
     assert "process 0 of 2, 1 of 2 devices here" in runs[0].stderr
@@ -155,8 +159,10 @@ def test_cli_sweep_joins_writes_once_and_resumes(launcher, tmp_path):
     assert not list(tmp_path.glob(".sweep.*"))  # no staging left by either process
     ref = sweep(demo_world(seed=0).primitives,
                 [RiskAversion(np.geomspace(0.1, 10, 12)), CostScale(np.linspace(0.5, 4, 10))],
-                [Welfare()])
+                [Welfare()], method="general")
     with xr.open_dataset(out / "sweep.nc") as ds:
+        # the general path's points split over both processes' devices
+        assert ds.attrs["path"] == "general" and ds.attrs["n_devices"] == 2
         np.testing.assert_allclose(ds["welfare"].values, ref["welfare"].values, atol=1e-12)
 
     # Resumed: process 0's store says all three chunks are done, and both processes agree.
