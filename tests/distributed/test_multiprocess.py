@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -139,14 +140,27 @@ def test_library_paths_across_two_processes_equal_one(launcher, tmp_path):
         assert "process(es) [1]" in rule and "store=None" in rule
 
 
+def _guide_sweep_args() -> list[str]:
+    """The command of the cluster guide's "Trying it on one machine" for process 0, from
+    ``sweep`` to before ``--out``: the test runs what the guide tells users to run."""
+    guide = Path(__file__).parents[2] / "docs" / "guide" / "cluster.md"
+    section = guide.read_text().split("## Trying it on one machine", 1)[1]
+    line = next(ln for ln in section.splitlines() if "--process-id 0 sweep" in ln)
+    words = shlex.split(line.rstrip(" &"))
+    assert words[:6] == ["platinum-jax", "--coordinator", "127.0.0.1:7777", "--num-processes",
+                         "2", "--process-id"], line
+    cut = words.index("--out")
+    assert words[cut + 1:] == ["two"], line
+    return words[7:cut]
+
+
 def test_cli_sweep_joins_writes_once_and_resumes(launcher, tmp_path):
     launch, _, cli, all_ok = launcher
     from platinum_jax.datasets import demo_world
     from platinum_jax.sweeps import CostScale, RiskAversion, Welfare, sweep
 
     out = tmp_path / "sweep"
-    args = ("sweep", "--r", "0.1:10:12:log", "--kappa", "0.5:4:10", "--chunk-size", "40",
-            "--method", "general", "--no-plots", "--out", str(out))
+    args = (*_guide_sweep_args(), "--out", str(out))
     runs = launch(cli(*args), timeout=180)
     all_ok(runs)
     assert "process 0 of 2, 1 of 2 devices here" in runs[0].stderr
