@@ -18,8 +18,10 @@ auto tells them apart, --metric picks the per-item score), and write to OUT:
   pairs.csv      every pair of models per benchmark on their shared items: difference, paired
                  standard error and bootstrap interval, test and p-value, P(A > B), p-values
                  adjusted across all pairs and benchmarks (Benjamini-Hochberg and Holm)
-  power.csv      per pair: correlation of the two models' item scores, the minimum detectable
-                 difference at --power and --alpha on the shared items, and the same unpaired;
+  power.csv      per pair of pairs.csv: correlation of the two models' item scores, the
+                 minimum detectable difference at --power and --alpha on the shared items, and
+                 the same unpaired (pairs without shared items under --unpaired: the MDE of
+                 two independent means; empty where the item differences do not vary);
                  with --subset (e.g. the subset.csv of `platinum-jax subset`), on those items
                  only: what the reduced benchmark can and cannot tell apart (its MDAD)
   forest_<benchmark>.png, p_better_<benchmark>.png   the pictures
@@ -178,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
                              f"(found {list(sub.columns)}); pass the subset.csv of "
                              "`platinum-jax subset` or a one-column list of item ids")
         subset = sub["item"].astype(str).tolist()
-    power = mdad(data, items=subset, alpha=args.alpha, power=args.power)
+    power = mdad(data, items=subset, models=args.models, unpaired=args.unpaired,
+                 alpha=args.alpha, power=args.power)
     keep = pairs.index.droplevel(0).unique()
     power = power[power.index.droplevel(0).isin(keep)]
     figures = {}

@@ -184,8 +184,6 @@ def run_score(args: argparse.Namespace) -> int:
     from platinum_jax._outputs import output_directory
     from platinum_jax.data import ResponseTable
     from platinum_jax.efficient import assisted_scores, estimate_scores
-    from platinum_jax.models import check_responses
-
     given = [f"--{n}" for n in ("folds", "groups", "repeats") if getattr(args, n) is not None]
     if given and not args.combined:
         raise ValueError(f"{', '.join(given)} only apply to --combined; add --combined or "
@@ -198,7 +196,6 @@ def run_score(args: argparse.Namespace) -> int:
     dispersion = "pearson" if args.dispersion is None else args.dispersion
     bank = _bank(args, dispersion)
     responses = ResponseTable.read(args.responses)
-    check_responses(bank.fit.model, responses)  # the same check as `fit` makes
     calibration = None
     if args.combined:
         scores, calibration = _combined(args, bank, responses, subset, dispersion)

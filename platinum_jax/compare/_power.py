@@ -15,6 +15,8 @@ sample variances and the sample correlation (and works for scores that are not 0
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import numpy as np
 import pandas as pd
 from scipy import special
@@ -65,17 +67,27 @@ def items_needed(delta, p_a, p_b=None, rho=0.0, *, alpha=0.05, power=0.8):
     return np.ceil((z * sd / delta) ** 2).astype(int)
 
 
-def mdad(data, *, items=None, n=None, alpha=0.05, power=0.8, trials=None, seed=0) -> pd.DataFrame:
+def mdad(data, *, items=None, n=None, models=None, unpaired=False, alpha=0.05, power=0.8,
+         trials=None, seed=0) -> pd.DataFrame:
     """Per pair and benchmark: the observed σ_d, ρ and the MDE on the shared items, on a subset.
 
     Args:
         items: evaluate on these item ids only (a reduced benchmark, e.g. from ``subset``).
         n: or a random subset of ``n`` items per benchmark (drawn with ``seed``); the MDE uses
             σ_d estimated on the subset's shared items.
+        models: these subjects only, paired in the order given (the pairs and orientation of
+            :func:`compare_pairs` with the same ``models``); default every subject.
+        unpaired: a pair sharing fewer than two items gets the unpaired MDE from each model's
+            own items, ``z sqrt(s_a^2 / N_a + s_b^2 / N_b)`` (``design`` "unpaired"; its
+            ``sd_diff`` is that standard error of the difference, ``rho`` NaN), instead of
+            being left out.
     Returns:
-        One row per (group, a, b): ``n_shared``, ``accuracy_a``, ``accuracy_b``, ``rho``,
-        ``sd_diff``, ``observed_diff``, ``mde``, ``mde_unpaired`` (ρ set to 0) and
-        ``detectable`` (|observed difference| >= MDE).
+        One row per (group, a, b): ``design``, ``n_shared``, ``accuracy_a``, ``accuracy_b``,
+        ``rho``, ``sd_diff``, ``observed_diff``, ``mde``, ``mde_unpaired`` (ρ set to 0) and
+        ``detectable`` (|observed difference| >= MDE). Where the differences have no spread
+        (``sd_diff`` 0: the two models score alike item by item, or differ by the same amount
+        on every item) the MDE is undefined (NaN) and ``detectable`` is whether the observed
+        difference is non-zero.
     """
     data = as_compare_data(data, trials=trials)
     require_two_models(data)
@@ -88,6 +100,13 @@ def mdad(data, *, items=None, n=None, alpha=0.05, power=0.8, trials=None, seed=0
             raise CompareInputError(f"{len(unknown)} subset item(s) are not in {data.source}, "
                                     f"e.g. {unknown[:3]}; pass item ids of the table")
         keep = data.items.isin(items)
+    idx = np.arange(len(data.subjects))
+    if models is not None:
+        missing = [m for m in models if m not in data.subjects]
+        if missing:
+            raise CompareInputError(f"models {missing} are not in {data.source}; the models "
+                                    f"are {list(data.subjects)}")
+        idx = np.asarray([data.subjects.get_loc(m) for m in models])
     rng = np.random.default_rng(seed)
     rows = []
     for label, cols in strata(data, overall=False):
@@ -96,11 +115,16 @@ def mdad(data, *, items=None, n=None, alpha=0.05, power=0.8, trials=None, seed=0
             if n > len(cols):
                 raise CompareInputError(f"n={n} but {label!r} has {len(cols)} items")
             cols = np.sort(rng.choice(cols, size=n, replace=False))
-        pa, pb = np.triu_indices(len(data.subjects), k=1)
+        answered = [i for i in idx if (data.n[i, cols] > 0).any()]
+        if len(answered) < 2:
+            continue
+        pa, pb = (np.asarray(x) for x in zip(*combinations(answered, 2), strict=True))
         ma, mb = data.n[pa][:, cols] > 0, data.n[pb][:, cols] > 0
         both = ma & mb
         N = both.sum(1)
         ok = N >= 2
+        if unpaired:
+            rows.append(_unpaired_rows(data, label, cols, pa[~ok], pb[~ok], z))
         pa, pb, both, N = pa[ok], pb[ok], both[ok], N[ok].astype(float)
         ya = np.where(both, data.y[pa][:, cols], 0.0)
         yb = np.where(both, data.y[pb][:, cols], 0.0)
@@ -113,14 +137,36 @@ def mdad(data, *, items=None, n=None, alpha=0.05, power=0.8, trials=None, seed=0
         with np.errstate(invalid="ignore", divide="ignore"):
             rho = cov / np.sqrt(va * vb)
         rows.append(pd.DataFrame({
-            "group": label, "a": data.subjects[pa], "b": data.subjects[pb],
+            "group": label, "a": data.subjects[pa], "b": data.subjects[pb], "design": "paired",
             "n_shared": N.astype(int), "accuracy_a": mean_a, "accuracy_b": mean_b, "rho": rho,
             "sd_diff": sd, "observed_diff": mean_a - mean_b, "mde": z * sd / np.sqrt(N),
             "mde_unpaired": z * np.sqrt(va + vb) / np.sqrt(N)}))
     rows = [r for r in rows if len(r)]
     if not rows:
-        raise CompareInputError(f"{data.source}: no pair of models shares two or more items "
-                                "of the subset; pass a larger subset")
+        where = "items" if items is None and n is None else "items of the subset"
+        remedy = ("pass a larger subset" if where != "items" else
+                  "pass unpaired=True (--unpaired) for pairs without shared items")
+        raise CompareInputError(f"{data.source}: no pair of models shares two or more {where}; "
+                                f"{remedy}")
     out = pd.concat(rows, ignore_index=True)
-    out["detectable"] = out["observed_diff"].abs() >= out["mde"]
+    flat = ~(out["sd_diff"] > 0)
+    out.loc[flat, "mde"] = np.nan
+    out["detectable"] = np.where(flat, out["observed_diff"] != 0,
+                                 out["observed_diff"].abs() >= out["mde"])
     return out.set_index(["group", "a", "b"])
+
+
+def _unpaired_rows(data, label, cols, pa, pb, z) -> pd.DataFrame:
+    """The pairs sharing fewer than two items: each model's mean and variance on its own items
+    of ``cols``, the MDE of a difference of two independent means."""
+    y = np.where(data.n[:, cols] > 0, data.y[:, cols], np.nan)
+    count = np.sum(data.n[:, cols] > 0, axis=1).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(y, axis=1) / count
+        var = np.nansum((y - mean[:, None]) ** 2, axis=1) / (count - 1)
+        sd = np.sqrt(var[pa] / count[pa] + var[pb] / count[pb])
+    return pd.DataFrame({
+        "group": label, "a": data.subjects[pa], "b": data.subjects[pb], "design": "unpaired",
+        "n_shared": np.zeros(len(pa), int), "accuracy_a": mean[pa], "accuracy_b": mean[pb],
+        "rho": np.nan, "sd_diff": sd, "observed_diff": mean[pa] - mean[pb], "mde": z * sd,
+        "mde_unpaired": z * sd})

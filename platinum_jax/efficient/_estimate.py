@@ -30,7 +30,13 @@ __all__ = ["estimate_scores", "grid_posterior", "dense_responses"]
 
 def dense_responses(bank: ItemBank, responses: ResponseTable):
     """``(y, trials, observed)`` as ``(S, N)`` arrays over the bank's items; unknown items
-    raise. Subjects are ``responses.subjects``."""
+    raise, and so do responses the bank's model cannot read (the check ``fit`` makes:
+    percentages, counts beside trials, values outside the likelihood's support), so every
+    scoring path, adaptive tests included, refuses what ``fit`` refuses. Subjects are
+    ``responses.subjects``."""
+    from platinum_jax.models import check_responses
+
+    check_responses(bank.fit.model, responses)
     pos = bank.position(responses.items)
     s, n = responses.n_subjects, bank.n_items
     y = np.zeros((s, n))

@@ -285,6 +285,36 @@ def test_mdad_from_data_uses_the_observed_difference_sd():
     assert row["rho"] == pytest.approx(np.corrcoef(y[0], y[2])[0, 1])
 
 
+def test_mdad_follows_the_models_order_and_flags_flat_pairs():
+    """The pairs of ``models`` in the order given (compare_pairs' orientation); a pair with no
+    spread in its differences has no MDE; pairs without shared items get the unpaired one."""
+    rng = np.random.default_rng(11)
+    y = rng.integers(0, 2, (3, 40)).astype(float)
+    y[2] = y[0]  # C answers as A, item by item
+    frame = _binary_frame(y, ["A", "B", "C"])
+    out = cmp.mdad(frame, models=["C", "B", "A"])
+    pairs = cmp.compare_pairs(frame, models=["C", "B", "A"], replicates=200)
+    assert list(out.index) == list(pairs.index) == [
+        ("(all)", "C", "B"), ("(all)", "C", "A"), ("(all)", "B", "A")]
+    row = out.loc[("(all)", "C", "B")]
+    assert row["observed_diff"] == pytest.approx(y[2].mean() - y[1].mean())
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert row["mde"] == pytest.approx(z * (y[2] - y[1]).std(ddof=1) / np.sqrt(40))
+    flat = out.loc[("(all)", "C", "A")]
+    assert flat["sd_diff"] == 0 and np.isnan(flat["mde"]) and not flat["detectable"]
+    # Two models on disjoint halves of the items: refused paired, unpaired on their own items.
+    half = _binary_frame(y[:2], ["A", "B"])
+    half = half[(half.subject == "A") == (half.item < "q0020")]
+    with pytest.raises(cmp.CompareInputError, match="shares two or more items; pass unpaired"):
+        cmp.mdad(half)
+    un = cmp.mdad(half, unpaired=True).loc[("(all)", "A", "B")]
+    a, b = y[0, :20], y[1, 20:]
+    se = np.sqrt(a.var(ddof=1) / 20 + b.var(ddof=1) / 20)
+    assert un["design"] == "unpaired" and un["n_shared"] == 0
+    assert un["mde"] == pytest.approx(z * se)
+    assert un["observed_diff"] == pytest.approx(a.mean() - b.mean())
+
+
 # ---------------------------------------------------------------------- bad input
 def test_bad_input_gets_named_errors():
     one = _binary_frame(np.ones((1, 5)), ["A"])
@@ -334,6 +364,13 @@ def test_response_table_input_and_command(tmp_path, capsys):
     d = y[0, cols] - y[3, cols]
     assert power.loc[("b1", "w", "z"), "n_shared"] == len(cols)
     assert power.loc[("b1", "w", "z"), "sd_diff"] == pytest.approx(d.std(ddof=1))
+    # --models in another order than the table's: power.csv holds the same pairs as pairs.csv.
+    out3 = tmp_path / "out3"
+    assert main(["compare", str(path), "--out", str(out3), "--replicates", "200", "--no-plots",
+                 "--models", "z", "w"]) == 0
+    power = pd.read_csv(out3 / "power.csv").set_index(["group", "a", "b"])
+    assert list(power.index) == list(pd.read_csv(out3 / "pairs.csv").set_index(
+        ["group", "a", "b"]).index) == [("b1", "z", "w"), ("b2", "z", "w")]
     bad = tmp_path / "one.csv"
     df[df.subject == "w"].to_csv(bad, index=False)
     assert main(["compare", str(bad), "--out", str(tmp_path / "none")]) == 2

@@ -60,10 +60,10 @@ def robustness() -> dict[str, np.ndarray]:
     base = fit_stitching(table, BenchmarkAnchor("bench_00"), 0.1)
     res = {}
     for name, rob in [
-        ("anchor", an.anchor_robustness(table, table.benchmarks[1:4], baseline=base)),
-        ("refit", an.leave_benchmarks_out(table, table.benchmarks[2:5], baseline=base,
+        ("anchor", an.anchor_robustness(table, table.benchmarks[1:3], baseline=base)),
+        ("refit", an.leave_benchmarks_out(table, table.benchmarks[2:4], baseline=base,
                                           method="refit")),
-        ("mask", an.leave_benchmarks_out(table, table.benchmarks[2:5], baseline=base))]:
+        ("mask", an.leave_benchmarks_out(table, table.benchmarks[2:4], baseline=base))]:
         res[f"{name}_cost"] = rob.summary["cost"].to_numpy()
         res[f"{name}_capability"] = rob.capabilities.to_numpy()
     return res

@@ -12,6 +12,7 @@ from scipy.special import expit, log_expit
 from scipy.stats import norm
 
 from platinum_jax.cli import main
+from platinum_jax.data import ResponseTable
 from platinum_jax.efficient import AdaptiveTest, item_bank, simulate_adaptive, sympson_hetter
 from platinum_jax.inference import Fit, Problem, simulate
 from platinum_jax.models import TwoPL
@@ -132,7 +133,7 @@ def test_content_balancing_and_stopping(world):
 
 
 def test_cat_command(world, tmp_path):
-    table, _ = simulate(TwoPL(), 60, 25, seed=8)  # the fit shape of the other command tests
+    table, truth = simulate(TwoPL(), 60, 25, seed=8)  # the fit shape of the other command tests
     data = tmp_path / "responses.csv"
     table.to_frame()[["subject", "item", "response"]].to_csv(data, index=False)
     assert main(["fit", str(data), "--model", "2pl", "--out", str(tmp_path / "fit")]) == 0
@@ -149,6 +150,18 @@ def test_cat_command(world, tmp_path):
     assert main(["cat", str(data), "--items", str(items), "--budget", "6", "--group-column",
                  "nope", "--out", str(tmp_path / "bad")]) == 2
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+    # The response check `fit` makes: percentages and values below 0 are refused, by name.
+    frame = table.to_frame()[["subject", "item", "response"]]
+    for name, values in (("percent", frame.response * 100), ("negative", frame.response - 1)):
+        bad = tmp_path / f"{name}.csv"
+        frame.assign(response=values).to_csv(bad, index=False)
+        assert main(["cat", str(bad), "--items", str(items), "--budget", "6",
+                     "--out", str(tmp_path / name)]) == 2
+        assert not (tmp_path / name).exists()
+        with pytest.raises(ValueError, match=f"{name}.csv, column response"):
+            simulate_adaptive(AdaptiveTest(item_bank(Fit(problem=Problem(TwoPL(), table),
+                                                         method="truth", theta=truth), dispersion=1.0),
+                                           budget=3), ResponseTable.read(bad))
 
 
 def test_mdad_matches_the_closed_form(world):
