@@ -197,3 +197,18 @@ def require_two_models(data: CompareData) -> None:
             f"{data.source} has {len(data.subjects)} model(s) ({list(data.subjects)}); a "
             "comparison needs at least two: pass responses of two or more models (subject column)"
         )
+
+
+def model_positions(data: CompareData, models=None) -> np.ndarray:
+    """Positions of ``models`` among the subjects of ``data``, in the order given (every
+    subject when None); unknown names and fewer than two models are refused by name."""
+    if models is None:
+        return np.arange(len(data.subjects))
+    missing = [m for m in models if m not in data.subjects]
+    if missing:
+        raise CompareInputError(f"models {missing} are not in {data.source}; the models "
+                                f"are {list(data.subjects)}")
+    if len(models) < 2:
+        raise TooFewModelsError(f"models={list(models)}: a comparison needs at least two; "
+                                f"pass two or more of {list(data.subjects)}")
+    return np.asarray([data.subjects.get_loc(m) for m in models])

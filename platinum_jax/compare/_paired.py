@@ -36,8 +36,8 @@ from ._data import (
     CompareInputError,
     NonBinaryScoresError,
     NoSharedItemsError,
-    TooFewModelsError,
     as_compare_data,
+    model_positions,
     require_two_models,
 )
 from ._intervals import bootstrap_means, cell_moments, strata
@@ -205,16 +205,7 @@ def compare_pairs(
     require_two_models(data)
     if not 0 < alpha < 1:
         raise CompareInputError(f"alpha={alpha!r}: pass a significance level in (0, 1)")
-    idx = np.arange(len(data.subjects))
-    if models is not None:
-        missing = [m for m in models if m not in data.subjects]
-        if missing:
-            raise CompareInputError(f"models {missing} are not in {data.source}; the models "
-                                    f"are {list(data.subjects)}")
-        idx = np.asarray([data.subjects.get_loc(m) for m in models])
-        if len(idx) < 2:
-            raise TooFewModelsError(f"models={list(models)}: a comparison needs at least two; "
-                                    f"pass two or more of {list(data.subjects)}")
+    idx = model_positions(data, models)
     rng = np.random.default_rng(seed)
     rows = []
     for label, cols in strata(data, overall):

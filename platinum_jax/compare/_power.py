@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from ._data import CompareInputError, as_compare_data, require_two_models
+from ._data import CompareInputError, as_compare_data, model_positions, require_two_models
 from ._intervals import strata
 
 __all__ = ["difference_sd", "minimum_detectable_effect", "items_needed", "mdad"]
@@ -100,13 +100,7 @@ def mdad(data, *, items=None, n=None, models=None, unpaired=False, alpha=0.05, p
             raise CompareInputError(f"{len(unknown)} subset item(s) are not in {data.source}, "
                                     f"e.g. {unknown[:3]}; pass item ids of the table")
         keep = data.items.isin(items)
-    idx = np.arange(len(data.subjects))
-    if models is not None:
-        missing = [m for m in models if m not in data.subjects]
-        if missing:
-            raise CompareInputError(f"models {missing} are not in {data.source}; the models "
-                                    f"are {list(data.subjects)}")
-        idx = np.asarray([data.subjects.get_loc(m) for m in models])
+    idx = model_positions(data, models)
     rng = np.random.default_rng(seed)
     rows = []
     for label, cols in strata(data, overall=False):
