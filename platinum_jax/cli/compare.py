@@ -182,8 +182,6 @@ def run(args: argparse.Namespace) -> int:
         subset = sub["item"].astype(str).tolist()
     power = mdad(data, items=subset, models=args.models, unpaired=args.unpaired,
                  alpha=args.alpha, power=args.power)
-    keep = pairs.index.droplevel(0).unique()
-    power = power[power.index.droplevel(0).isin(keep)]
     figures = {}
     if not args.no_plots:
         import matplotlib

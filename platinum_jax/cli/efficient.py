@@ -184,6 +184,7 @@ def run_score(args: argparse.Namespace) -> int:
     from platinum_jax._outputs import output_directory
     from platinum_jax.data import ResponseTable
     from platinum_jax.efficient import assisted_scores, estimate_scores
+
     given = [f"--{n}" for n in ("folds", "groups", "repeats") if getattr(args, n) is not None]
     if given and not args.combined:
         raise ValueError(f"{', '.join(given)} only apply to --combined; add --combined or "

@@ -22,7 +22,7 @@ import pandas as pd
 from scipy import special
 
 from ._data import CompareInputError, as_compare_data, model_positions, require_two_models
-from ._intervals import strata
+from ._intervals import cell_moments, strata
 
 __all__ = ["difference_sd", "minimum_detectable_effect", "items_needed", "mdad"]
 
@@ -151,14 +151,12 @@ def mdad(data, *, items=None, n=None, models=None, unpaired=False, alpha=0.05, p
 
 
 def _unpaired_rows(data, label, cols, pa, pb, z) -> pd.DataFrame:
-    """The pairs sharing fewer than two items: each model's mean and variance on its own items
-    of ``cols``, the MDE of a difference of two independent means."""
-    y = np.where(data.n[:, cols] > 0, data.y[:, cols], np.nan)
-    count = np.sum(data.n[:, cols] > 0, axis=1).astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.nansum(y, axis=1) / count
-        var = np.nansum((y - mean[:, None]) ** 2, axis=1) / (count - 1)
-        sd = np.sqrt(var[pa] / count[pa] + var[pb] / count[pb])
+    """The pairs sharing fewer than two items: each model's mean and the variance of that mean
+    on its own items of ``cols`` (:func:`cell_moments`, as the unpaired test of
+    :func:`compare_pairs` takes them), the MDE of a difference of two independent means."""
+    own = cell_moments(data.y[:, cols], data.n[:, cols])
+    mean = own["mean"]
+    sd = np.sqrt(own["var_iid"][pa] + own["var_iid"][pb])
     return pd.DataFrame({
         "group": label, "a": data.subjects[pa], "b": data.subjects[pb], "design": "unpaired",
         "n_shared": np.zeros(len(pa), int), "accuracy_a": mean[pa], "accuracy_b": mean[pb],
