@@ -17,6 +17,11 @@ resident memory
 abilities with the simulation's truth. ``--cli`` runs the same fit as
 ``platinum-jax fit PATH --model 2pl --method marginal --stream --out DIR`` instead.
 
+``--default-path`` runs ``platinum-jax fit PATH --model 2pl --method marginal --out DIR``,
+without ``--stream``: the command reads the file's metadata, finds that the default path (a
+response table, then the marginal EM's row layout, about 290 GB at 10^8 responses) cannot fit
+in memory and the streamed one can, says so and streams (``fit.json``: ``layout_chosen``).
+
 Scoring (``--score-subjects``, default 10^6, 0 to skip): that many new subjects answer
 ``--score-items`` of the calibrated items (default 100, every cell observed), held as codes in
 memory; ``score_streamed_2pl`` gives each an EAP ability, SD and 95% interval against the items
@@ -146,6 +151,11 @@ def main():
     p.add_argument("--cli", action="store_true",
                    help="run `platinum-jax import tidy --stream` then `platinum-jax fit "
                    "--stream` (two processes, both timed) instead of one Python process")
+    p.add_argument("--default-path", action="store_true",
+                   help="run `platinum-jax fit PATH --model 2pl --method marginal` without "
+                   "--stream on the written file: the command sees, from the file's metadata, "
+                   "that the default layout cannot fit in memory and streams (fit.json's "
+                   "layout_chosen says why)")
     p.add_argument("--em", choices=("scale", "squarem"), default="scale",
                    help="the streamed fit's way to plain EM's fixed point (default scale)")
     p.add_argument("--score-subjects", type=int, default=1_000_000)
@@ -174,7 +184,11 @@ def main():
               f"({args.missing:.0%} missing), Parquet {data.stat().st_size / 2**20:,.0f} MiB "
               f"written in {time.perf_counter() - t0:.1f} s ({_load()})", flush=True)
         out = tmp / "fit"
-        if args.cli:
+        if args.default_path:
+            exe = str(Path(sys.executable).with_name("platinum-jax"))
+            cmds = [["/usr/bin/time", "-f", "PEAK_KIB %M", exe, "fit", str(data), "--model",
+                     "2pl", "--method", "marginal", "--out", str(out)]]
+        elif args.cli:
             exe = str(Path(sys.executable).with_name("platinum-jax"))
             coded = tmp / "coded.parquet"
             cmds = [[exe, "import", "tidy", str(data), "--stream", "--out", str(coded)],
@@ -191,14 +205,18 @@ def main():
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 sys.exit(f"{cmd[-8:]} failed:\n{proc.stderr[-3000:]}")
-            if args.cli:
+            if args.cli or args.default_path:
                 peaks.append(float(proc.stderr.split("PEAK_KIB")[-1].split()[0]) / 1024.0)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        if args.cli:
+        if args.default_path:
+            chosen = json.loads((out / "fit.json").read_text())["diagnostics"]
+            info = {"peak_mib": peaks[0], "layout_chosen": chosen.get("layout_chosen"),
+                    "fit_stdout": next(ln for ln in proc.stdout.splitlines() if ln.startswith("model"))}
+        elif args.cli:
             info = {"peak_mib": max(peaks), "peak_mib_import": peaks[0],
-                    "peak_mib_fit": peaks[1], "fit_stdout": proc.stdout.strip().splitlines()[-4]}
+                    "peak_mib_fit": peaks[1], "fit_stdout": next(ln for ln in proc.stdout.splitlines() if ln.startswith("model"))}
         else:
             info = _last_json(proc.stdout)
         import pandas as pd
@@ -214,7 +232,8 @@ def main():
               flush=True)
         rows.append({"name": f"stream_fit_{args.subjects}x{args.items}_{n}",
                      "whole_process_s": wall, "cpu_s": cpu, "peak_mib": info["peak_mib"], "r_a": r_a,
-                     "r_b": r_b, "r_ability": r_t, "cli": args.cli, "em": args.em,
+                     "r_b": r_b, "r_ability": r_t, "cli": args.cli,
+                     "default_path": args.default_path, "em": args.em,
                      "load_1min": os.getloadavg()[0]})
         if args.score_subjects:
             env = {**os.environ, "BENCH_STREAM_FIT_SUBJECTS": str(args.subjects)}

@@ -184,8 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     real_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command_in(argv)
-    parser = build_parser([] if command is None else [command])
-    args = parser.parse_args(argv)
+    try:  # Ctrl-C while the commands load and the arguments are read: nothing started yet
+        parser = build_parser([] if command is None else [command])
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print(f"platinum-jax {command or ''}: interrupted before the command started; nothing "
+              "was read or written", file=sys.stderr)
+        return EXIT_CODE
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

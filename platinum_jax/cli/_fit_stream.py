@@ -25,10 +25,76 @@ def check_stream(args) -> None:
                          "`platinum-jax import tidy ... --out responses.parquet`")
 
 
+def _stream_blockers(args) -> list[str]:
+    flags = [flag for flag, on in (("--diagnostics", args.diagnostics),
+                                   ("--save-draws", args.save_draws),
+                                   ("--noise-per-item", args.noise_per_item),
+                                   ("--from-fractions", args.from_fractions is not None),
+                                   ("--likelihood", args.likelihood is not None),
+                                   (f"--duplicates {args.duplicates}",
+                                    args.duplicates != "error")) if on]
+    return flags
+
+
+def memory_route(args) -> str | None:
+    """``fit --model 2pl --method marginal`` on a Parquet file, before it is read: None when
+    the default path (a response table, then the marginal EM's layout) fits in memory; the
+    reason to take the streamed path when only that one fits; :class:`InsufficientMemory`
+    (within seconds, from the file's metadata) when neither does."""
+    from platinum_jax._memory import (
+        DENSE_CELLS,
+        TABLE_BYTES_PER_RESPONSE,
+        InsufficientMemory,
+        gigabytes,
+        marginal_bytes,
+        memory_available,
+        streamed_bytes,
+    )
+
+    path = Path(args.data)
+    if (args.stream or args.model != "2pl" or args.method != "marginal"
+            or path.suffix.lower() not in (".parquet", ".pq") or not path.is_file()):
+        return None
+    have, source = memory_available()
+    if have is None:
+        return None
+    from platinum_jax.data import CodedResponses
+
+    n_s, n_i, n = CodedResponses.parquet_shape(path)
+    counted = n_s is not None and n_i is not None
+    dense = counted and n_s * n_i <= DENSE_CELLS
+    layout = "dense" if dense else "row"
+    need = TABLE_BYTES_PER_RESPONSE * n + marginal_bytes(
+        n_s or 1, n_i or 1, n, nodes=61, eap_nodes=241, dense=dense)
+    if need <= have:
+        return None
+    # labels not counted (strings, beyond 50 million rows): at least a byte a response
+    stream = streamed_bytes(n_s, n_i, n) if counted else streamed_bytes(1, 1, n) + n
+    default = (f"{path} ({n:,} responses): the marginal fit's {layout} layout and the "
+               f"response table need about {gigabytes(need)}, {gigabytes(max(have, 0))} are "
+               f"available ({source})")
+    blockers = _stream_blockers(args)
+    if blockers or stream > have:
+        why = (f"the streamed fit, about {gigabytes(stream)}, does not fit either" if
+               not blockers else f"the streamed fit that would fit does not take "
+               f"{', '.join(blockers)}")
+        raise InsufficientMemory(
+            f"{default}; {why}. Use a machine with more memory, fit a sample of the "
+            f"responses{', or drop ' + ', '.join(blockers) + ' and add --stream' if blockers else ''}")
+    return (f"{default}; fitting streamed instead (one byte a cell, "
+            f"{'about' if counted else 'at least'} {gigabytes(stream)}), as --stream does")
+
+
 def load_stream(path: str, args):
     from platinum_jax.data import read_parquet_streamed
 
-    responses = read_parquet_streamed(path)
+    try:
+        responses = read_parquet_streamed(path)
+    except ValueError as exc:
+        if getattr(args, "memory_route", None) is None:
+            raise
+        raise ValueError(f"{args.memory_route}; but the streamed reader refuses the file: "
+                         f"{exc}") from exc
     print(f"read {responses}")
     return responses
 
@@ -40,7 +106,11 @@ def fit_stream(args, responses):
 
     # Joined to a multi-process run: the blocks of subjects are split over every process's
     # devices (the one-process answer, gathered on every process).
-    return fit_streamed_2pl(responses, em=args.em or "scale", mesh=True if joined() else None)
+    result = fit_streamed_2pl(responses, em=args.em or "scale",
+                              mesh=True if joined() else None)
+    if getattr(args, "memory_route", None) is not None:
+        result.diagnostics["layout_chosen"] = args.memory_route
+    return result
 
 
 def finish_stream(result, written, args) -> int:

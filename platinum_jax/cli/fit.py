@@ -8,7 +8,14 @@ import sys
 
 from ._common import add_anchor_arguments, list_written, warm_start, write_fit_files
 from ._fit_model import FROM_FRACTIONS_MODEL, build_model, derive_responses
-from ._fit_stream import check_stream, finish_stream, fit_stream, load_stream, write_stream
+from ._fit_stream import (
+    check_stream,
+    finish_stream,
+    fit_stream,
+    load_stream,
+    memory_route,
+    write_stream,
+)
 from ._runner import Preset, command_parser
 
 # What the command line adds to a model's own one-line description (its docstring's first
@@ -60,6 +67,11 @@ Methods (--method):
 Likelihood (--likelihood): the model's default (rosetta: least squares, i.e. Gaussian with
 noise 1, for the point methods and the Bayesian Rosetta model's noise per benchmark for
 svi/nuts; IRT: bernoulli, or binomial when DATA has trials).
+
+Memory: every fit estimates its peak from the table's shape before it allocates and refuses,
+naming the figure and the remedy, when the machine (or $PLATINUM_JAX_MEMORY_LIMIT, e.g. 16GB;
+off skips the check) has less. `--model 2pl --method marginal` on a Parquet file that only
+the streamed fit can hold streams (as --stream) and says so on stderr and in fit.json.
 
 Outputs in --out: subjects.csv, items.csv, globals.csv and fit.json (model, method,
 objective, convergence and sampler diagnostics); with --diagnostics also
@@ -343,7 +355,13 @@ def _finish(result, written, args) -> int:
 
 
 def _choose(args):
-    return _STREAM if args.stream else PRESET
+    if args.stream:
+        return _STREAM
+    args.memory_route = memory_route(args)
+    if args.memory_route is None:
+        return PRESET
+    print(f"note: {args.memory_route}", file=sys.stderr)
+    return _STREAM
 
 
 PRESET = Preset(

@@ -61,6 +61,25 @@ class CodedResponses:
         return (f"CodedResponses({self.n_responses:,} responses, {self.n_subjects:,} subjects "
                 f"x {self.n_items:,} items, {self.codes.nbytes / 2**20:,.0f} MiB)")
 
+    @staticmethod
+    def parquet_shape(path: str | Path) -> tuple[int | None, int | None, int]:
+        """``(subjects, items, rows)`` of a long Parquet file of responses, without reading
+        its responses: rows from the metadata; the labels counted (two columns read) up to
+        :data:`DENSE_CELLS` rows, above that bounded by the row groups' statistics for
+        integer labels (``max - min + 1``), else None."""
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from platinum_jax._memory import DENSE_CELLS
+
+        pf = pq.ParquetFile(path)
+        n = pf.metadata.num_rows
+        cols = [_column(pf.schema_arrow.names, role, Path(path)) for role in ("subject", "item")]
+        if n > DENSE_CELLS:
+            return (*(_integer_span(pf, c) for c in cols), n)
+        labels = pf.read(columns=cols)
+        return (len(pc.unique(labels.column(0))), len(pc.unique(labels.column(1))), n)
+
     def to_parquet(self, path: str | Path, *, group_responses: int = 1 << 22) -> int:
         """Write the responses as long rows (subject, item, response: ``int8`` 0 or 1),
         subjects in order, one row group per block of about ``group_responses`` responses:
@@ -169,6 +188,12 @@ def read_parquet_streamed(path: str | Path, *, batch_rows: int = 1 << 22) -> Cod
     pf = pq.ParquetFile(path)
     names = pf.schema_arrow.names
     cols = [_column(names, role, path) for role in ("subject", "item", "response")]
+    kind = pf.schema_arrow.field(cols[2]).type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+            or pa.types.is_boolean(kind)):
+        raise ValueError(f"{path}: column {cols[2]!r} holds {kind} values; the streamed 2PL "
+                         "reads responses 0 or 1 (integers, floats or booleans): recode them "
+                         "(e.g. correct -> 1, wrong -> 0) and write the file again")
     n = pf.metadata.num_rows
     if n == 0:
         raise ValueError(f"{path} has no rows")
@@ -231,5 +256,30 @@ def read_parquet_streamed(path: str | Path, *, batch_rows: int = 1 << 22) -> Cod
             for j in range(0, rows.size, step):
                 rows[j:j + step] = rank[rows[j:j + step]]
         index.append(pd.Index(label_values, name=role))
+    from platinum_jax._memory import check_memory
+
+    cells = len(index[0]) * len(index[1])
+    check_memory(cells + 9 * n, f"the code matrix of {path} ({len(index[0]):,} subjects x "
+                 f"{len(index[1]):,} items, one byte a cell)",
+                 "split the subjects over several files and fit a sample, or use a machine "
+                 "with more memory")
     codes = _fill(s_rows, i_rows, y_rows, len(index[0]), len(index[1]), str(path))
     return CodedResponses(codes, index[0], index[1], int(n))
+
+
+def _integer_span(pf, name: str) -> int | None:
+    """Distinct integer labels of column ``name`` at most, from the row groups' statistics
+    (None for other labels, or statistics missing)."""
+    import pyarrow as pa
+
+    if not pa.types.is_integer(pf.schema_arrow.field(name).type):
+        return None
+    k = pf.schema_arrow.get_field_index(name)
+    lo, hi = [], []
+    for g in range(pf.metadata.num_row_groups):
+        stats = pf.metadata.row_group(g).column(k).statistics
+        if stats is None or not stats.has_min_max:
+            return None
+        lo.append(stats.min)
+        hi.append(stats.max)
+    return int(max(hi)) - int(min(lo)) + 1 if lo else None

@@ -195,6 +195,12 @@ def nuts(
         raise ValueError(f"chain_method must be 'auto' or one of {list(CHAIN_METHODS)}, got "
                          f"{chain_method!r}")
     method = choose_chain_method(chains) if chain_method == "auto" else chain_method
+    from platinum_jax._memory import check_memory, nuts_bytes
+
+    check_memory(nuts_bytes(sampled, chains=int(chains), samples=int(s["samples"])),
+                 f"NUTS ({chains} chains x {s['samples']} draws of {sampled.n_free:,} "
+                 f"parameters, {sampled.table.n_responses:,} responses)",
+                 "draw fewer samples or chains, or fit by SVI or MAP with Laplace")
     key_fit, key_pp = jax.random.split(jax.random.PRNGKey(seed))
     depth = int(s["max_tree_depth"])
     settings = WarmupSettings(target_accept=float(s["target_accept"]), max_tree_depth=depth,

@@ -272,6 +272,27 @@ def marginal_log_likelihood(problem: Problem, items, globals_, *, nodes: int = 6
     return float(ll) + log_choose(problem)
 
 
+def _check_layout_memory(problem, dense, nodes: int, eap_nodes: int) -> None:
+    """Refuse, before the layout is built, a marginal fit whose layout does not fit in memory
+    (:mod:`platinum_jax._memory`)."""
+    from platinum_jax._memory import DENSE_CELLS, check_memory, marginal_bytes
+
+    t = problem.table
+    cells = t.n_subjects * t.n_items
+    as_dense = cells <= DENSE_CELLS if dense is None else bool(dense)
+    streams = problem.model.name == "2pl" and problem.model.likelihood.name == "bernoulli"
+    check_memory(
+        marginal_bytes(t.n_subjects, t.n_items, t.n_responses, nodes=nodes,
+                       eap_nodes=eap_nodes, dense=as_dense),
+        f"the marginal fit's {'dense' if as_dense else 'row'} layout ({t.n_subjects:,} "
+        f"subjects x {t.n_items:,} items, {t.n_responses:,} responses, {nodes} + "
+        f"{eap_nodes} nodes)",
+        ("fit the binary 2PL streamed from a Parquet file, one byte a cell (`platinum-jax "
+         "fit FILE.parquet --stream`, "
+         "platinum_jax.inference.fit_streamed_2pl), or " if streams else "")
+        + "lower nodes and eap_nodes, or use a machine with more memory")
+
+
 def fit_marginal(
     model: MeasurementModel,
     table: ResponseTable,
@@ -339,6 +360,7 @@ def fit_marginal(
     loc, scale = _ability_prior(problem)
     x, w = quadrature(nodes, loc, scale, rule)
     cols = logistic_columns(problem)
+    _check_layout_memory(problem, dense, nodes, eap_nodes)
     # A 1PL on a complete matrix: one row per raw score (see Counts).
     counts = Counts(problem, dense, single=tol >= SINGLE_TOL,
                      grouped=cols is not None and cols[1] == "global",

@@ -13,15 +13,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from platinum_jax._memory import DENSE_CELLS
 from platinum_jax.models import Binomial
 
 from ._problem import Problem
 
-__all__ = ["Counts", "DENSE_CELLS", "SINGLE_TOL", "log_choose"]
+__all__ = ["Counts", "SINGLE_TOL", "log_choose"]
 
-# Dense E-step when the subject x item matrix has at most this many cells (about 0.8 GB for
-# the two float64 matrices): a matrix product beats a scatter over rows on a CPU.
-DENSE_CELLS = 50_000_000
+# Dense E-step when the subject x item matrix has at most DENSE_CELLS cells.
 # Expected counts from a float32 product where that is exact in the inputs (see Counts), for
 # stopping tolerances at least SINGLE_TOL: float32 rounding moves an EM step by about 1e-7,
 # so tighter tolerances need the float64 product to be reachable.

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from platinum_jax._memory import MAP_BYTES_PER_RESPONSE, check_memory
 from platinum_jax.data import ResponseTable
 from platinum_jax.models import MeasurementModel
 
@@ -87,6 +88,10 @@ def fit_map(
     if mesh is not None and solver != "first_order":
         raise ValueError("mesh (sharded responses) needs solver='first_order'")
     problem = _problem(model, table)
+    check_memory(MAP_BYTES_PER_RESPONSE * problem.table.n_responses,
+                 f"the MAP fit of {problem.table.n_responses:,} responses",
+                 "fit a subset of the responses, use a machine with more memory, or for "
+                 "binary responses at scale the streamed 2PL (`platinum-jax fit --stream`)")
     start = problem.start() if theta0 is None else Theta(*(jnp.asarray(t, problem.dtype)
                                                             for t in theta0))
     data = problem.data()
@@ -301,6 +306,8 @@ def _laplace_factor(fit: Fit, max_parameters: int):
             f"Laplace needs a dense {n} x {n} Hessian (more than max_parameters="
             f"{max_parameters}); use bootstrap or SVI for a model this large, or raise the limit"
         )
+    check_memory(3 * 8 * n * n, f"the Laplace approximation's {n} x {n} Hessian",
+                 "use bootstrap or SVI for a model this large")
     theta = Theta(*(jnp.asarray(t, problem.dtype) for t in fit.theta))
     chol, x0 = _laplace_programs(problem)["factor"](theta, problem.data())
     if not bool(jnp.all(jnp.isfinite(chol))):

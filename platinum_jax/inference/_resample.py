@@ -134,6 +134,13 @@ def bootstrap_replicates(
     problem = fit.problem
     block = min(block, replicates)
     chunk = min(chunk, block)
+    from platinum_jax._memory import bootstrap_bytes, check_memory
+
+    check_memory(bootstrap_bytes(problem, replicates=replicates, chunk=chunk),
+                 f"the bootstrap ({replicates} refits, {chunk} at a time) of "
+                 f"{problem.table.n_responses:,} responses",
+                 "lower chunk (refits run at once) or the replicates, or use a machine with "
+                 "more memory")
     solve = _replicate_solver(problem, chunk, solver_options)
     start = Theta(*(jnp.asarray(t, problem.dtype) for t in fit.theta))
     data = problem.data()

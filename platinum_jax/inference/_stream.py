@@ -54,11 +54,26 @@ class StreamedFit:
     diagnostics: dict = field(default_factory=dict)
 
     def files(self) -> dict[str, str]:
-        """``items.csv``, ``subjects.csv`` and ``fit.json``, as ``fit`` writes them."""
-        summary = {"model": "2pl", "method": "marginal", "layout": "streamed",
-                   "converged": self.converged, "diagnostics": self.diagnostics}
-        return {"items.csv": self.items.to_csv(), "subjects.csv": self.subjects.to_csv(),
-                "fit.json": json.dumps(summary, indent=2) + "\n"}
+        """``items.csv``, ``subjects.csv``, ``globals.csv`` (the 2PL has none) and ``fit.json``
+        as ``fit`` writes them for ``--model 2pl --method marginal``: the model's config and
+        each file's size and checksum, so ``subset``, ``score``, ``cat`` and ``weights`` read
+        the directory as any other fit's."""
+        from platinum_jax.models import TwoPL, to_config
+
+        from ._fit_files import with_integrity
+
+        d = self.diagnostics
+        summary = {"model": {"name": "2pl", "likelihood": "bernoulli"},
+                   "model_config": to_config(TwoPL()), "method": "marginal",
+                   "layout": "streamed", "converged": self.converged,
+                   "identification": "none (priors or penalties fix the scale)",
+                   **{k: d[k] for k in ("n_subjects", "n_items", "n_responses") if k in d},
+                   "n_free_parameters": len(self.subjects) + 2 * len(self.items),
+                   "interval": None, "diagnostics": d}
+        return with_integrity({
+            "subjects.csv": self.subjects.to_csv(), "items.csv": self.items.to_csv(),
+            "globals.csv": pd.DataFrame({"value": []}, index=pd.Index([], name="")).to_csv(),
+            "fit.json": json.dumps(summary, indent=2) + "\n"})
 
     def write(self, out: str | Path, *, overwrite: bool = False) -> list[Path]:
         """Write :meth:`files` into the directory ``out``, all or nothing (a failed run leaves
@@ -156,10 +171,11 @@ def fit_streamed_2pl(responses: CodedResponses | str | Path, *, nodes: int = 61,
     mean, sd, _, _ = _eap_pass(blocks, jnp.exp(la), b, jnp.asarray(grid, f64),
                                jnp.asarray(log_prior, f64), 0.95, cdt, mesh)
     n_s = responses.n_subjects
-    items = pd.DataFrame({"difficulty": np.asarray(b), "discrimination": np.exp(np.asarray(la))},
-                         index=responses.items)
-    subjects = pd.DataFrame({"ability": _host(mean)[:n_s], "ability_sd": _host(sd)[:n_s]},
-                            index=responses.subjects)
+    items = pd.DataFrame({"difficulty": np.asarray(b), "discrimination": np.exp(np.asarray(la)),
+                          "n_responses": np.asarray(att, np.int64)}, index=responses.items)
+    per_subject = np.count_nonzero(responses.codes[:n_s], axis=1)
+    subjects = pd.DataFrame({"ability": _host(mean)[:n_s], "ability_sd": _host(sd)[:n_s],
+                             "n_responses": per_subject}, index=responses.subjects)
     converged = bool(change <= tol)
     return StreamedFit(items, subjects, converged, {
         "marginal_log_lik": float(ll), "iterations": it, "max_change": float(change),

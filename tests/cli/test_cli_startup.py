@@ -51,3 +51,16 @@ def test_command_table_matches_the_registered_commands():
     # a command is parsed by its real parser when named
     args = cli.build_parser(["stitch"]).parse_args(["stitch", "x.csv", "--out", "o"])
     assert args.data == "x.csv" and args.min_benchmarks == 4 and args.plots is False
+
+
+def test_ctrl_c_while_the_commands_load_is_one_line_not_a_traceback(monkeypatch, capsys):
+    import platinum_jax.cli as cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["fit", "data.csv", "--out", "x"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == ("platinum-jax fit: interrupted before the command started; nothing "
+                           "was read or written")

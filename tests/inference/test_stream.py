@@ -318,3 +318,50 @@ def test_cli_stream_em_variants_run_and_agree(tmp_path, capsys):
                  "--out", str(tmp_path / "x")]) == 2
     assert "add --stream" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_streamed_fit_directory_is_read_as_any_fit(tmp_path, capsys):
+    """`fit --stream` writes what `fit --model 2pl --method marginal` writes (globals.csv, the
+    model's config, each file's checksum): `subset`, `score` and `cat` read it, and the
+    parameters read back are the ones written."""
+    from platinum_jax.cli import main
+    from platinum_jax.efficient import load_fit
+
+    s, i, y = _world(*CLI_SHAPE, 3)
+    path = tmp_path / "r.parquet"
+    frame = _parquet(path, s, i, y)
+    out = tmp_path / "irt"
+    assert main(["fit", str(path), "--stream", "--model", "2pl", "--method", "marginal",
+                 "--out", str(out)]) == 0
+    summary = json.loads((out / "fit.json").read_text())
+    assert set(summary["files"]) == {"subjects.csv", "items.csv", "globals.csv"}
+    back = load_fit(out)
+    items = pd.read_csv(out / "items.csv", index_col="item")
+    np.testing.assert_allclose(back.items.loc[items.index, "difficulty"], items["difficulty"],
+                               rtol=1e-12)
+    # each item's count of responses, from the rows of the file
+    counts = frame.groupby("item").size()
+    assert (items["n_responses"] == counts.loc[items.index]).all()
+    csv = tmp_path / "r.csv"
+    frame.to_csv(csv, index=False)
+    assert main(["subset", str(out), "--k", "4", "--method", "random", "--data", str(csv),
+                 "--out", str(tmp_path / "sub")]) == 0
+    assert main(["score", str(out), str(csv), "--data", str(csv),
+                 "--out", str(tmp_path / "score")]) == 0
+    assert main(["cat", str(csv), "--items", str(out / "items.csv"), "--budget", "4",
+                 "--out", str(tmp_path / "cat")]) == 0
+    capsys.readouterr()
+
+
+def test_text_responses_are_refused_by_name(tmp_path, capsys):
+    from platinum_jax.cli import main
+
+    s, i, y = _world(*CLI_SHAPE, 4)
+    path = tmp_path / "r.parquet"
+    frame = _parquet(path, s, i, np.where(y == 1, "right", "wrong"))
+    assert len(frame)
+    assert main(["fit", str(path), "--stream", "--model", "2pl", "--method", "marginal",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'response' holds" in err and "string" in err and "recode them" in err
+    assert "Traceback" not in err
