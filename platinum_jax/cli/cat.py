@@ -15,8 +15,11 @@ and OUT/summary.json (maximum exposure, overlap between subjects' tests).
 
 ITEMS is the items.csv written by `platinum-jax fit` (its directory holds the fit). Items are
 chosen by Fisher information under the current posterior; --randomesque picks at random
-among the best few; --max-exposure calibrates Sympson-Hetter exposure control on the
-subjects of DATA so that no item is given to more than that share of them; --group-column
+among the best few; --max-exposure CAP calibrates Sympson-Hetter exposure control on the
+subjects of DATA and makes CAP a hard cap on them: the subjects are tested one after another
+(in an order drawn from --seed) and an item is closed once floor(CAP x subjects) of them got
+it, so summary.json's max_exposure is at most CAP (a CAP those tests cannot fit under, e.g.
+CAP x subjects < 1, is refused); for new test-takers CAP is a target; --group-column
 names a column of ITEMS whose values are content groups to balance in proportion to their
 size. The test stops at --target-se (posterior sd of the ability) or after --budget items.
 """
@@ -35,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--randomesque", type=int, default=1,
                    help="choose at random among this many most informative items (default 1)")
     p.add_argument("--max-exposure", type=float, default=None,
-                   help="Sympson-Hetter cap on the share of subjects given any one item")
+                   help="hard cap on the share of subjects given any one item (with "
+                   "Sympson-Hetter control calibrated on them)")
     p.add_argument("--group-column", default=None,
                    help="column of ITEMS holding each item's content group (balanced)")
     p.add_argument("--dispersion", type=float, default=1.0,
@@ -89,12 +93,19 @@ def run(args: argparse.Namespace) -> int:
     cat = AdaptiveTest(bank, budget=args.budget, target_se=args.target_se,
                        randomesque=args.randomesque, groups=groups)
     if args.max_exposure is not None:
-        cat = sympson_hetter(cat, responses, cap=args.max_exposure, seed=args.seed)
+        try:
+            cat = sympson_hetter(cat, responses, cap=args.max_exposure, seed=args.seed)
+        except ValueError as exc:
+            raise ValueError(f"--max-exposure {args.max_exposure}: {exc}") from None
     result = simulate_adaptive(cat, responses, seed=args.seed + 1)
+    realised = float(result.items.exposure.max())
+    if args.max_exposure is not None and realised > args.max_exposure:  # the cap's guarantee
+        raise ValueError(f"--max-exposure {args.max_exposure} was not met (max exposure "
+                         f"{realised:.4g}); this is a bug, please report it")
     subjects = result.subjects.join(irt_mdad_subjects(bank, result, power=args.power))
     summary = {"subjects": len(subjects), "items": bank.n_items,
                "mean_items_used": float(subjects.n_items.mean()),
-               "max_exposure": float(result.items.exposure.max()),
+               "max_exposure": realised, "closed_items": int(result.items.closed.sum()),
                "overlap": result.overlap,
                "median_mdad_ability": float(subjects.mdad_ability.median()),
                "median_mdad_score": float(subjects.mdad_score.median()), "budget": args.budget, "target_se": args.target_se,

@@ -20,8 +20,18 @@ Rules, applied at every step to the items not yet given (and, in simulation, ans
 * randomesque exposure control: the ``randomesque`` best items are put first in random order;
 * Sympson-Hetter exposure control: walking down that order, item ``i`` is given with
   probability ``K_i`` and otherwise barred for the rest of this test; the ``K_i`` come from
-  :func:`sympson_hetter`, which simulates tests and sets ``K_i = min(1, cap / P(selected_i))``
-  until every item's exposure is at most ``cap``;
+  :func:`sympson_hetter`, which simulates tests and sets ``K_i = min(1, cap / P(selected_i))``.
+  This spreads the exposure in expectation only: on a finite population the realised shares
+  scatter around the cap and the busiest items exceed it;
+* the hard exposure cap (``max_exposure``, set by :func:`sympson_hetter`):
+  :func:`simulate_adaptive` tests its ``S`` test-takers one after another in a seeded order
+  (a ``lax.scan`` carrying per-item counts) and closes an item once ``L = floor(max_exposure
+  S)`` of them got it, so on the simulated population no exposure exceeds ``L / S <=
+  max_exposure``, by counting. With ``m`` tests left and room ``r_i = L - count_i``, a test
+  takes only items with ``r_i >= m`` once it has used its allowance ``sum_i min(r_i, m) -
+  (m - 1) budget - #{r_i >= m}`` of the others: with complete responses every test then
+  reaches its budget (a Gale-Ryser count); ``L N < S budget`` is refused. Test-takers met
+  item by item keep no count: for them the cap is the target the ``K_i`` aim at;
 * stopping: once the posterior sd is at most ``target_se`` or ``budget`` items were given.
 
 The posterior is exact on the bank's grid: ``log p(theta | y) = log p(theta) +
@@ -84,6 +94,9 @@ class AdaptiveTest:
         group_share: target share of each group (a Series indexed by group, summing to 1);
             default the groups' shares of the bank.
         target: items whose mean response is the score (default every item).
+        max_exposure: the hard cap on the share of simulated test-takers given any one item
+            (module docstring), in (0, 1]; None: no cap. It binds in
+            :func:`simulate_adaptive` only, on the population simulated there.
     """
 
     bank: ItemBank
@@ -94,6 +107,7 @@ class AdaptiveTest:
     groups: pd.Series | None = None
     group_share: pd.Series | None = None
     target: pd.Index | None = None
+    max_exposure: float | None = None
     _arrays: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -106,6 +120,8 @@ class AdaptiveTest:
         if not isinstance(self.randomesque, (int, np.integer)) or not 1 <= self.randomesque <= n:
             raise ValueError(f"randomesque must be a whole number in [1, {n}] "
                              f"(got {self.randomesque!r})")
+        if self.max_exposure is not None and not 0 < self.max_exposure <= 1:
+            raise ValueError(f"max_exposure must lie in (0, 1] (got {self.max_exposure})")
         k = np.ones(n)
         if self.exposure is not None:
             k[bank.position(self.exposure.index)] = self.exposure.to_numpy(np.float64)
@@ -158,11 +174,16 @@ class AdaptiveTest:
             static = (likelihood, self.budget)
         except TypeError:  # a likelihood holding arrays: one program per bank, as before
             static = (id(bank), self.budget)
-        if static not in _RUNS:
-            if len(_RUNS) >= 8:  # keep a few compiled simulations, not every rule set ever seen
-                _RUNS.pop(next(iter(_RUNS)))
-            _RUNS[static] = jax.jit(jax.vmap(partial(_one_test, self), (None, None, 0, 0, 0, 0)))
-        object.__setattr__(self, "_jit_run", _RUNS[static])
+        # The capped run (one test-taker after another, counts carried) is a second program.
+        for name, kind, make in (
+                ("_jit_run", "vmap", lambda: jax.vmap(partial(_one_test, self),
+                                                      (None, None, 0, 0, 0, 0))),
+                ("_jit_capped", "scan", lambda: partial(_capped_run, self))):
+            if (static, kind) not in _RUNS:
+                if len(_RUNS) >= 8:  # keep a few compiled simulations, not every rule set
+                    _RUNS.pop(next(iter(_RUNS)))
+                _RUNS[static, kind] = jax.jit(make())
+            object.__setattr__(self, name, _RUNS[static, kind])
 
     # -- pure steps (jnp only) ------------------------------------------------------------
     def _choose(self, state: CatState, available, k=None, a=None):
@@ -285,7 +306,8 @@ class AdaptiveRun:
             and ``stopped`` (met ``target_se`` before the budget).
         items: per item ``exposure`` (share of test-takers given it), ``selected`` (share for
             whom it was put to the Sympson-Hetter lottery at some step: the item chosen had it
-            won) and ``k`` (its Sympson-Hetter parameter).
+            won), ``k`` (its Sympson-Hetter parameter) and ``closed`` (given to as many
+            test-takers as the hard cap ``max_exposure`` allows; False without it).
         overlap: mean over pairs of test-takers of the items both were given, divided by the
             mean test length of the two (0: disjoint tests, 1: identical).
     """
@@ -296,38 +318,111 @@ class AdaptiveRun:
     overlap: float
 
 
-def _one_test(self: AdaptiveTest, a, k, y_s, n_s, a_s, key):
+def _one_test(self: AdaptiveTest, a, k, y_s, n_s, a_s, key, plenty=None, allowance=None):
     """One simulated test (responses ``y_s`` with ``n_s`` trials, items ``a_s`` allowed):
-    per step the item given (-1 once stopped) and the summary; the items reached."""
+    per step the item given (-1 once stopped) and the summary; the items reached and given.
+    Under the hard cap, once ``allowance`` items outside ``plenty`` were given, only items of
+    ``plenty`` are, while this test-taker has any left (lottery bars lifted if need be)."""
 
-    def step(state, _):
-        item, chosen = self._choose(state, a_s, k, a)
-        can = ~state.done & jnp.any(a_s & ~state.given & ~state.barred)
+    def step(carry, _):
+        state, scarce = carry
+        avail, st = a_s, state
+        if plenty is not None:
+            only = a_s & plenty & ~state.given
+            force = (scarce >= allowance) & jnp.any(only)
+            avail = jnp.where(force, a_s & plenty, a_s)
+            lift = force & ~jnp.any(only & ~state.barred)  # the lottery barred all of them
+            st = state._replace(barred=state.barred & ~(lift & plenty))
+        item, chosen = self._choose(st, avail, k, a)
+        can = ~state.done & jnp.any(avail & ~st.given & ~st.barred)
         new = self._update(chosen, item, y_s[item], n_s[item], a)
         state = jax.tree_util.tree_map(lambda u, v: jnp.where(can, u, v), new, state)
+        if plenty is not None:
+            scarce = scarce + (can & ~plenty[item])
         m, sd, score = self._summary(state, a)
-        return state, (jnp.where(can, item, -1), m, sd, score)
+        return (state, scarce), (jnp.where(can, item, -1), m, sd, score)
 
-    state, out = jax.lax.scan(step, self.start(key, a), None, length=self.budget)
-    return out, state.reached
+    (state, _), out = jax.lax.scan(step, (self.start(key, a), jnp.zeros((), jnp.int32)), None,
+                                   length=self.budget)
+    return out, state.reached, state.given
 
 
-def _simulate(cat: AdaptiveTest, responses: ResponseTable, seed: int, k=None):
+def _capped_run(self: AdaptiveTest, a, k, y, n, seen, keys, order, limit):
+    """The tests of every test-taker in ``order``, each item closed once ``limit`` of them
+    were given it (module docstring); the outputs in the test-takers' own order."""
+    budget = self.budget
+
+    def one(carry, s):
+        counts, m = carry  # items given so far; tests left to run, this one included
+        room = limit - counts
+        plenty = room >= m
+        allowance = (jnp.minimum(room, m).sum() - m * budget + budget
+                     - plenty.sum(dtype=jnp.int32))
+        out, reached, given = _one_test(self, a, k, y[s], n[s], seen[s] & (room > 0), keys[s],
+                                        plenty, allowance)
+        return (counts + given, m - 1), (out, reached)
+
+    start = (jnp.zeros(seen.shape[1], jnp.int32), jnp.asarray(seen.shape[0], jnp.int32))
+    _, (out, reached) = jax.lax.scan(one, start, order)
+    back = jnp.argsort(order)
+    return [o[back] for o in out], reached[back]
+
+
+def _exposure_limit(cap: float, seen: np.ndarray, budget: int) -> int:
+    """``L``, the most test-takers of ``seen`` (S, N) one item may go to under ``cap``:
+    ``floor(cap S)``, refused when the items' room, ``sum_i min(L, seen by i)``, is short of
+    the administrations the tests need, ``sum_s min(budget, seen by s)``."""
+    s = seen.shape[0]
+    limit = int(np.floor(cap * s))
+    while limit > 0 and limit / s > cap:  # guard the float product against rounding up
+        limit -= 1
+    per_item = np.sort(seen.sum(0))
+    need = int(np.minimum(seen.sum(1), budget).sum())
+    # room(L) for every L = 1..S: the items seen by fewer than L whole, the rest L each
+    ls = np.arange(1, s + 1)
+    below = np.searchsorted(per_item, ls)
+    room = np.concatenate([[0], np.cumsum(per_item)])[below] + ls * (len(per_item) - below)
+    if limit < 1 or room[limit - 1] < need:
+        least = np.ceil(ls[np.argmax(room >= need)] / s * 1e4) / 1e4  # rounded up: enough
+        have = int(room[limit - 1]) if limit else 0
+        raise ValueError(
+            f"cap={cap} cannot be met on {s} test-takers: each item may go to at most "
+            f"floor(cap x {s}) = {limit} of them, room for {have} item administrations, but "
+            f"their tests of up to {budget} items need {need}; raise the cap to at least "
+            f"{least:g}, lower the budget, or simulate more test-takers")
+    return limit
+
+
+def _simulate(cat: AdaptiveTest, responses: ResponseTable, seed: int, k=None, capped=False):
+    """Every test of ``responses`` and the cap's ``L`` (None: ``vmap``, no cap); ``capped``:
+    one after another under ``cat.max_exposure`` (if set)."""
     y, tr, seen = dense_responses(cat.bank, responses)
+    limit = None
+    if capped and cat.max_exposure is not None:
+        limit = _exposure_limit(cat.max_exposure, seen, cat.budget)
     dtype = cat.bank.mean.dtype
     keys = jax.random.split(jax.random.PRNGKey(seed), len(y))
     k = cat._arrays["k"] if k is None else jnp.asarray(k, dtype)
-    a = cat._arrays
-    out, reached = cat._jit_run(a, k, jnp.asarray(y, dtype), jnp.asarray(tr, dtype),
-                                jnp.asarray(seen), keys)
-    return y, [np.asarray(a) for a in out], np.asarray(reached)
+    args = (cat._arrays, k, jnp.asarray(y, dtype), jnp.asarray(tr, dtype), jnp.asarray(seen),
+            keys)
+    if limit is None:
+        out, reached, _ = cat._jit_run(*args)
+    else:
+        order = np.random.default_rng(seed).permutation(len(y))
+        out, reached = cat._jit_capped(*args, jnp.asarray(order, jnp.int32),
+                                       jnp.asarray(limit, jnp.int32))
+    return y, [np.asarray(a) for a in out], np.asarray(reached), limit
 
 
 def simulate_adaptive(cat: AdaptiveTest, responses: ResponseTable, *, seed: int = 0
                       ) -> AdaptiveRun:
     """Run ``cat`` for every subject of ``responses`` at once (``vmap``), reading each item's
-    response from the table; a subject is only given items it has a response for."""
-    y, (items, m, sd, score), reached = _simulate(cat, responses, seed)
+    response from the table; a subject is only given items it has a response for. With
+    ``cat.max_exposure`` the subjects are tested one after another in a seeded order and an
+    item given to ``floor(max_exposure S)`` of the ``S`` subjects is closed for the rest, so
+    every item's ``exposure`` here is at most ``max_exposure`` (module docstring); a cap the
+    subjects' tests cannot fit under is refused (``ValueError``)."""
+    y, (items, m, sd, score), reached, limit = _simulate(cat, responses, seed, capped=True)
     names = np.asarray(responses.subjects)
     s_idx, step = np.nonzero(items >= 0)
     it = items[s_idx, step]
@@ -346,7 +441,8 @@ def simulate_adaptive(cat: AdaptiveTest, responses: ResponseTable, *, seed: int 
     given = np.zeros((len(y), n), bool)
     given[s_idx, it] = True
     items_frame = pd.DataFrame({"exposure": given.mean(0), "selected": reached.mean(0),
-                                "k": np.asarray(cat._arrays["k"])},
+                                "k": np.asarray(cat._arrays["k"]),
+                                "closed": given.sum(0) >= (limit or len(y) + 1)},
                                index=pd.Index(cat.bank.items, name="item"))
     both = given.astype(float) @ given.T.astype(float)
     length = n_given.astype(float)
@@ -359,28 +455,39 @@ def simulate_adaptive(cat: AdaptiveTest, responses: ResponseTable, *, seed: int 
 
 def sympson_hetter(cat: AdaptiveTest, responses: ResponseTable, *, cap: float = 0.1,
                    iterations: int = 10, seed: int = 0) -> AdaptiveTest:
-    """Calibrate Sympson-Hetter parameters so that no item is given to more than ``cap`` of
-    the test-takers of ``responses`` (simulation examinees: the fit's own subjects, or draws
-    from the model). Each round simulates the tests with the current ``K`` and sets
-    ``K_i = min(1, cap / P(selected_i))``, ``P(selected_i)`` the share of test-takers for whom
-    item ``i`` was put to the lottery at some step. Returns ``cat`` with those ``exposure``
-    parameters. ``cap`` must be at least ``budget / n_items`` (the mean exposure)."""
+    """``cat`` with exposure control at ``cap``: Sympson-Hetter parameters calibrated on the
+    test-takers of ``responses`` (simulation examinees: the fit's own subjects, or draws from
+    the model) and the hard cap ``max_exposure=cap``.
+
+    Each round simulates the tests with the current ``K`` and sets ``K_i = min(1, cap /
+    P(selected_i))``, ``P(selected_i)`` the share of test-takers for whom item ``i`` was put
+    to the lottery at some step. That holds exposure near ``cap`` in expectation only, which
+    on a finite population still leaves the busiest items above it; the ``K_i`` spread the
+    items, and the hard cap makes the guarantee: :func:`simulate_adaptive` of the result on
+    any population (``responses`` included) gives no item to more than ``cap`` of it, by
+    counting. For new test-takers tested item by item, ``cap`` is the target the ``K_i`` aim
+    at, not a bound. ``cap`` must be at least ``budget / n_items`` (the mean exposure), and
+    ``floor(cap S)`` tests per item must make room for the ``S`` tests of ``responses``
+    (``ValueError`` naming the least cap otherwise)."""
     if not 0 < cap <= 1:
         raise ValueError(f"cap must lie in (0, 1] (got {cap})")
     if cap < cat.budget / cat.bank.n_items:
         raise ValueError(f"cap={cap} is below budget / items = {cat.budget}/{cat.bank.n_items}, "
-                         "the mean exposure every test implies; raise cap or lower the budget")
+                         "the mean exposure every test implies; raise the cap to at least "
+                         f"{cat.budget / cat.bank.n_items:.4g} or lower the budget")
     if not isinstance(iterations, (int, np.integer)) or iterations < 1:
         raise ValueError(f"iterations must be a positive whole number (got {iterations!r})")
+    _exposure_limit(cap, dense_responses(cat.bank, responses)[2], cat.budget)
     k = np.ones(cat.bank.n_items)
     for it in range(iterations):
-        _, _, reached = _simulate(cat, responses, seed + it, k)
+        _, _, reached, _ = _simulate(cat, responses, seed + it, k)
         sel = reached.mean(0)
         k = np.where(sel > cap, cap / np.maximum(sel, 1e-12), 1.0)
-    return _with(cat, exposure=pd.Series(k, index=cat.bank.items))
+    return _with(cat, exposure=pd.Series(k, index=cat.bank.items), max_exposure=cap)
 
 
 def _with(cat: AdaptiveTest, **changes) -> AdaptiveTest:
     keep = {f: getattr(cat, f) for f in ("bank", "budget", "target_se", "randomesque",
-                                         "exposure", "groups", "group_share", "target")}
+                                         "exposure", "groups", "group_share", "target",
+                                         "max_exposure")}
     return AdaptiveTest(**{**keep, **changes})
