@@ -41,6 +41,8 @@ __all__ = ["MeasuredPlatinum", "measured_draws", "platinum_from_release", "task_
 DEFAULT_R_FACTORS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 _Z975 = 1.959963984540054  # standard normal 97.5% quantile: the rank interval is central 95%
 _PERSPECTIVE = {"auto": ("automation", "p_auto_15"), "aug": ("augmentation", "p_aug_15")}
+HEADLINE = ("claude", 5, "reciprocal", "fraction")  # the variant that welfare.csv reports
+WELFARE_ROUNDING = 1e-5  # welfare.csv holds six decimals
 
 
 def welfare_variants(release, index: pd.Index, *, welfare: str = "auto",
@@ -60,7 +62,7 @@ def welfare_variants(release, index: pd.Index, *, welfare: str = "auto",
     if release.concept_scores_mean is not None:
         scores["mean"] = release.concept_scores_mean
     grid = (list(itertools.product(judges, (3, 4, 5), ("reciprocal", "uniform"), scores))
-            if variants == "all" else [("claude", 5, "reciprocal", "fraction")])
+            if variants == "all" else [HEADLINE])
     out = {}
     for judge, k, weighting, score in grid:
         sel = release.loadings[(release.loadings["judge"] == judge)
@@ -76,6 +78,38 @@ def welfare_variants(release, index: pd.Index, *, welfare: str = "auto",
         out[(judge, k, weighting, score)] = w.to_numpy(np.float64)
     cols = pd.MultiIndex.from_tuples(list(out), names=["judge", "top_k", "weighting", "scores"])
     return pd.DataFrame(np.column_stack(list(out.values())), index=index, columns=cols)
+
+
+def _check_release_agrees(release, items: pd.DataFrame, headline: pd.Series,
+                          welfare: str) -> None:
+    """Refuse a release whose reported welfare and costs are not what the draws are made
+    from: ``welfare.csv``'s ``w_<welfare>`` against the headline variant recomputed from the
+    judges' rankings (the release rounds it to six decimals), and each ``cost_min_usd``
+    against its ``rank_headline`` among the release's costs (ties move a rank by one)."""
+    column = f"w_{welfare}"
+    gap = (headline - items["w"]).abs()
+    if gap.max() > WELFARE_ROUNDING:
+        worst, n_off = gap.idxmax(), int((gap > WELFARE_ROUNDING).sum())
+        raise ValueError(
+            f"welfare.csv's {column} and the welfare recomputed from the judges' rankings "
+            f"(judge_loadings.jsonl, the headline variant: Claude, top-5 GWAs, reciprocal "
+            f"weights, share of workers) differ by up to {gap.max():.4g} ({n_off} "
+            f"item(s); item {worst}: {items.loc[worst, 'w']:.6g} "
+            f"against {headline.loc[worst]:.6g}); the weights' draws are made from the "
+            "rankings, so the two must agree: restore welfare.csv or the rankings from the "
+            "release")
+    cost = release.cost
+    rank = cost["cost_min_usd"].rank(method="average")
+    off = (rank - cost["rank_headline"]).abs() > 1.0
+    if off.any():
+        worst = (rank - cost["rank_headline"]).abs().idxmax()
+        raise ValueError(
+            f"cost.csv: {int(off.sum())} item(s) have a cost_min_usd whose rank among the "
+            f"release's costs is not their rank_headline (item {worst}: cost "
+            f"{cost.loc[worst, 'cost_min_usd']:.6g} ranks {rank.loc[worst]:g}, rank_headline "
+            f"{cost.loc[worst, 'rank_headline']:g}); the cost draws come from each item's "
+            "bootstrap rank interval, so the costs and their ranks must agree: restore "
+            "cost.csv from the release")
 
 
 def task_average_weights(items: pd.DataFrame) -> np.ndarray:
@@ -118,6 +152,7 @@ def measured_draws(release, *, view: str = "items", welfare: str = "auto",
     rng = np.random.default_rng(seed)
     D, m = int(n_draws), len(items)
     wv = welfare_variants(release, items.index, welfare=welfare, variants=variants)
+    _check_release_agrees(release, items, wv[HEADLINE], welfare)
     pick = rng.integers(0, wv.shape[1], size=D)
     w = wv.to_numpy().T[pick]
     pos = _resample_family(items, "noise_imputed", rng, D)
@@ -241,6 +276,14 @@ def platinum_from_release(release, *, view: str = "items", welfare: str = "auto"
         "n_platinum_p_above_0.5": int((p > 0.5).sum()),
         "n_items_noise_imputed": int(items["noise_imputed"].sum()),
         "n_items_cost_imputed": int(items["cost_imputed"].sum()),
+        # where each reported column comes from, and what the decisions are drawn from
+        "columns": {
+            "w": f"welfare.csv's w_{welfare} (the headline variant; checked against the "
+                 "judges' rankings, from which every draw's welfare is recomputed)",
+            "cost": "cost.csv's cost_min_usd (checked against its rank_headline); the draws "
+                    "come from its bootstrap rank interval",
+            "sigma2": "noise.csv's noise_sigma2; the draws from its scaled inverse chi-square",
+            "mean, sd, lo, hi, p_platinum": "over the draws"},
         "welfare_variant_draws": {str(k): int(n) for k, n in
                                   pd.Series(labels).value_counts().sort_index().items()},
     })

@@ -293,3 +293,38 @@ def test_cli_concept_view_with_the_headline_welfare(small, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n_items_cost_imputed"] == 6
     assert summary["welfare_variant_draws"] == {"claude/5/reciprocal/fraction": 10}
+
+
+@pytest.mark.parametrize("variants", ["all", "headline"])
+def test_a_welfare_table_the_rankings_do_not_give_is_refused(tmp_path, variants, capsys):
+    """The decisions are drawn from welfare recomputed from the judges' rankings, so a
+    welfare.csv that disagrees with them (every w_auto set to 0, within its bounds) is refused
+    rather than listed beside weights it did not make."""
+    root = _small_release(tmp_path / "data")
+    welfare = pd.read_csv(root / "welfare.csv")
+    welfare["w_auto"] = 0.0
+    welfare.to_csv(root / "welfare.csv", index=False)
+    rel = read_principal_agent_release(root)
+    with pytest.raises(ValueError, match="welfare.csv's w_auto and the welfare recomputed"):
+        measured_draws(rel, view="items", n_draws=4, variants=variants)
+    out = tmp_path / "plat"
+    assert main(["platinum", str(root), "--welfare-variants", variants, "--draws", "4",
+                 "--out", str(out)]) == 2
+    assert "restore welfare.csv" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_cost_its_ranks_do_not_give_is_refused(tmp_path, small):
+    root = _small_release(tmp_path / "data")
+    cost = pd.read_csv(root / "cost.csv")
+    items = measured_items(small[1], view="items")
+    task, doc = items.index[0]
+    row = (cost["task"] == task) & (cost["doc_id"] == doc)
+    assert row.sum() == 1
+    cost.loc[row, "cost_min_usd"] = 1e30  # its rank_headline unchanged
+    cost.to_csv(root / "cost.csv", index=False)
+    rel = read_principal_agent_release(root)
+    with pytest.raises(ValueError, match="ranks 14908, rank_headline"):
+        measured_draws(rel, view="items", n_draws=4)
+    # the shipped costs agree with their ranks to one (ties), and their welfare to rounding
+    res = platinum_from_release(small[1], view="items", n_draws=4, r_factors=(1,))
+    assert "rank_headline" in res.summary["columns"]["cost"]
