@@ -192,23 +192,34 @@ def _lock(path: Path, option: str, lock: Path | None = None):
         import fcntl
     except ImportError:  # pragma: no cover - Windows: no advisory locks, rely on the checks
         return None
-    fh = open(lock or path / LOCK, "a+")  # noqa: SIM115 - held open for the whole run
-    try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    file = lock or path / LOCK
+    busy = ValueError(f"{option} {path} is being written by another platinum-jax run right now; "
+                      "wait for it to finish or choose another path")
+    # A run that ends removes the lock file it made, so the file locked here may have been
+    # unlinked between opening and locking it: only a lock on the file still at the path counts.
+    for _ in range(8):
+        fh = open(file, "a+")  # noqa: SIM115 - held open for the whole run
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            raise busy from None
+        try:
+            if os.path.samestat(os.fstat(fh.fileno()), os.stat(file)):
+                return fh
+        except OSError:
+            pass
         fh.close()
-        raise ValueError(
-            f"{option} {path} is being written by another platinum-jax run right now; wait for "
-            "it to finish or choose another path"
-        ) from None
-    return fh
+    raise busy
 
 
 # --------------------------------------------------------------------------- staging siblings
 _STAGING = "platinum-jax-staging"
 _ASIDE = "platinum-jax-old"
 SWAP_LOCK = threading.RLock()  # held by a swap; the interrupt handler waits for it
-_IN_FLIGHT: dict[Path, None] = {}  # staging paths of runs in progress, for the interrupt handler
+# Staging paths of runs in progress, for the interrupt handler, each with what undoes its
+# claim of the target (None for single files).
+_IN_FLIGHT: dict[Path, Callable[[], None] | None] = {}
 
 
 def _sibling(target: Path, kind: str) -> Path:
@@ -226,14 +237,18 @@ def _forget(path: Path) -> None:
 
 def discard_in_flight() -> list[Path]:
     """Delete the staging files and directories of every run in progress in this process
-    (the interrupt handler's clean-up); the targets keep their previous contents.  Waits for a
+    and undo their claims (the interrupt handler's clean-up): the targets keep their previous
+    contents, and a lock file, manifest or directory a run made is removed again.  Waits for a
     swap under way to finish.  Returns the targets' staging paths removed."""
     with SWAP_LOCK:
         gone = list(_IN_FLIGHT)
         for path in gone:
+            undo = _IN_FLIGHT.pop(path, None)
             with contextlib.suppress(OSError):
                 _remove(path)
-            _IN_FLIGHT.pop(path, None)
+            if undo is not None:
+                with contextlib.suppress(OSError):
+                    undo()
         return gone
 
 
@@ -316,13 +331,35 @@ def _claimed_directory(
         raise ValueError(f"{option} {out} is an existing file; give a directory path")
     if out.parent.exists() and not out.exists():
         _recover(out)  # a target a killed run renamed aside comes back before anything else
-    created = not out.exists()
+    made = [out, *out.parents]  # the directories this claim creates, deepest first
+    made = made[:next(i for i, d in enumerate(made) if d.exists())]
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"{option} {out}: cannot create the directory ({exc.strerror})") from None
+    had = {name for name in (LOCK, MANIFEST) if (out / name).exists()}
     handle = _lock(out, option)
     stage = _sibling(out, _STAGING)
+    od = None
+
+    def undo() -> None:
+        """Leave ``out`` as this run found it (a refusal, a failure, ``abandon()``, Ctrl-C):
+        the lock file and the manifest it made go, and so do the directories it created;
+        only work kept in the target for the next run (an interrupted sweep's chunks) stays,
+        with the manifest that vouches for it."""
+        kept = od is not None and any((out / n).exists() for n in od._state)
+        for name in {LOCK} - had if kept else {LOCK, MANIFEST} - had:
+            with contextlib.suppress(OSError):
+                (out / name).unlink()
+        if made and not kept:
+            with contextlib.suppress(OSError):
+                _remove(out)
+            for parent in made[1:]:
+                with contextlib.suppress(OSError):
+                    parent.rmdir()  # only while empty
+
+    _IN_FLIGHT[stage] = undo  # from here on an interrupt undoes the claim too
+    stage_handle = None
     try:
         _recover(out)
         keep = set(keep)
@@ -347,33 +384,24 @@ def _claimed_directory(
                 f"({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}); --overwrite "
                 "only removes a command's own outputs: move them away or choose another directory"
             )
-        _IN_FLIGHT[stage] = None
         stage.mkdir()
         stage_handle = _lock(stage, option)  # the staged directory is locked before it is in place
         fresh = manifest is None and not present
         od = OutputDir(out, command, stage, fresh=fresh, keep=keep)
         od._state = sorted(n for n in keep if (out / n).exists())
         od._save_manifest(complete=False)
-        try:
-            yield od
-            if od.finished:
-                od._swap(ours)
-        except BaseException:
-            # A run that failed before keeping anything in a directory it created leaves no
-            # empty directory behind.
-            if created and not any((out / n).exists() for n in od._state):
-                with contextlib.suppress(OSError):
-                    _remove(out)
-            raise
-        finally:
-            if stage_handle is not None:
-                stage_handle.close()
-            with SWAP_LOCK:
-                if stage in _IN_FLIGHT:
-                    with contextlib.suppress(OSError):
-                        _remove(stage)
-                    _forget(stage)
+        yield od
+        if od.finished:
+            od._swap(ours)  # forgets the stage: nothing below undoes a completed run
     finally:
+        if stage_handle is not None:
+            stage_handle.close()
+        with SWAP_LOCK:
+            if stage in _IN_FLIGHT:  # not swapped in, nor discarded by the interrupt handler
+                with contextlib.suppress(OSError):
+                    _remove(stage)
+                _forget(stage)
+                undo()
         if handle is not None:
             handle.close()  # closing the descriptor releases the lock
 

@@ -46,9 +46,11 @@ that answered every item are split into --folds folds (whole --groups together, 
 or release periods, so that the folds differ as much as new models will), the item model is
 refitted without each fold, and the fold's models are scored by the same selection procedure
 replayed: the subset's --method and size (--subset, any method; --repeats draws of the random
-ones) or, without --subset, an adaptive test as long as the median subject's (each subject's
-answered items weighed equally). The interval is split-conformal, studentised or one width for
-all, whichever covers the left-out folds better; OUT/calibration.json records the choice.
+ones) or, without --subset, an adaptive test as long as the median test of the subjects that
+left items unseen (each subject's answered items weighed equally). The interval is
+split-conformal, studentised or one width for all, whichever covers the left-out folds better;
+OUT/calibration.json records the choice. A subject that answered every item has its exact
+score (its mean response), an interval of width 0; when all did, nothing is calibrated.
 """
 
 
@@ -221,7 +223,9 @@ def run_score(args: argparse.Namespace) -> int:
             out.write_text("calibration.json", json.dumps(calibration, indent=1))
     print(f"scored {len(scores)} subjects on {bank.n_items} items (dispersion "
           f"{bank.dispersion:.3g}); wrote {path}")
-    if calibration is not None:
+    if calibration is not None and "note" in calibration:
+        print(f"combined estimate: {calibration['note']} (calibration.json)")
+    elif calibration is not None:
         print(f"combined estimate calibrated on {calibration['calibration_models']} models in "
               f"{calibration['folds']} folds ({calibration['method']}, k = "
               f"{calibration['k']}): bias_sd {calibration['bias_sd']:.4g}, "
@@ -241,13 +245,24 @@ def _combined(args, bank, responses, subset, dispersion):
     repeats = 3 if args.repeats is None else args.repeats
     if subset is not None:
         method, k = str(subset["method"].iloc[0]), len(subset)
+        partial = k < bank.n_items  # every subject answers the subset's items, no others
     else:
         frame = responses.to_frame()
         counts = frame[frame["item"].isin(bank.items)].groupby("subject").size()
-        method, k = "cat", int(np.median(counts)) if len(counts) else 0
+        # The calibration sizes the intervals of the subjects that left items unseen (a
+        # subject that answered every item has its exact score), replaying their median test.
+        unseen = counts[counts < bank.n_items]
+        partial = len(unseen) > 0
+        method, k = "cat", int(np.median(unseen if partial else counts)) if len(counts) else 0
         if k < 2:
             raise ValueError(f"{args.responses}: the median subject answered {k} item(s) of "
                              "the fit; the combined estimate needs at least 2")
+    if not partial:
+        scores = combined_scores(bank, responses, subset, bias_sd=0.0, interval=args.interval)
+        return scores, dict(method=method, k=k, interval=args.interval, calibration_models=0,
+                            note=f"every subject answered all {bank.n_items} items, so each "
+                            "score is its mean response, exactly: the intervals have width 0 "
+                            "and no calibration was run")
     groups = None
     if args.groups:
         try:

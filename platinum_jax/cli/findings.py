@@ -28,7 +28,8 @@ Writes into --out, one CSV per table and one PNG per artifact:
                               against the headline welfare: Spearman, Kendall, frontier overlap
   robustness_set2_*           three held-out raters: top-5 slot mass per quadrant (split at 3.0)
                               and math-general welfare gaps
-  summary.json                the headline figures (also printed) and the settings
+  summary.json                the headline figures (also printed), the settings and notes on
+                              what the input leaves uncomputable (printed as n/a)
 
 Everything is computed before --out is touched; a failed run writes nothing. Runs in seconds.
 """
@@ -39,6 +40,11 @@ examples:
   platinum-jax findings DATA --out findings --overwrite      # replace an earlier run's files
   platinum-jax findings DATA --out f --allow-missing         # skip artifacts whose file is absent
 """
+
+
+# Fewest --resamples: welfare_frontier's floor at its 95 % level, 5 / alpha replicates (2.5
+# expected beyond each end of the interval), as `compare` asks of --replicates.
+MIN_RESAMPLES = 100
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,9 +65,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "file is absent, instead of stopping")
     p.add_argument("--resamples", type=int, default=10_000,
                    help="cluster bootstrap and permutation replicates for Figure 3 "
-                   "(default 10000, as in the paper)")
+                   "(default 10000, as in the paper; at least 100)")
     p.add_argument("--seed", type=int, default=42, help="their random seed (default 42)")
     p.set_defaults(func=run)
+
+
+def _n(value, spec: str) -> str:
+    """``value`` formatted by ``spec``; ``n/a`` for what could not be computed (NaN in the
+    tables, null in summary.json; summary.json's notes say why)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "n/a"
+    return format(value, spec)
 
 
 def _headline(f) -> list[str]:
@@ -70,52 +84,64 @@ def _headline(f) -> list[str]:
              f"{s['items']['welfare']}; all three {s['items']['noise_cost_welfare']}"]
     if "table1" in s:
         lines.append("Table 1, median cost of a 0.10 lift per band: " + ", ".join(
-            f"{q} ${v:,.0f}" for q, v in s["table1"].items()))
+            f"{q} ${_n(v, ',.0f')}" for q, v in s["table1"].items()))
     if "table2" in s:
         lines.append("Table 2, median sigma-hat per band: " + ", ".join(
-            f"{q} {v:.3f}" for q, v in s["table2"].items()))
+            f"{q} {_n(v, '.3f')}" for q, v in s["table2"].items()))
     if "table4" in s:
         lines.append("Table 4 (family: n, med p, med sigma, med Z, n won, med ratio, r):")
-        lines += [f"  {fam:9s} {r['n']:6d} {r['median_phat']:.3f} {r['median_sigma']:.3f} "
-                  f"{r['median_sigma_z']:.3f} {r['n_won']:5d} {r['median_log_ratio_won']:.3f} "
-                  f"{r['r_margin_z']:+.3f}" for fam, r in s["table4"].items()]
+        lines += [f"  {fam:9s} {r['n']:6d} {_n(r['median_phat'], '.3f')} "
+                  f"{_n(r['median_sigma'], '.3f')} {_n(r['median_sigma_z'], '.3f')} "
+                  f"{r['n_won']:5d} {_n(r['median_log_ratio_won'], '.3f')} "
+                  f"{_n(r['r_margin_z'], '+.3f')}" for fam, r in s["table4"].items()]
     if "figure2" in s:
         t = f.tables["figure2_quadrant_loading"]
         for persp in ("automation", "augmentation"):
             lines.append(f"Figure 2, {persp}: % of top-5 slots per quadrant: " + ", ".join(
-                f"{row['label']} {row['slot_share_pct']:.1f}"
+                f"{row['label']} {_n(float(row['slot_share_pct']), '.1f')}"
                 for _, row in t.loc[persp].iterrows()))
     if "figure3" in s:
         h = s["figure3"]
         lines.append(f"Figure 3: frontier {h['frontier_n']} items ({h['frontier_n_math']} math);"
-                     f" {h['pct_math_dominated_by_general']:.1f}% of {h['n_math']} math items "
-                     f"dominated by a general item; {h['pct_general_dominated_by_math']:.1f}% of "
-                     f"general items by a math item")
+                     f" {_n(h['pct_math_dominated_by_general'], '.1f')}% of {h['n_math']} math "
+                     f"items dominated by a general item; "
+                     f"{_n(h['pct_general_dominated_by_math'], '.1f')}% of general items by a "
+                     "math item")
         for axis in ("w_auto", "w_aug"):
-            lines.append(f"  {axis} gap (general - math) {h[f'{axis}_gap_general_minus_math']:+.3f}"
-                         f" [{h[f'{axis}_gap_ci_lo']:+.3f}, {h[f'{axis}_gap_ci_hi']:+.3f}], "
-                         f"cluster permutation p = {h[f'{axis}_cluster_permutation_p']:.2e}")
+            lines.append(f"  {axis} gap (general - math) "
+                         f"{_n(h[f'{axis}_gap_general_minus_math'], '+.3f')} "
+                         f"[{_n(h[f'{axis}_gap_ci_lo'], '+.3f')}, "
+                         f"{_n(h[f'{axis}_gap_ci_hi'], '+.3f')}], cluster permutation p = "
+                         f"{_n(h[f'{axis}_cluster_permutation_p'], '.2e')}")
         lines.append(f"  welfare recomputed from the judge rankings vs welfare.csv: max |diff| "
-                     f"{h['welfare_recomputed_max_abs_diff']:.1e}")
+                     f"{_n(h['welfare_recomputed_max_abs_diff'], '.1e')}")
     if "robustness_set1" in f.tables:
         lines.append("Robustness set 1 (Spearman auto/aug, frontier Jaccard):")
-        lines += [f"  {v:26s} {r['spearman_auto']:.3f} / {r['spearman_aug']:.3f}, "
-                  f"{r['frontier_jaccard']:.3f}"
+        lines += [f"  {v:26s} {_n(float(r['spearman_auto']), '.3f')} / "
+                  f"{_n(float(r['spearman_aug']), '.3f')}, "
+                  f"{_n(float(r['frontier_jaccard']), '.3f')}"
                   for v, r in f.tables["robustness_set1"].iterrows()]
     if "robustness_set2" in s:
         lines.append("Robustness set 2 (gap w_auto / w_aug, % math dominated):")
-        lines += [f"  {rater:10s} {r['gap_w_auto']:+.3f} / {r['gap_w_aug']:+.3f}, "
-                  f"{r['pct_math_dominated']:.0f}%" for rater, r in s["robustness_set2"].items()]
+        lines += [f"  {rater:10s} {_n(r['gap_w_auto'], '+.3f')} / {_n(r['gap_w_aug'], '+.3f')}, "
+                  f"{_n(r['pct_math_dominated'], '.0f')}%"
+                  for rater, r in s["robustness_set2"].items()]
     for what, why in f.skipped.items():
         lines.append(f"Skipped {what}: {why}")
+    lines += [f"Note: {note}" for note in s.get("notes", [])]
     return lines
 
 
 def run(args: argparse.Namespace) -> int:
     from platinum_jax.measured import reproduce_findings
 
-    if args.resamples < 1:
-        raise ValueError(f"--resamples must be a positive integer, got {args.resamples}")
+    if args.resamples < MIN_RESAMPLES:
+        raise ValueError(
+            f"--resamples {args.resamples}: Figure 3's 95% cluster-bootstrap interval needs at "
+            f"least {MIN_RESAMPLES} replicates (its ends are the 2.5% and 97.5% quantiles of "
+            "the replicates; with fewer, under 2.5 lie beyond each end and the interval need "
+            f"not even contain the estimate): pass --resamples {MIN_RESAMPLES} or more (the "
+            "paper: 10000)")
     findings = reproduce_findings(args.release, args.out, overwrite=args.overwrite,
                                   allow_missing=args.allow_missing, n_resamples=args.resamples,
                                   seed=args.seed)

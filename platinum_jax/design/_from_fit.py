@@ -213,8 +213,31 @@ def primitives_from_fit(
     return PrimitiveDraws(jac, C, d, F, w, tuple(map(str, table.items)), ability_names, notes)
 
 
+def _require_one_score(fit) -> None:
+    """The loadings differentiate the model's mean, which must be one expected score per
+    response; a likelihood whose mean is a vector (the categorical's category
+    log-probabilities, as in the graded model) is refused by name."""
+    from platinum_jax.models import LIKELIHOODS
+
+    t = fit.theta
+    shape = np.shape(fit.problem.mean(jnp.asarray(t.subjects)[0], jnp.asarray(t.items)[0],
+                                      jnp.asarray(t.globals)))
+    if shape != ():
+        lik = fit.model.likelihood.name
+        raise ValueError(
+            f"the fit's model {fit.model.name!r} has likelihood {lik!r}, whose mean is "
+            f"{int(np.prod(shape))} numbers per response (for ordered categories, their "
+            "log-probabilities), not one expected score; the optimal weights linearise each "
+            "item's expected score in the abilities, so they need a fit whose likelihood is "
+            f"one of {', '.join(sorted(LIKELIHOODS))}. Refit the same responses that way, "
+            "e.g. category k of K as the fraction k / (K - 1) with a trials column of K - 1 "
+            "(`platinum-jax fit DATA --model 2pl`, binomial), or the category numbers with "
+            "--likelihood gaussian")
+
+
 def _noise_fn(fit, op_index):
     """The compiled per-draw function of loadings and noise, and each item's residual dof."""
+    _require_one_score(fit)
     problem, table = fit.problem, fit.table
     m = table.n_items
     counts = fit.model.likelihood.name in _COUNT_FAMILIES

@@ -242,6 +242,13 @@ def fit_bias_sd(
         raise ValueError(f"interval must lie strictly between 0 and 1 (got {interval})")
     if not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise ValueError(f"repeats must be a positive whole number (got {repeats!r})")
+    if banks and k >= banks[0][0].n_items:
+        raise ValueError(
+            f"k = {k} asks all {banks[0][0].n_items} items, so every calibration model's score "
+            "is its exact mean response (zero error whatever bias_sd), which leaves nothing to "
+            "size an interval with; calibrate for a k below the number of items. A subject "
+            "that answered every item needs no calibration: combined_scores gives its exact "
+            "score, an interval of width 0, for any bias_sd and scale")
     taus = (np.r_[0.0, np.geomspace(1e-3, 0.3, 26), np.inf] if grid is None
             else np.asarray(grid, np.float64))
     if taus.ndim != 1 or len(taus) == 0 or np.any(~(taus >= 0)):

@@ -148,6 +148,9 @@ def combined_scores(
             form of :func:`fit_bias_sd`, ``fixed_sd`` of its result); pass
             ``**bias_fit.options`` to apply whichever form the calibration chose.
 
+    A subject that answered every target item gets its mean response as the score, exactly:
+    sd 0 and an interval of width 0, whatever ``bias_sd``, ``scale`` and ``fixed_sd``.
+
     Returns:
         One row per subject: ``ability``, ``score``, ``score_se``, ``score_lo``, ``score_hi``,
         ``predicted`` (``P``), ``residual`` (``e_bar``), ``shrinkage`` (``lambda``),
@@ -169,6 +172,8 @@ def combined_scores(
     lo, hi = response_range(bank.fit.model)
     est = np.clip(est, lo, hi)
     sd = scale * se if fixed_sd is None else np.full_like(se, float(fixed_sd))
+    # A subject that answered every target item has its exact score: nothing to widen.
+    sd = np.where(pc["n_unseen"] == 0, 0.0, sd)
     half = norm.ppf(0.5 + interval / 2) * sd
     return pd.DataFrame({
         "ability": pc["ability"], "score": est, "score_se": sd,

@@ -340,7 +340,14 @@ def _read_heldout(folder: Path) -> pd.DataFrame:
                                  "and family_map.json an object item id -> family")
     rows = []
     for path in sorted(folder.glob("*.jsonl")):
-        for n, rec in _jsonl(path):
+        records = _jsonl(path)
+        if not records:
+            raise ReleaseFormatError(
+                f"{path}: holds no rankings; each rater x perspective file lists the rater's "
+                "ranking of every held-out item, one JSON object a line: restore the file "
+                "from the release, or move heldout_raters/ away (with --allow-missing, "
+                "robustness set 2 is then skipped)")
+        for n, rec in records:
             item = str(_field(rec, "task_id", path, n))
             if item not in family:
                 raise ReleaseFormatError(f"{path} (line {n}): item {item!r} has no family in "

@@ -87,7 +87,7 @@ def compute_findings(release, *, allow_missing: bool = False, n_resamples: int =
         allow_missing: an artifact whose optional input file is absent is an error naming the
             file (default) or, when True, skipped and listed in ``Findings.skipped``.
         n_resamples, seed: Figure 3's cluster bootstrap and permutation (the paper: 10,000,
-            seed 42).
+            seed 42; at least 100, :func:`~platinum_jax.measured.welfare_frontier`).
     """
     if isinstance(release, str | os.PathLike):
         from platinum_jax.importers import read_principal_agent_release
@@ -114,9 +114,17 @@ def compute_findings(release, *, allow_missing: bool = False, n_resamples: int =
                                                                      release.topics)
         summary["table2"] = {f"{q:.0%}": float(t2.loc[t2["quantile"] == q, "sigma_hat"]
                                                 .median()) for q in pd.unique(t2["quantile"])}
+    notes = []  # what could not be computed from legitimate input, and why
     if "table4" not in skipped:
         t4 = tables["table4_noise_decomposition"] = noise_decomposition(release.margins)
         summary["table4"] = t4.round(3).to_dict(orient="index")
+        for fam, row in t4.iterrows():
+            if row["n_won"] == 0:
+                notes.append(f"table4 {fam}: no item with p-hat > 0.5, so no median "
+                             "gold/runner-up ratio of won items")
+            if np.isnan(row["r_margin_z"]):
+                notes.append(f"table4 {fam}: {int(row['n'])} items, too few for the margin-Z "
+                             "correlation (30 or more)")
     if "figure2" not in skipped:
         cq = results["figure2"] = concept_quadrants(release.concept_scores, release.loadings)
         tables["figure2_gwa_quadrants"] = cq.concepts
@@ -152,8 +160,15 @@ def compute_findings(release, *, allow_missing: bool = False, n_resamples: int =
         tables["robustness_set2_gaps"] = hc.gaps
         summary["robustness_set2"] = hc.gaps[["gap_w_auto", "gap_w_aug", "frontier_n_math",
                                               "pct_math_dominated"]].round(3).to_dict("index")
+        for rater, row in hc.gaps.iterrows():
+            none = [f for f in ("math", "general") if row[f"n_{f}"] == 0]
+            if none:
+                notes.append(f"robustness set 2, rater {rater}: no {' and no '.join(none)} "
+                             "items among the held-out items, so its math-general welfare "
+                             "gaps and % of math items dominated cannot be computed")
     summary["settings"] = {"n_resamples": n_resamples, "seed": seed}
     summary["skipped"] = skipped
+    summary["notes"] = notes
     return Findings(tables, results, _json_ready(summary), skipped)
 
 

@@ -29,6 +29,15 @@ ITEMS_PER_BAND = 7
 TABLE4_FAMILIES = ("HellaSwag", "PIQA", "ARC-C", "MathQA", "MMLU", "CSQA")
 # The lift the tables price: a 0.10 rise of p̂ costs a tenth of cost_min_usd's unit lift.
 LIFT = 0.10
+# Table 4's inputs: column -> (the values it may hold, beyond finite; what it holds).
+_MARGIN_RULES = {
+    "phat_noise": (lambda v: (v >= 0) & (v <= 1), "a probability p-hat in [0, 1]"),
+    "sigma": (lambda v: v >= 0, "an across-seed noise standard deviation, finite and >= 0"),
+    "sigma_z": (lambda v: v >= 0, "Z = sigma / sqrt(p-hat (1 - p-hat)), finite and >= 0 "
+                "(infinite where p-hat is 0 or 1, which carries no Bernoulli scale)"),
+    "log_ratio_med": (lambda v: np.ones(v.shape, bool), "a finite gold / runner-up "
+                      "log-prob ratio"),
+}
 _NAMES = {"mathqa": "MathQA", "hellaswag": "HellaSwag", "piqa": "PIQA",
           "arc_challenge": "ARC-C", "commonsense_qa": "CSQA"}
 
@@ -187,7 +196,20 @@ def noise_decomposition(margins: pd.DataFrame, *, families=TABLE4_FAMILIES,
         One row per family present, indexed by ``family``; ``.attrs["items_not_tabled"]``
         counts the items of families outside ``families`` (e.g. AGIEval).
     """
-    flat = _require(margins, ["phat_noise", "sigma", "sigma_z", "log_ratio_med"], "margins")
+    flat = _require(margins, list(_MARGIN_RULES), "margins").copy()
+    for column, (allowed, meaning) in _MARGIN_RULES.items():
+        values = pd.to_numeric(flat[column], errors="coerce").to_numpy(np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.isfinite(values) & allowed(values))
+        if bad.any():
+            first = flat.loc[bad, ["task", "doc_id", column]].iloc[0]
+            shown = first[column].item() if hasattr(first[column], "item") else first[column]
+            raise ValueError(
+                f"margins (item_margins.parquet): column {column!r} holds {meaning}, but "
+                f"{int(bad.sum())} row(s) do not (e.g. ({first['task']!r}, {first['doc_id']}) "
+                f"= {shown!r}); Table 4 takes every item's value as given, so fix or "
+                "remove those rows of the file")
+        flat[column] = values
     fam = flat["task"].map(lambda t: benchmark_label(t, table=4))
     rows = []
     for name in families:

@@ -206,6 +206,12 @@ class WelfareFrontier:
     headline: dict
 
 
+def min_resamples(alpha: float = 0.05) -> int:
+    """Fewest bootstrap replicates for a percentile interval at level ``1 - alpha``: 2.5
+    expected beyond each end (``5 / alpha``, 100 at 95 %, as ``compare`` asks)."""
+    return int(np.ceil(5 / alpha - 1e-9))
+
+
 def welfare_frontier(welfare: pd.DataFrame, *, rescale: bool = True, n_resamples: int = 10_000,
                      seed: int = 42, alpha: float = 0.05) -> WelfareFrontier:
     """Figure 3: math against general-knowledge items in welfare space.
@@ -215,15 +221,22 @@ def welfare_frontier(welfare: pd.DataFrame, *, rescale: bool = True, n_resamples
         rescale: map welfare to [1, 5] by the fixed bounds (:func:`rescale_welfare`), as the
             figure does; dominance and ranks do not depend on it, means do.
         n_resamples, seed, alpha: cluster permutations and bootstrap replicates (clusters are
-            tasks), their seed, and the interval's level.
+            tasks; at least :func:`min_resamples` ``(alpha)``, 100 at the default), their seed,
+            and ``1 -`` the interval's level.
     """
     from scipy import stats
 
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) \
-            or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    fewest = min_resamples(alpha)
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) \
+            or n_resamples < fewest:
+        raise ValueError(
+            f"n_resamples must be a whole number of at least {fewest}, got {n_resamples!r}: "
+            f"the {1 - alpha:.0%} interval's ends are the {alpha / 2:g} and {1 - alpha / 2:g} "
+            f"quantiles of the replicates, and with fewer than {fewest} under 2.5 of them lie "
+            "beyond each end, so the interval need not even contain the estimate; pass "
+            f"{fewest} or more (the paper: 10000)")
     flat = welfare.reset_index()
     if flat[["w_auto", "w_aug"]].isna().any().any():
         raise ValueError("welfare: some items lack w_auto or w_aug; Figure 3 needs both")
@@ -271,8 +284,9 @@ def welfare_frontier(welfare: pd.DataFrame, *, rescale: bool = True, n_resamples
 
 
 def _pct_math_dominated(w: pd.DataFrame) -> float:
+    """% of math items a general item dominates; NaN (not 0 %) when either family is empty."""
     m = w["family"] == "math"
-    if not m.any():
+    if m.all() or not m.any():
         return float("nan")
     xy = w[["w_auto", "w_aug"]].to_numpy(float)
     return 100.0 * float((dominated_by(xy[m.to_numpy()], xy[~m.to_numpy()]) > 0).mean())
@@ -358,6 +372,14 @@ def heldout_rater_check(heldout: pd.DataFrame, concept_scores: pd.DataFrame, *,
     quad = pd.Series(quadrant_of(kept["p_auto_15"], kept["p_aug_15"], threshold),
                      index=kept["concept_id"].to_numpy())
     raters = list(dict.fromkeys(heldout["rater"]))
+    for rater in raters:
+        have = set(heldout.loc[heldout["rater"] == rater, "perspective"])
+        lacking = [p for p in PERSPECTIVES if p not in have]
+        if lacking:
+            raise ValueError(
+                f"heldout: rater {rater!r} has no {lacking[0]} rankings (heldout_raters/"
+                f"{rater}_{lacking[0]}.jsonl); each rater's welfare needs both perspectives: "
+                "add that file, or remove the rater's other file(s) to leave the rater out")
     mass, gaps = [], []
     for rater in raters:
         mine = heldout[heldout["rater"] == rater]

@@ -333,3 +333,101 @@ def test_a_run_that_fails_before_writing_leaves_no_directory(tmp_path):
         with output_directory(kept, "stitch"):
             raise RuntimeError("fit failed")
     assert kept.is_dir()
+
+
+def test_a_refused_run_leaves_the_users_directory_exactly_as_it_was(tmp_path, capsys):
+    """No lock file, manifest or directory of a run that was refused: not at the claim (a
+    directory holding the user's files), not after it (a bad argument found once --out is
+    claimed), not for a path whose folders the run would have created."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("the user's own file")
+    assert main([*SWEEP, "--out", str(mine)]) == 2
+    assert "already holds files (notes.txt)" in capsys.readouterr().err
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+    data = tmp_path / "scores.csv"
+    data.write_text("model,benchmark,score\nm0,b0,0.5\n")
+    empty, nested = tmp_path / "empty", tmp_path / "new" / "deeper" / "out"
+    empty.mkdir()
+    for out in (empty, nested):
+        # analyze checks --capabilities against the analysis after claiming --out
+        assert main(["analyze", "robustness", str(data), "--capabilities", str(data),
+                     "--out", str(out)]) == 2
+        assert "--capabilities cannot be used with robustness" in capsys.readouterr().err
+    assert list(empty.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "mine", "scores.csv"]
+
+    with pytest.raises(ValueError, match="late"):  # the same through the library
+        with output_directory(empty, "stitch") as od:
+            od.write_text("fit.json", "{}")
+            raise ValueError("a late refusal")
+    with output_directory(empty, "stitch") as od:
+        od.abandon()
+    assert list(empty.iterdir()) == []
+
+
+def _interrupting_fit(monkeypatch):
+    import platinum_jax.stitching as stitching
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt  # Ctrl-C during the fit, in-process
+
+    monkeypatch.setattr(stitching, "fit_stitching", interrupted)
+
+
+def test_an_interrupted_run_leaves_the_directory_as_it_was(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during a fresh run: the --out it created is gone, an empty directory it was given
+    stays empty, as the interrupted line says; in-process (KeyboardInterrupt) and through the
+    real process's handler (which cleans up with discard_in_flight, then exits)."""
+    from platinum_jax._outputs import discard_in_flight
+
+    data = tmp_path / "scores.csv"
+    data.write_text("model,benchmark,score\nm0,b0,0.5\nm1,b0,0.7\n")
+    _interrupting_fit(monkeypatch)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for out in (tmp_path / "fresh", empty):
+        assert main(["analyze", "trends", str(data), "--anchor", "b0", "--out", str(out)]) == 130
+        assert "--out is as it was before this run" in capsys.readouterr().err
+    assert list(empty.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "scores.csv"]
+
+    for out in (tmp_path / "new" / "fit", empty):  # what the hard stop does before it exits
+        with pytest.raises(KeyboardInterrupt):
+            with output_directory(out, "fit") as od:
+                od.write_text("subjects.csv", "half a fit\n")
+                assert discard_in_flight()
+                raise KeyboardInterrupt
+    assert list(empty.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "scores.csv"]
+
+
+def test_ctrl_c_in_a_real_process_removes_the_out_it_created(tmp_path):
+    data, out, ready = tmp_path / "scores.csv", tmp_path / "fresh", tmp_path / "ready"
+    data.write_text("model,benchmark,score\nm0,b0,0.5\nm1,b0,0.7\n")
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import signal, sys, time
+        from pathlib import Path
+        import platinum_jax.stitching as stitching
+        ready, data, out = sys.argv[1:]
+        def slow(*args, **kwargs):
+            Path(ready).touch()
+            time.sleep(60)
+        stitching.fit_stitching = slow
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.argv = ["platinum-jax", "analyze", "trends", data, "--anchor", "b0", "--out", out]
+        from platinum_jax.cli import main
+        sys.exit(main())
+    """), str(ready), str(data), str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for(ready, proc)
+        assert out.is_dir()  # claimed while the fit runs
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    err = proc.stderr.read().decode()
+    assert rc == 130, err
+    assert err.strip().splitlines()[-1].startswith("platinum-jax analyze: interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ready", "scores.csv"]

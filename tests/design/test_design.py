@@ -254,6 +254,35 @@ def test_draws_file_round_trip_and_weights_command(world_fit, tmp_path, capsys):
     assert "--save-draws" in capsys.readouterr().err
 
 
+def test_weights_refuses_a_graded_fit_by_name_and_its_remedy_works(tmp_path, capsys):
+    """The graded model's mean is a vector of category log-probabilities, which has no
+    derivative to be a loading: `weights` names the model and the likelihood, the ones it
+    takes, and a refit that works (the categories as k-of-(K - 1) fractions, binomial)."""
+    from platinum_jax.cli import main
+    from platinum_jax.inference import Fit, Problem, simulate
+    from platinum_jax.models import GradedResponse
+
+    table, truth = simulate(GradedResponse(categories=3), 40, 6, seed=3)
+    Fit(problem=Problem(GradedResponse(categories=3), table), method="map",
+        theta=truth).write(tmp_path / "graded", draws=True)
+    argv = ["--ability-weights", "1", "--residual-rank", "0"]
+    assert main(["weights", str(tmp_path / "graded"), *argv, "--out", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert "model 'graded' has likelihood 'categorical'" in err and "Traceback" not in err
+    assert "bernoulli, beta, beta_binomial, binomial, gaussian" in err
+    assert "k / (K - 1) with a trials column of K - 1" in err
+    assert not (tmp_path / "w").exists()
+    with pytest.raises(ValueError, match="likelihood 'categorical'"):
+        primitives_from_fit(read_fit(tmp_path / "graded"))
+    frame = table.to_frame()[["subject", "item", "response"]]
+    frame.assign(response=frame["response"] / 2, trials=2).to_csv(tmp_path / "k_of_2.csv",
+                                                                  index=False)
+    assert main(["fit", str(tmp_path / "k_of_2.csv"), "--model", "2pl", "--save-draws",
+                 "--out", str(tmp_path / "binomial")]) == 0
+    assert main(["weights", str(tmp_path / "binomial"), *argv, "--out",
+                 str(tmp_path / "w")]) == 0
+    assert len(pd.read_csv(tmp_path / "w" / "weights.csv")) == 6
+
 def test_runs_replace_the_residual_noise(world_fit):
     world, fit = world_fit
     rng = np.random.default_rng(12)

@@ -236,3 +236,77 @@ def test_score_combined_command_against_a_synthetic_truth(world, tmp_path):
                           bias_sd=cal["bias_sd"], scale=cal["scale"], fixed_sd=cal["fixed_sd"])
     assert scores.score.to_numpy() == pytest.approx(lib.score.to_numpy(), abs=1e-9)
     assert scores.score_hi.to_numpy() == pytest.approx(lib.score_hi.to_numpy(), abs=1e-9)
+
+
+def test_a_subject_that_answered_every_item_has_its_exact_score(world):
+    """Nothing is unseen: the full-benchmark score is the mean response, known exactly, so the
+    interval is that point, whichever bias spread, scale or fixed width is passed; and a
+    calibration for k = every item has nothing to calibrate, which is refused by name."""
+    truth, bank, _ = world
+    b, a = truth.items[:, 0], np.exp(truth.items[:, 1])
+    frame = _frame(np.array([-0.5, 1.0]), b, a, np.zeros((2, N_ITEMS)), seed=5)
+    partial = frame[~((frame.subject == "n001") & frame.item.isin([f"i{j:02d}" for j in
+                                                                    range(30)]))]
+    responses = ResponseTable.from_frame(partial)
+    mean = frame[frame.subject == "n000"].response.mean()
+    for options in (dict(bias_sd=0.05), dict(bias_sd=np.inf, scale=3.0),
+                    dict(bias_sd=0.05, fixed_sd=0.02)):
+        got = combined_scores(bank, responses, None, interval=0.9, **options)
+        full, some = got.loc["n000"], got.loc["n001"]
+        assert (full.n_observed, some.n_observed) == (N_ITEMS, 10)
+        assert full.score == pytest.approx(mean, abs=1e-12)
+        assert (full.score_se, full.score_lo, full.score_hi) == (0.0, full.score, full.score)
+        assert some.score_hi - some.score_lo > 0
+    with pytest.raises(ValueError, match=f"k = {N_ITEMS} asks all {N_ITEMS} items"):
+        fit_bias_sd([(bank, frame)], N_ITEMS)
+
+
+@pytest.fixture(scope="module")
+def fitted_2pl(world, tmp_path_factory):
+    """`platinum-jax fit` of 60 subjects x 25 items of the world, and the data file."""
+    from platinum_jax.cli import main
+
+    root = tmp_path_factory.mktemp("combined")
+    data, fit_dir = root / "old.csv", root / "fit"
+    _part(world[2], slice(60, 120)).to_csv(data, index=False)
+    assert main(["fit", str(data), "--model", "2pl", "--out", str(fit_dir)]) == 0
+    return data, fit_dir
+
+
+def test_score_combined_when_the_new_subjects_answered_every_item(world, fitted_2pl, tmp_path,
+                                                                  capsys):
+    import json
+
+    from platinum_jax.cli import main
+
+    data, fit_dir = fitted_2pl
+    new = _part(world[2], slice(120, 140))
+    path = tmp_path / "new.csv"
+    new.to_csv(path, index=False)
+    base = ["score", str(fit_dir), str(path), "--combined", "--folds", "2", "--repeats", "1",
+            "--dispersion", "1", "--data", str(data)]
+    assert main(base + ["--out", str(tmp_path / "all")]) == 0
+    assert "each score is its mean response, exactly" in capsys.readouterr().out
+    scores = pd.read_csv(tmp_path / "all" / "scores.csv", index_col=0)
+    truth = new.groupby("subject").response.mean().reindex(scores.index)
+    np.testing.assert_allclose(scores.score, truth, atol=1e-12)
+    assert (scores.score_lo == scores.score).all() and (scores.score_hi == scores.score).all()
+    assert (scores.score_se == 0).all()
+    cal = json.loads((tmp_path / "all" / "calibration.json").read_text())
+    assert (cal["calibration_models"], cal["k"]) == (0, 25)
+
+    # half of them took a 10-item test: the calibration replays theirs, the others stay exact
+    short = set(new.subject.unique()[::2])
+    rng = np.random.default_rng(0)
+    asked = {s: set(rng.choice(sorted(new.item.unique()), 10, replace=False)) for s in short}
+    mixed = new[[s not in short or i in asked[s] for s, i in zip(new.subject, new.item,
+                                                                 strict=True)]]
+    mixed.to_csv(path, index=False)
+    assert main(base + ["--out", str(tmp_path / "mixed")]) == 0
+    scores = pd.read_csv(tmp_path / "mixed" / "scores.csv", index_col=0)
+    cal = json.loads((tmp_path / "mixed" / "calibration.json").read_text())
+    assert (cal["method"], cal["k"], cal["calibration_models"]) == ("cat", 10, 60)
+    full = ~scores.index.isin(sorted(short))
+    np.testing.assert_allclose(scores.score[full], truth[full], atol=1e-12)
+    assert (scores.score_hi[full] == scores.score_lo[full]).all()
+    assert (scores.score_hi[~full] > scores.score_lo[~full]).all()

@@ -311,7 +311,7 @@ EXPECTED_FILES = {
 
 def test_cli_writes_every_artifact(tmp_path, capsys):
     out = tmp_path / "findings"
-    assert cli_main(["findings", str(RELEASE), "--out", str(out), "--resamples", "50"]) == 0
+    assert cli_main(["findings", str(RELEASE), "--out", str(out), "--resamples", "100"]) == 0
     names = {p.name for p in out.iterdir() if not p.name.startswith(".platinum-jax")}
     assert names == EXPECTED_FILES
     summary = json.loads((out / "summary.json").read_text())
@@ -345,11 +345,11 @@ def test_cli_missing_optional_file_named_or_skipped(tmp_path, capsys):
     src = _release_without(tmp_path, "item_margins.parquet", "item_topics.csv",
                            "heldout_raters", "judge_loadings_openai.jsonl")
     out = tmp_path / "out"
-    assert cli_main(["findings", str(src), "--out", str(out), "--resamples", "20"]) != 0
+    assert cli_main(["findings", str(src), "--out", str(out), "--resamples", "100"]) != 0
     err = capsys.readouterr().err
     assert "table4 needs item_margins.parquet" in err and "item_topics.csv" in err
     assert not out.exists()
-    assert cli_main(["findings", str(src), "--out", str(out), "--resamples", "20",
+    assert cli_main(["findings", str(src), "--out", str(out), "--resamples", "100",
                      "--allow-missing"]) == 0
     skipped = json.loads((out / "summary.json").read_text())["skipped"]
     assert set(skipped) == {"table1", "table2", "table4", "robustness_set1", "robustness_set2"}
@@ -363,6 +363,109 @@ def test_cli_failure_after_reading_writes_nothing(tmp_path, capsys):
     m = pd.read_parquet(RELEASE / "item_margins.parquet").drop(columns="sigma_z")
     m.to_parquet(src / "item_margins.parquet")
     out = tmp_path / "out"
-    assert cli_main(["findings", str(src), "--out", str(out), "--resamples", "20"]) != 0
+    assert cli_main(["findings", str(src), "--out", str(out), "--resamples", "100"]) != 0
     assert "sigma_z" in capsys.readouterr().err
     assert not out.exists()
+
+
+def _release_with_heldout(tmp_path: Path) -> tuple[Path, Path]:
+    """The release linked into a fresh directory with a copy of heldout_raters/ to edit."""
+    import shutil
+
+    src = _release_without(tmp_path, "heldout_raters")
+    shutil.copytree(RELEASE / "heldout_raters", src / "heldout_raters")
+    return src, src / "heldout_raters"
+
+
+def test_cli_an_empty_rater_file_is_named(tmp_path, release, capsys):
+    src, folder = _release_with_heldout(tmp_path)
+    (folder / "A1_automation.jsonl").write_text("")
+    out = tmp_path / "out"
+    assert cli_main(["findings", str(src), "--out", str(out), "--resamples", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "A1_automation.jsonl: holds no rankings" in err and "Traceback" not in err
+    assert not out.exists()
+    # without the file at all, the rater lacks a perspective, named by the check itself
+    rows = release.heldout
+    lacking = rows[~((rows["rater"] == "A1") & (rows["perspective"] == "automation"))]
+    with pytest.raises(ValueError, match=r"rater 'A1' has no automation rankings"):
+        heldout_rater_check(lacking, release.concept_scores)
+
+
+def test_cli_all_general_raters_report_what_cannot_be_computed(tmp_path, capsys):
+    src, folder = _release_with_heldout(tmp_path)
+    family = json.loads((folder / "family_map.json").read_text())
+    (folder / "family_map.json").write_text(json.dumps({k: "general" for k in family}))
+    out = tmp_path / "out"
+    assert cli_main(["findings", str(src), "--out", str(out), "--resamples", "100"]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    gaps = pd.read_csv(out / "robustness_set2_gaps.csv", index_col="rater")
+    kept = _scores()
+    for rater in ("A1", "A2", "claude3ex"):
+        # every item general: its welfare per axis, straight from the rater's files
+        welfare = {}
+        for persp, col in (("automation", "p_auto_15"), ("augmentation", "p_aug_15")):
+            for r in _jsonl(folder / f"{rater}_{persp}.jsonl"):
+                top = [g for g in r["ranked_gwa_ids"][:5] if g in kept.index]
+                if top:
+                    w = sum(kept.loc[g, col] / (n + 1)
+                            for n, g in enumerate(r["ranked_gwa_ids"][:5]) if g in kept.index)
+                    welfare.setdefault(r["task_id"], {})[col] = w
+        w = pd.DataFrame.from_dict(welfare, orient="index").dropna()
+        row = gaps.loc[rater]
+        assert (row["n_math"], row["n_general"]) == (0, len(w))
+        assert row["general_mean_w_auto"] == pytest.approx(w["p_auto_15"].mean())
+        assert row["general_mean_w_aug"] == pytest.approx(w["p_aug_15"].mean())
+        assert row["frontier_n"] == _brute_front(w[["p_auto_15", "p_aug_15"]].to_numpy()).sum()
+        assert np.isnan([row["gap_w_auto"], row["gap_w_aug"], row["pct_math_dominated"]]).all()
+        assert summary["robustness_set2"][rater]["gap_w_auto"] is None
+        note = (f"robustness set 2, rater {rater}: no math items among the held-out items, so "
+                "its math-general welfare gaps and % of math items dominated cannot be computed")
+        assert note in summary["notes"] and f"Note: {note}" in printed
+        assert f"{rater:10s} n/a / n/a, n/a%" in printed
+
+
+@pytest.mark.parametrize(("column", "value", "says"), [
+    ("sigma_z", np.inf, "column 'sigma_z' holds Z = sigma / sqrt"),
+    ("sigma", -0.05, "column 'sigma' holds an across-seed noise standard deviation"),
+    ("phat_noise", 1.5, "column 'phat_noise' holds a probability"),
+    ("log_ratio_med", np.nan, "column 'log_ratio_med' holds a finite"),
+])
+def test_cli_impossible_margins_are_named(tmp_path, capsys, column, value, says):
+    src = _release_without(tmp_path, "item_margins.parquet")
+    m = pd.read_parquet(RELEASE / "item_margins.parquet")
+    m.loc[3, column] = value
+    m.to_parquet(src / "item_margins.parquet")
+    out = tmp_path / "out"
+    assert cli_main(["findings", str(src), "--out", str(out), "--resamples", "100"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "item_margins.parquet" in err and "Traceback" not in err
+    assert f"1 row(s) do not (e.g. ({m.loc[3, 'task']!r}, {m.loc[3, 'doc_id']})" in err
+    assert not out.exists()
+    with pytest.raises(ValueError, match=f"column '{column}'"):
+        noise_decomposition(m.set_index(["task", "doc_id"]))
+
+
+def test_cli_refuses_too_few_resamples_for_an_interval(tmp_path, capsys):
+    """With one replicate the 'interval' is that replicate, which excluded the estimate; the
+    fewest allowed is 5 / alpha (2.5 replicates beyond each end of the interval)."""
+    from platinum_jax.cli.findings import MIN_RESAMPLES
+    from platinum_jax.measured._findings_welfare import min_resamples
+
+    assert (min_resamples(0.05), min_resamples(0.1), min_resamples(0.01)) == (100, 50, 500)
+    assert MIN_RESAMPLES == min_resamples(0.05)  # the command's floor is the library's
+    for n in ("1", "99"):
+        out = tmp_path / f"out{n}"
+        assert cli_main(["findings", str(RELEASE), "--out", str(out), "--resamples", n]) == 2
+        err = capsys.readouterr().err
+        assert f"--resamples {n}:" in err and "at least 100 replicates" in err
+        assert not out.exists()
+    welfare = read_principal_agent_release(RELEASE).welfare
+    with pytest.raises(ValueError, match="at least 100"):
+        welfare_frontier(welfare, n_resamples=99)
+    with pytest.raises(ValueError, match="at least 200"):
+        welfare_frontier(welfare, n_resamples=100, alpha=0.025)
+    fewest = welfare_frontier(welfare, n_resamples=100, seed=42).axes
+    assert (fewest["gap_ci_lo"] <= fewest["gap_general_minus_math"]).all()
+    assert (fewest["gap_general_minus_math"] <= fewest["gap_ci_hi"]).all()
