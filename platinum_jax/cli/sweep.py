@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -19,15 +20,21 @@ Axes (combine any; the grid is their full product):
 
 SPEC is START:STOP:NUM (evenly spaced), START:STOP:NUM:log (log spaced, START > 0),
 a comma list 0.5,1,2, or one number.  Axes that keep the concept basis (all of the above)
-run on the spectral fast path: one eigendecomposition, then O(m^2) per grid point.
+run on the spectral fast path: one eigendecomposition, then one O(m^2) mat-vec per grid
+point (measured on a CPU: about x2 time per doubling of the items, m = 25 to 400).
 
 The sweep is computed in chunks of --chunk-size points by one compiled function; every
-finished chunk is written to OUT/chunks, so an interrupted run continues with --resume.
+finished chunk is written to the chunk store OUT/chunks (netCDF, one file per chunk) or
+OUT/chunks.zarr (--store-format zarr), so an interrupted run continues with --resume.
 Results: OUT/sweep.nc (xarray; open with xarray.open_dataset), OUT/summary.json and
 PNG figures (heat maps of each item's weight, weight curves, measurement shift).
+With --no-dataset the results stay in the chunk store only: no in-memory copy of the grid and
+no OUT/sweep.nc (for grids too big for either); the store opens with xarray as it is
+(xarray.open_zarr(OUT/chunks.zarr), or the chunk files concatenated along "point").
 OUT must be empty unless --resume (same sweep) or --overwrite (start afresh) is given.  Every
 stored chunk carries the sweep's fingerprint, its index and checksums: on --resume a chunk that
-does not match is recomputed, with a warning naming it.
+does not match is recomputed, with a warning naming it.  --resume never deletes a store it
+cannot reuse (another --store-format, other axes or settings): it stops and says why.
 """
 
 EPILOG = """\
@@ -40,6 +47,8 @@ examples:
       your own primitives: .npz or .json with arrays A, C, Sigma, w and scalar r
   platinum-jax sweep --r 0.1:10:50:log --kappa 0.5:4:20 --out sweeps --resume
       finish a sweep that was interrupted, reusing its finished chunks
+  platinum-jax sweep --r 0.01:100:1000:log --kappa 0.25:8:1000 --store-format zarr --no-dataset
+      10^6 points streamed to OUT/chunks.zarr only (memory: one chunk at a time)
 """
 
 
@@ -77,6 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="start afresh in an OUT that holds an earlier sweep (its chunks and "
                    "outputs are removed; files this command did not write are never touched)")
+    p.add_argument("--no-dataset", action="store_true",
+                   help="keep the results in the chunk store only: no in-memory copy and no "
+                   "OUT/sweep.nc (figures and summary read the store)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=run)
 
@@ -139,6 +151,52 @@ def load_primitives(path: str):
     return prims, (None if items is None else [str(i) for i in np.asarray(items).tolist()])
 
 
+_STORES = {"nc": ("chunks", "netCDF"), "zarr": ("chunks.zarr", "Zarr")}
+
+
+def _unusable_store(out: Path, fmt: str) -> str | None:
+    """Why ``--resume`` with ``--store-format fmt`` cannot go on in ``out``: it holds the chunk
+    store of the other format, which this run could not reuse and which finishing the run
+    would remove."""
+    other = "zarr" if fmt == "nc" else "nc"
+    name, kind = _STORES[other]
+    path = out / name
+    if not path.exists():
+        return None
+    if other == "nc":
+        held = f"{len(list(path.glob('chunk_*.nc')))} chunk file(s)"
+    else:
+        try:
+            import numpy as np
+            import zarr
+
+            held = f"{int(np.count_nonzero(zarr.open_group(str(path), mode='r')['done'][:]))} "\
+                "finished chunk(s)"
+        except Exception:  # unreadable or zarr missing: it is still not this run's to remove
+            held = "its chunks"
+    return (f"--resume --store-format {fmt}: {out} holds the {kind} chunk store of an earlier "
+            f"run ({path}, {held}), which a {_STORES[fmt][1]} store cannot reuse; nothing was "
+            f"changed. To continue that sweep rerun with --store-format {other} --resume; to "
+            f"start afresh in {_STORES[fmt][1]} pass --overwrite instead of --resume (this "
+            f"removes {path}), or choose a new --out")
+
+
+def _where(out: Path, store_name: str, fmt: str, no_dataset: bool) -> dict:
+    """Where the results of a run are and how to open them (for summary.json and the user)."""
+    store = out / store_name
+    if fmt == "zarr":
+        how = f"xarray.open_zarr({str(store)!r}, consolidated=False)"
+    else:
+        how = (f"xarray.concat([xarray.open_dataset(f) for f in sorted(glob.glob("
+               f"{str(store / 'chunk_*.nc')!r})], dim='point')")
+    doc = {"store": store_name, "store_format": fmt, "open_store": how,
+           "store_layout": "outputs over 'point' (the grid in C order of the axes) with the "
+                           "axis values per point; .set_index(point=[axes]).unstack('point') "
+                           "gives the grid"}
+    return ({"results": store_name, **doc} if no_dataset
+            else {"results": "sweep.nc", "open_results": "xarray.open_dataset('sweep.nc')", **doc})
+
+
 def run(args: argparse.Namespace) -> int:
 
     from platinum_jax._runtime import enable_float64
@@ -195,18 +253,30 @@ def run(args: argparse.Namespace) -> int:
     with output_directory(args.out, "sweep", overwrite=args.overwrite or args.resume,
                           keep=(store_name,) if args.resume else (),
                           hint="or --resume to continue the sweep stored there") as out:
+        from platinum_jax import _distributed
         from platinum_jax._distributed import is_writer
 
+        # A resume in one format must not remove the other format's store (finishing the run
+        # replaces the directory's earlier outputs): stop before anything is computed.
+        problem = _unusable_store(out.path, args.store_format) if (
+            args.resume and is_writer()) else None
+        _distributed.agree(problem)
+        if problem is not None:
+            raise ValueError(problem)
         # In a multi-process run the chunk store is process 0's; the others write nothing.
         store = out.own(store_name) if is_writer() else None
         t0 = time.perf_counter()
         ds = sweep(base, axes, outputs, chunk_size=args.chunk_size, store=store, resume=args.resume,
-                   method=args.method, items=items)
+                   method=args.method, items=items, keep_in_memory=not args.no_dataset)
         seconds = time.perf_counter() - t0
-        out.write("sweep.nc", ds.to_netcdf, engine="h5netcdf")
+        if not args.no_dataset:
+            out.write("sweep.nc", ds.to_netcdf, engine="h5netcdf")
         print(f"{ds.attrs['path']} path ({ds.attrs['path_reason']}); "
               f"{int(np.prod([len(a.values) for a in axes]))} points in {seconds:.2f} s; "
               f"{ds.attrs['chunks_computed']} chunk(s) computed, {ds.attrs['chunks_reused']} reused")
+        if not args.no_dataset and ds.nbytes > 1 << 30:
+            print(f"note: the results took {ds.nbytes / 2**30:.1f} GiB in memory and again in "
+                  "sweep.nc; --no-dataset keeps them in the chunk store only", file=sys.stderr)
 
         figures = []
         if not args.no_plots and "v" in ds:
@@ -226,9 +296,13 @@ def run(args: argparse.Namespace) -> int:
             "grid": {a.name: len(a.values) for a in axes}, "seconds": round(seconds, 3),
             "chunk_size": ds.attrs["chunk_size"], "chunks_computed": ds.attrs["chunks_computed"],
             "chunks_reused": ds.attrs["chunks_reused"], "variables": sorted(ds.data_vars),
+            **_where(out.path, store_name, args.store_format, args.no_dataset),
         }
         out.write_text("summary.json", json.dumps(summary, indent=1))
     out = out.path
-    print(f"wrote {out / 'sweep.nc'}, {out / 'summary.json'}"
-          + (f" and {len(figures)} figure(s)" if figures else ""))
+    results = out / (store_name if args.no_dataset else "sweep.nc")
+    print(f"wrote {results}{' (the results, chunk store only)' if args.no_dataset else ''}, "
+          f"{out / 'summary.json'}" + (f" and {len(figures)} figure(s)" if figures else ""))
+    if args.no_dataset:
+        print(f"open the results with {summary['open_store']}")
     return 0

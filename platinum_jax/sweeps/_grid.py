@@ -32,6 +32,7 @@ from platinum_jax.sweeps._axes import (
     _Context,
 )
 from platinum_jax.sweeps._fast import base_basis, dense_point, spectral_point
+from platinum_jax.sweeps._layout import store_layout
 from platinum_jax.sweeps._outputs import (
     EffortCost,
     Output,
@@ -121,7 +122,8 @@ def _check_multiprocess_store(store, resume: bool, keep_in_memory: bool) -> None
                          "process the same value")
     if not seen[:, 2].all():
         raise ValueError(
-            f"keep_in_memory=False is not available in a {n}-process sweep (the lazily read "
+            f"keep_in_memory=False (CLI: --no-dataset) is not available in a {n}-process "
+            "sweep (the lazily read "
             "Dataset would exist on process 0 only); keep the results in memory, or split the "
             "grid into one sweep per process, each with its own store"
         )
@@ -272,7 +274,8 @@ def sweep(
             finished chunks of a resumed sweep are not read at all, and the returned Dataset is
             opened lazily from the store, so values are read only when accessed (``.sel(...)``
             reads just the chunks that hold the selection; ``.load()`` reads it into memory).
-            Peak memory is then one chunk, whatever the grid size.
+            Peak memory is then one chunk, whatever the grid size (CLI: ``--no-dataset``).
+            A store also opens with xarray directly (see the sweeps guide).
 
     Returns:
         ``xarray.Dataset`` with one dimension per axis (coordinates = axis values), ``item``
@@ -400,6 +403,7 @@ def sweep(
     done: set[int] = set()
     if store is not None:
         fp = _fingerprint(M, Sigma, w, r, axes, outputs, chunk_size, fast, items)
+        store.layout = store_layout(axes, shape, items, var_dims, (M, Sigma, w, r))
         try:
             store.open(fp, spec, n_points, chunk_size, resume)
         except (ValueError, OSError) as exc:
