@@ -163,7 +163,8 @@ def test_wheel_metadata_version_package_data_and_extras(wheel):
     # Package data the code reads at run time, and the typing marker.
     for path in ("platinum_jax/py.typed", "platinum_jax/rubric/data/oecd.yaml",
                  "platinum_jax/judge/templates/item_prompt.txt",
-                 "platinum_jax/judge/templates/concept_prompt.txt"):
+                 "platinum_jax/judge/templates/concept_prompt.txt",
+                 "platinum_jax/importers/epoch_baselines.csv"):
         assert path in names, path
     assert not any(n.startswith(("tests/", "notebooks/", "benchmarks/")) for n in names)
     assert "platinum-jax = platinum_jax.cli:main" in entry_points

@@ -17,7 +17,10 @@ HELP = """\
                 gpt-5-2025-08-07_medium = 150), intervals from a bootstrap over scores
                 (--eci-replicates, default 100; --eci-level, default 0.90), --min-benchmarks to
                 show only models with enough benchmarks, and the Elo-style scale (+200 points =
-                3x the odds on a benchmark of average slope)
+                3x the odds on a benchmark of average slope); on an Epoch raw/ directory the
+                scores are prepared as Epoch prepares its index (--prepare epoch, the default
+                for eci: baseline-normalised, one model per release; --prepare paper for the
+                paper's raw fractions)
   lag           months each model trails the frontier (--lag-method observed|trend), with a
                 bootstrap interval; --lag-models picks the models reported;
                 --lag-organizations adds each organisation's best model over time
@@ -74,11 +77,13 @@ def eci_anchors_from_args(args):
     """The two (model, value) anchors of ``--eci-anchors`` (default: Epoch's)."""
     from platinum_jax.analysis import DEFAULT_ECI_ANCHORS
 
+    # Under Epoch's preparation a model version stands for the group of its release.
+    groups = getattr(args, "model_groups", None) or {}
     if args.eci_anchors is None:
-        return DEFAULT_ECI_ANCHORS
+        return tuple((groups.get(m, m), v) for m, v in DEFAULT_ECI_ANCHORS)
     m1, v1, m2, v2 = args.eci_anchors
     try:
-        return ((m1, float(v1)), (m2, float(v2)))
+        return ((groups.get(m1, m1), float(v1)), (groups.get(m2, m2), float(v2)))
     except ValueError:
         raise ValueError(f"--eci-anchors takes MODEL VALUE MODEL VALUE; got {args.eci_anchors}") from None
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["add_duplicates_argument", "add_min_benchmarks_argument", "as_option_hints",
-           "load_table"]
+__all__ = ["add_duplicates_argument", "add_min_benchmarks_argument", "add_prepare_arguments",
+           "as_option_hints", "load_table", "resolve_prepare"]
 
 DATA_HELP = "tidy score CSV or an Epoch raw/ directory"
 
@@ -50,6 +50,41 @@ def add_min_benchmarks_argument(group) -> None:
     )
 
 
+def add_prepare_arguments(group, eci_default: bool = False) -> None:
+    """``--prepare`` and ``--baselines``: which preparation of an Epoch directory is fitted."""
+    default = ("default: epoch with --scale eci on an Epoch directory, paper otherwise"
+               if eci_default else "default: paper")
+    group.add_argument(
+        "--prepare", choices=("paper", "epoch"), default=None,
+        help="Epoch directory: paper = the Rosetta paper's raw fractions (reproduces its "
+        "tables); epoch = Epoch's Capabilities Index preparation (scores normalised by each "
+        "benchmark's random baseline and ceiling and clipped to [0, 1], model versions of one "
+        "release grouped, releases before 2023 dropped, supersession, at least --min-benchmarks "
+        f"benchmarks, best score per group and benchmark); {default}")
+    group.add_argument(
+        "--baselines", metavar="FILE", default=None,
+        help="--prepare epoch: your own baseline table (CSV: benchmark, baseline, ceiling, "
+        "superseded_by, in_eci, source) instead of the one shipped in the package")
+
+
+def resolve_prepare(args: argparse.Namespace, is_dir: bool) -> str:
+    """``args.prepare`` or its default (``epoch`` for ``--scale eci`` on an Epoch directory)."""
+    prepare = getattr(args, "prepare", None)
+    if prepare is None:
+        eci = getattr(args, "scale", "raw") == "eci" or getattr(args, "analysis", None) == "eci"
+        prepare = "epoch" if eci and is_dir else "paper"
+    if not is_dir and (prepare == "epoch" or getattr(args, "baselines", None)):
+        raise ValueError(
+            "--prepare epoch and --baselines need an Epoch raw/ directory as DATA: the "
+            "preparation normalises the leaderboards' raw scores, which a tidy CSV no longer "
+            "holds; pass the raw/ directory, or drop --prepare epoch for a CSV")
+    if prepare == "paper" and getattr(args, "baselines", None):
+        raise ValueError("--baselines applies to --prepare epoch; add --prepare epoch or drop "
+                         "--baselines")
+    args.prepare = prepare
+    return prepare
+
+
 def load_table(path: str, args: argparse.Namespace):
     """The :class:`~platinum_jax.data.ScoreTable` at ``path`` (CSV file or Epoch raw/
     directory).
@@ -85,11 +120,28 @@ def _load_table(data: str, args: argparse.Namespace):
             )
         if min_benchmarks < 1:
             raise ValueError(f"--min-benchmarks must be at least 1, got {min_benchmarks}")
+        prepare = resolve_prepare(args, True)
+        if prepare == "epoch" and rule != "max":
+            raise ValueError(f"--duplicates {rule} applies to --prepare paper; Epoch's "
+                             "preparation keeps the best score per model group and benchmark")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", EpochDataWarning)
-            table = read_epoch_scores(
-                path, clip=args.clip, duplicates=rule, min_benchmarks=min_benchmarks
-            )
+            if prepare == "epoch":
+                from platinum_jax.importers import read_epoch_raw
+
+                frame = read_epoch_raw(path, min_benchmarks=min_benchmarks, prepare="epoch",
+                                       baselines=getattr(args, "baselines", None))
+                args.model_groups = frame.attrs["model_groups"]
+                args.epoch_preparation = {k: frame.attrs[k] for k in
+                                          ("baselines", "clipped", "excluded_benchmarks")}
+                print(f"preparation: epoch (Epoch's Capabilities Index; baselines "
+                      f"{frame.attrs['baselines']})")
+                table = ScoreTable.from_frame(frame, clip=args.clip,
+                                              name=f"Epoch data in {path.name}/ (epoch prep)")
+            else:
+                table = read_epoch_scores(
+                    path, clip=args.clip, duplicates=rule, min_benchmarks=min_benchmarks
+                )
         for w in caught:
             if not issubclass(w.category, EpochDataWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -103,6 +155,7 @@ def _load_table(data: str, args: argparse.Namespace):
             f"DATA {data!r} does not exist; give a tidy CSV (model, benchmark, score) "
             "or an Epoch raw/ directory"
         )
+    resolve_prepare(args, False)
     return ScoreTable.from_csv(path, duplicates=args.duplicates or "error", clip=args.clip)
 
 

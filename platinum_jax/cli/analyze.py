@@ -64,7 +64,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("analysis", choices=_ANALYSES, help="which analysis to run")
-    p.add_argument("data", type=Path, help="tidy scores CSV (model, benchmark, score, dates)")
+    p.add_argument("data", type=Path, help="tidy scores CSV (model, benchmark, score, dates) or "
+                   "an Epoch raw/ directory (read as stitch reads it)")
+    p.add_argument("--prepare", choices=("paper", "epoch"), default=None,
+                   help="Epoch directory: the paper's raw fractions (paper) or Epoch's Capabilities "
+                        "Index preparation (epoch: baseline-normalised, clipped to [0, 1], one model "
+                        "per release, 2023 on, at least 4 benchmarks); default epoch for the eci "
+                        "view, paper otherwise")
+    p.add_argument("--baselines", metavar="FILE", default=None,
+                   help="--prepare epoch: your own baseline table instead of the shipped one")
     p.add_argument("--out", type=Path, required=True,
                    help="output directory (created; must be empty unless --overwrite)")
     p.add_argument("--overwrite", action="store_true",
@@ -129,6 +137,25 @@ def _side_file(given: Path | None, data: Path, name: str, option: str, what: str
     return path
 
 
+def _read_data(args: argparse.Namespace):
+    """DATA as a score table: a tidy CSV, or an Epoch directory read as ``stitch`` reads it
+    (at least 4 benchmarks per model, repeated runs by max; the notes it prints say what it
+    drops).  Epoch's preparation leaves its version -> group map on ``args`` for the anchors."""
+    from ._scores import load_table, resolve_prepare
+
+    if not args.data.is_dir():
+        from platinum_jax.data import ScoreTable
+
+        resolve_prepare(args, False)
+        return ScoreTable.from_csv(args.data)
+    reading = argparse.Namespace(duplicates=None, clip=False, min_benchmarks=4,
+                                 prepare=args.prepare, baselines=args.baselines,
+                                 analysis=args.analysis)
+    table = load_table(str(args.data), reading)
+    args.prepare, args.model_groups = reading.prepare, getattr(reading, "model_groups", None)
+    return table
+
+
 def _save(fig, out, name: str) -> None:
     import matplotlib.pyplot as plt
 
@@ -157,16 +184,15 @@ def _run(args: argparse.Namespace, outputs) -> int:
     import pandas as pd
 
     from platinum_jax import analysis as an
-    from platinum_jax.data import ScoreTable
     from platinum_jax.models.rosetta import BenchmarkAnchor
     from platinum_jax.stitching import fit_stitching
 
-    if args.data.is_dir():
+    if args.data.is_dir() and not (args.data / "benchmarks_runs.csv").is_file():
         raise IsADirectoryError(
-            f"DATA {args.data} is a directory; analyze reads a tidy scores CSV (model, "
-            "benchmark, score: e.g. the Rosetta paper's scores_long.csv), not an Epoch raw/ "
-            "directory, which `stitch` and `stitch-bayes` read")
-    if not args.data.is_file():
+            f"DATA {args.data} is a directory but not an Epoch raw/ directory (no "
+            "benchmarks_runs.csv in it); analyze reads a tidy scores CSV (model, benchmark, "
+            "score: e.g. the Rosetta paper's scores_long.csv) or an Epoch raw/ directory")
+    if not args.data.exists():
         raise FileNotFoundError(f"scores file {args.data} does not exist; pass a tidy scores CSV")
     out = args.out
     # side inputs are resolved before the (slow) fit so a missing file fails at once
@@ -176,7 +202,8 @@ def _run(args: argparse.Namespace, outputs) -> int:
                                   "compute table")
     if args.analysis == "horizons" or (args.analysis == "progress" and not args.keep_distilled) \
             or (args.analysis == "baskets" and args.basket_tag is not None):
-        raw_dir = _side_file(args.raw_dir, args.data, "raw", "--raw-dir", "Epoch raw directory")
+        raw_dir = (args.data if args.data.is_dir() and args.raw_dir is None else
+                   _side_file(args.raw_dir, args.data, "raw", "--raw-dir", "Epoch raw directory"))
     from platinum_jax._outputs import output_directory
 
     out = outputs.enter_context(output_directory(args.out, "analyze", overwrite=args.overwrite))
@@ -189,7 +216,7 @@ def _run(args: argparse.Namespace, outputs) -> int:
         fit = an.as_capabilities(pd.read_csv(args.capabilities), name=str(args.capabilities))
         print(f"capabilities: {args.capabilities} ({len(fit)} models; no refit)")
     else:
-        table = ScoreTable.from_csv(args.data)
+        table = _read_data(args)
         fit = fit_stitching(table, BenchmarkAnchor(args.anchor), args.l2)
         print(f"stitching fit: {table.n_models} models, {table.n_benchmarks} benchmarks, "
               f"cost {fit.cost:.4f}, converged {fit.converged}")

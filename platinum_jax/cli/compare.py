@@ -146,7 +146,7 @@ def _table_of(args):
 
     logs = _read(argparse.Namespace(
         format=kind, paths=[args.data], metric=args.metric, filter="none", tasks=None,
-        level=None, min_benchmarks=None, min_release_date=None))
+        level=None, min_benchmarks=None, min_release_date=None, prepare=None, baselines=None))
     print(f"read {kind} logs: {logs.responses['subject'].nunique()} model(s), "
           f"{len(logs.responses)} item response(s), {len(logs.missing)} without a usable score")
     return logs.table(name=f"the {kind} logs in {args.data}")

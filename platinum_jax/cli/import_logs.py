@@ -30,8 +30,9 @@ Formats (FORMAT):
   tidy     long CSV / Parquet files (subject, item, response[, group, trials, se, weight])
   epoch    Epoch AI benchmarking-hub raw/ directories (benchmark-level scores), by the
            Rosetta paper's rules: --min-release-date (default 2022-11-01; none keeps every
-           model) and --min-benchmarks (default 4); every score they leave out is listed in
-           the .missing.csv side table with its reason
+           model) and --min-benchmarks (default 4), or with --prepare epoch by Epoch's
+           Capabilities Index rules (--baselines FILE); every score they leave out is listed
+           in the .missing.csv side table with its reason
 
 Besides --out, two tables are written beside it: <name>.metadata.csv (one row per run: model
 arguments, few-shot count, dates, versions) and <name>.missing.csv (per-item records without a
@@ -93,20 +94,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="keep models scored on at least this many benchmarks (default 4; 1 "
                    "keeps all)")
     e.add_argument("--min-release-date", default=None, metavar="DATE",
-                   help="keep models released on or after DATE (default 2022-11-01; 'none' "
-                   "keeps every model, those of unknown date too)")
+                   help="keep models released on or after DATE (default 2022-11-01, or "
+                   "2023-01-01 with --prepare epoch; 'none' keeps every model, those of unknown "
+                   "date too)")
+    e.add_argument("--prepare", choices=("paper", "epoch"), default=None,
+                   help="the paper's raw fractions (paper, default) or Epoch's Capabilities "
+                   "Index preparation (epoch: baseline-normalised scores clipped to [0, 1], one "
+                   "subject per model release, supersession, best score per release)")
+    e.add_argument("--baselines", metavar="FILE", default=None,
+                   help="--prepare epoch: your own baseline table instead of the shipped one")
     p.set_defaults(func=run)
 
 
 def _epoch_options(args) -> dict:
     given = {k: v for k, v in (("--min-benchmarks", args.min_benchmarks),
-                               ("--min-release-date", args.min_release_date)) if v is not None}
+                               ("--min-release-date", args.min_release_date),
+                               ("--prepare", args.prepare), ("--baselines", args.baselines))
+             if v is not None}
     if args.format != "epoch":
         if given:
             raise ValueError(f"{', '.join(given)} apply to the epoch format, not to "
                              f"{args.format}")
         return {}
     options = {}
+    if args.prepare is not None:
+        options["prepare"] = args.prepare
+    if args.baselines is not None:
+        if args.prepare != "epoch":
+            raise ValueError("--baselines applies to --prepare epoch; add --prepare epoch")
+        options["baselines"] = args.baselines
     if args.min_benchmarks is not None:
         if args.min_benchmarks < 1:
             raise ValueError(f"--min-benchmarks must be >= 1 (got {args.min_benchmarks})")
@@ -152,7 +168,19 @@ def _read(args):
         return reader(args.paths, scorer=args.metric[0] if args.metric else None)
     if args.metric is not None:
         raise ValueError(f"--metric does not apply to the {args.format} format")
-    return reader(args.paths, **epoch)
+    import warnings
+
+    from platinum_jax.importers import EpochDataWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", EpochDataWarning)
+        imported = reader(args.paths, **epoch)
+    for w in caught:  # said as stitch and analyze say them
+        if issubclass(w.category, EpochDataWarning):
+            print(f"note: {w.message}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return imported
 
 
 def _side_paths(out: Path) -> tuple[Path, Path]:

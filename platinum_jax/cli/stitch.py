@@ -18,6 +18,7 @@ from ._scores import (
     DATA_HELP,
     add_duplicates_argument,
     add_min_benchmarks_argument,
+    add_prepare_arguments,
     as_option_hints,
     load_table,
     write_dropped,
@@ -79,6 +80,10 @@ examples:
   platinum-jax stitch scores_long.csv --scale eci --out fit
       the paper's fit with the Epoch Capabilities Index beside it (Claude 3.5 Sonnet = 130,
       GPT-5 medium = 150; 90% intervals from 100 bootstrap refits): eci, eci_lower, eci_upper
+  platinum-jax stitch raw/ --scale eci --out fit
+      the index as Epoch publishes it: on an Epoch directory --scale eci defaults to
+      --prepare epoch (baseline-normalised scores, one model per release, 2023 on); plain
+      stitch, and --prepare paper, keep the paper's raw fractions
   platinum-jax stitch scores.csv --anchor-benchmark MMLU --l2 0.01 --clip --out fit
       a weaker penalty; scores outside [0, 1] clipped instead of rejected
   platinum-jax stitch scores_long.csv --restarts 32 --out fit
@@ -98,6 +103,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra jittered starts; the lowest cost wins (default 0: the paper's start)")
     add_duplicates_argument(f)
     add_min_benchmarks_argument(f)
+    add_prepare_arguments(f, eci_default=True)
     f.add_argument("--clip", action="store_true",
                    help="clip scores outside [0, 1] instead of rejecting the file")
     f.add_argument("--components", choices=("error", "separate"), default="error",
@@ -120,7 +126,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     e.add_argument("--scale", choices=("raw", "eci"), default="raw",
                    help="raw: the fit's own scale only (default); eci: also the Epoch "
                         "Capabilities Index beside it (eci, eci_lower, eci_upper in "
-                        "capabilities.csv; edi, edi_lower, edi_upper, slope_eci in benchmarks.csv)")
+                        "capabilities.csv; edi, edi_lower, edi_upper, slope_eci in benchmarks.csv); "
+                        "on an Epoch directory eci implies --prepare epoch unless --prepare paper")
     e.add_argument("--eci-anchors", nargs=4, metavar=("MODEL_LO", "VALUE_LO", "MODEL_HI", "VALUE_HI"),
                    help="--scale eci: the two anchor models and their values (default "
                         "claude-3-5-sonnet-20240620 130 gpt-5-2025-08-07_medium 150)")
@@ -193,6 +200,9 @@ def _write_fit(fit, out, args, suffix: str = "") -> dict:
     out.write(f"benchmarks{suffix}.csv", bench.to_csv)
     out.write(f"residuals{suffix}.csv", fit.residuals.to_csv, index=False)
     summary = fit.summary() | {"uncertainty": args.uncertainty} | eci_info
+    if getattr(args, "prepare", None) == "epoch":  # the paper's outputs stay as they were
+        summary["prepare"] = args.prepare
+        summary |= {f"epoch_{k}": v for k, v in getattr(args, "epoch_preparation", {}).items()}
     if args.uncertainty == "bootstrap":
         summary["replicates"] = args.replicates
         summary["replicates_converged"] = unc.attrs["n_converged"]

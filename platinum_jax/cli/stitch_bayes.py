@@ -16,7 +16,13 @@ from platinum_jax._names import BAYES_LIKELIHOODS
 
 from ._common import add_anchor_arguments, anchor_from_args, warm_start, write_fit_files
 from ._runner import Preset, command_parser
-from ._scores import add_duplicates_argument, add_min_benchmarks_argument, load_table, write_dropped
+from ._scores import (
+    add_duplicates_argument,
+    add_min_benchmarks_argument,
+    add_prepare_arguments,
+    load_table,
+    write_dropped,
+)
 
 DESCRIPTION = """\
 Fit the stitching model score = sigmoid(alpha_b (C_m - D_b)) by Bayesian inference (NumPyro
@@ -208,6 +214,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_anchor_arguments(p)
     add_duplicates_argument(p, "(model, benchmark) scores")
     add_min_benchmarks_argument(p)
+    add_prepare_arguments(p)
     p.add_argument("--clip", action="store_true",
                    help="clip scores outside [0, 1] instead of rejecting the data")
     add_bayes_arguments(p)

@@ -38,7 +38,6 @@ from platinum_jax.importers._epoch import (
     read_benchmark_info,
     read_distilled_models,
     read_epoch_raw,
-    read_epoch_scores,
     read_metr_horizons,
     read_model_compute,
 )
@@ -53,7 +52,7 @@ from platinum_jax.importers._principal_agent import (
     ReleaseFormatError,
     read_principal_agent_release,
 )
-from platinum_jax.importers._tables import read_epoch, read_tidy
+from platinum_jax.importers._tables import read_epoch, read_epoch_scores, read_tidy
 
 __all__ = [
     "FORMATS",

@@ -40,6 +40,7 @@ from ._epoch_files import (  # noqa: F401  (some are re-exported for the tests a
     RUNS_FILE,
     VERSIONS_FILE,
     Duplicates,
+    EpochDataWarning,
     _check_dir,
     _model_release_dates,
     _parse_dates,
@@ -147,8 +148,10 @@ def read_epoch_raw(
     raw_dir: str | Path,
     *,
     min_benchmarks: int = 4,
-    min_release_date: str | pd.Timestamp | None = "2022-11-01",
+    min_release_date: str | pd.Timestamp | None = "default",
     duplicates: Duplicates = "max",
+    prepare: Literal["paper", "epoch"] = "paper",
+    baselines: str | Path | None = None,
 ) -> pd.DataFrame:
     """Assemble the stitching paper's long score table from an Epoch ``raw/`` directory.
 
@@ -172,6 +175,13 @@ def read_epoch_raw(
     * ``benchmark_optim.csv`` (benchmark release dates) is optional: without it every
       benchmark release date is NaT, with an :class:`EpochDataWarning` saying so.
 
+    ``prepare="epoch"`` applies instead the preparation of Epoch's published Capabilities
+    Index (:mod:`platinum_jax.importers._epoch_prepare`: scores normalised by per-benchmark
+    random baselines and ceilings from ``baselines`` (default: the table shipped in the
+    package) and clipped to [0, 1], model versions grouped, groups released before 2023 left
+    out, supersession, at least ``min_benchmarks`` benchmarks, best score per group and
+    benchmark); ``duplicates`` must then be ``"max"``.
+
     Parameters
     ----------
     raw_dir
@@ -179,7 +189,8 @@ def read_epoch_raw(
     min_benchmarks
         Keep models scored on at least this many benchmarks (paper: 4). ``1`` keeps all.
     min_release_date
-        Keep models released on or after this date (paper: ``"2022-11-01"``); None: no filter.
+        Keep models released on or after this date; None: no filter; ``"default"``:
+        ``"2022-11-01"`` (the paper) or, with ``prepare="epoch"``, ``"2023-01-01"`` (Epoch).
     duplicates
         ``"max"``, ``"mean"`` or ``"error"``, see above.
 
@@ -190,6 +201,26 @@ def read_epoch_raw(
     benchmark.  ``score``/``stderr`` are fractions; ``stderr``/``n_items`` are NaN where a file
     gives none; dates are datetime64 (``NaT`` when unknown).
     """
+    if prepare not in ("paper", "epoch"):
+        raise ValueError(f"prepare must be 'paper' or 'epoch', got {prepare!r}")
+    if prepare == "epoch":
+        from ._epoch_prepare import EPOCH_MIN_RELEASE_DATE, read_epoch_prepared
+
+        if duplicates != "max":
+            raise ValueError(f"prepare='epoch' keeps the best score per model group and "
+                             f"benchmark (Epoch's rule); duplicates={duplicates!r} applies to "
+                             "prepare='paper' only")
+        info = _check_dir(raw_dir) / BENCHMARK_INFO_FILE
+        return read_epoch_prepared(raw_dir, baselines=baselines, min_benchmarks=min_benchmarks,
+                                   min_release_date=EPOCH_MIN_RELEASE_DATE
+                                   if min_release_date == "default" else min_release_date,
+                                   benchmark_dates=read_benchmark_info(raw_dir)[
+                                       "benchmark_release_date"] if info.exists() else None)
+    if baselines is not None:
+        raise ValueError("baselines apply to prepare='epoch' only; the paper's preparation "
+                         "uses raw fractions")
+    if min_release_date == "default":
+        min_release_date = "2022-11-01"
     if isinstance(min_benchmarks, bool) or not isinstance(min_benchmarks, (int, np.integer)):
         raise ValueError(f"min_benchmarks must be a positive integer, got {min_benchmarks!r}")
     if min_benchmarks < 1:
@@ -277,38 +308,10 @@ def read_epoch_raw(
     return out
 
 
-class EpochDataWarning(UserWarning):
-    """Something :func:`read_epoch_raw` left out or could not fill in (said in the message).
-
-    ``models`` lists the models concerned (all of them; the message shows the first ten).
-    """
-
-    def __init__(self, message: str, models: list[str] | None = None):
-        super().__init__(message)
-        self.models = list(models or [])
-
-
 # --------------------------------------------------------------------------- side tables
 _CONFIDENCE_ORDER = ("low", "medium", "high")
 
 
-
-def read_epoch_scores(raw_dir: str | Path, *, min_benchmarks: int = 4,
-                      min_release_date: str | pd.Timestamp | None = "2022-11-01",
-                      duplicates: Duplicates = "max", **kw):
-    """Epoch's ``raw/`` directory as a :class:`~platinum_jax.data.ScoreTable`: the rows of
-    :func:`read_epoch_raw` with the paper's filters (models with at least ``min_benchmarks``
-    scores, released on or after ``min_release_date``, repeated runs reduced by
-    ``duplicates``); other keywords go to :meth:`~platinum_jax.data.ScoreTable.from_frame`."""
-    from platinum_jax.data import ScoreTable
-
-    raw_dir = Path(raw_dir)
-    if not raw_dir.is_dir():
-        raise FileNotFoundError(f"Epoch raw directory {str(raw_dir)!r} does not exist")
-    frame = read_epoch_raw(raw_dir, min_benchmarks=min_benchmarks,
-                           min_release_date=min_release_date, duplicates=duplicates)
-    kw.setdefault("name", f"Epoch data in {raw_dir.name}/")
-    return ScoreTable.from_frame(frame, **kw)
 
 def read_distilled_models(
     raw_dir: str | Path,

@@ -364,7 +364,7 @@ def _read_runs(raw_dir: Path) -> pd.DataFrame:
     )
 
 
-def _read_external(raw_dir: Path, spec: _External) -> pd.DataFrame:
+def _read_external(raw_dir: Path, spec: _External, require_source: bool = True) -> pd.DataFrame:
     path = raw_dir / f"external_benchmark_{spec.file}.csv"
     needed = ("Model version", spec.score_column) + tuple(
         c for c in (spec.source_column, spec.stderr_column, spec.n_items_column) if c
@@ -372,8 +372,8 @@ def _read_external(raw_dir: Path, spec: _External) -> pd.DataFrame:
     frame = _read_csv(path, needed, f"the {spec.benchmark} leaderboard")
     keep = frame["Model version"].notna() & frame[spec.score_column].notna()
     # Leaderboard rows with no model version cannot be dated or matched, so they are skipped.
-    if spec.source_column is not None:
-        # Rows without a citation are skipped, as in the paper's table.
+    if spec.source_column is not None and require_source:
+        # Rows without a citation are skipped, as in the paper's table (not in Epoch's index).
         keep &= frame[spec.source_column].notna()
     frame = frame[keep].reset_index(drop=True)
     score = _parse_fraction(frame, spec.score_column, spec.scale, path, "score")
@@ -445,3 +445,14 @@ def _model_release_dates(raw_dir: Path) -> pd.Series:
             "than once with different release dates; keep one row per id"
         )
     return dates[~dates.index.duplicated()]
+
+
+class EpochDataWarning(UserWarning):
+    """Something :func:`read_epoch_raw` left out or could not fill in (said in the message).
+
+    ``models`` lists the models concerned (all of them; the message shows the first ten).
+    """
+
+    def __init__(self, message: str, models: list[str] | None = None):
+        super().__init__(message)
+        self.models = list(models or [])
