@@ -120,6 +120,12 @@ def check_memory(need: int, what: str, remedy: str) -> None:
         f"{MEMORY_ENV} to the memory this run may use, or to 'off', if it is wrong here.)")
 
 
+def dense_layout(n_subjects: int, n_items: int, dense: bool | None = None) -> bool:
+    """Whether the marginal EM holds the responses as a subject x item matrix: ``dense`` when
+    given, else when the matrix has at most :data:`DENSE_CELLS` cells."""
+    return n_subjects * n_items <= DENSE_CELLS if dense is None else bool(dense)
+
+
 # Bytes a response (or a cell) at each fit's peak, measured (module docstring).
 MAP_BYTES_PER_RESPONSE = 400
 TABLE_BYTES_PER_RESPONSE = 64  # a response table read from a file, while it is built

@@ -12,11 +12,7 @@ def check_stream(args) -> None:
     if args.model != "2pl" or args.method != "marginal":
         raise ValueError(f"--stream fits --model 2pl --method marginal (got --model "
                          f"{args.model} --method {args.method})")
-    other = [flag for flag, on in (("--diagnostics", args.diagnostics),
-                                    ("--save-draws", args.save_draws),
-                                    ("--noise-per-item", args.noise_per_item),
-                                    ("--from-fractions", args.from_fractions is not None),
-                                    ("--likelihood", args.likelihood is not None)) if on]
+    other = _stream_blockers(args, duplicates=False)
     if other:
         raise ValueError(f"--stream does not take {', '.join(other)}; drop them or fit "
                          "without --stream")
@@ -25,15 +21,16 @@ def check_stream(args) -> None:
                          "`platinum-jax import tidy ... --out responses.parquet`")
 
 
-def _stream_blockers(args) -> list[str]:
-    flags = [flag for flag, on in (("--diagnostics", args.diagnostics),
-                                   ("--save-draws", args.save_draws),
-                                   ("--noise-per-item", args.noise_per_item),
-                                   ("--from-fractions", args.from_fractions is not None),
-                                   ("--likelihood", args.likelihood is not None),
-                                   (f"--duplicates {args.duplicates}",
-                                    args.duplicates != "error")) if on]
-    return flags
+def _stream_blockers(args, duplicates: bool = True) -> list[str]:
+    """The options given that the streamed fit does not take (with ``duplicates``, also a
+    --duplicates rule other than error: the streamed reader refuses repeated pairs)."""
+    return [flag for flag, on in (("--diagnostics", args.diagnostics),
+                                  ("--save-draws", args.save_draws),
+                                  ("--noise-per-item", args.noise_per_item),
+                                  ("--from-fractions", args.from_fractions is not None),
+                                  ("--likelihood", args.likelihood is not None),
+                                  (f"--duplicates {args.duplicates}",
+                                   duplicates and args.duplicates != "error")) if on]
 
 
 def memory_route(args) -> str | None:
@@ -42,9 +39,9 @@ def memory_route(args) -> str | None:
     reason to take the streamed path when only that one fits; :class:`InsufficientMemory`
     (within seconds, from the file's metadata) when neither does."""
     from platinum_jax._memory import (
-        DENSE_CELLS,
         TABLE_BYTES_PER_RESPONSE,
         InsufficientMemory,
+        dense_layout,
         gigabytes,
         marginal_bytes,
         memory_available,
@@ -62,7 +59,7 @@ def memory_route(args) -> str | None:
 
     n_s, n_i, n = CodedResponses.parquet_shape(path)
     counted = n_s is not None and n_i is not None
-    dense = counted and n_s * n_i <= DENSE_CELLS
+    dense = counted and dense_layout(n_s, n_i)
     layout = "dense" if dense else "row"
     need = TABLE_BYTES_PER_RESPONSE * n + marginal_bytes(
         n_s or 1, n_i or 1, n, nodes=61, eap_nodes=241, dense=dense)

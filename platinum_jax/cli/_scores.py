@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["add_duplicates_argument", "add_min_benchmarks_argument", "add_prepare_arguments",
+__all__ = ["ECI_DEFAULT", "add_duplicates_argument", "add_min_benchmarks_argument",
+           "add_prepare_arguments",
            "as_option_hints", "load_table", "resolve_prepare"]
 
 DATA_HELP = "tidy score CSV or an Epoch raw/ directory"
@@ -50,10 +51,12 @@ def add_min_benchmarks_argument(group) -> None:
     )
 
 
-def add_prepare_arguments(group, eci_default: bool = False) -> None:
-    """``--prepare`` and ``--baselines``: which preparation of an Epoch directory is fitted."""
-    default = ("default: epoch with --scale eci on an Epoch directory, paper otherwise"
-               if eci_default else "default: paper")
+ECI_DEFAULT = "default: epoch with --scale eci on an Epoch directory, paper otherwise"
+
+
+def add_prepare_arguments(group, default: str = "default: paper") -> None:
+    """``--prepare`` and ``--baselines``: which preparation of an Epoch directory is fitted;
+    ``default`` ends the help of ``--prepare`` (e.g. :data:`ECI_DEFAULT`)."""
     group.add_argument(
         "--prepare", choices=("paper", "epoch"), default=None,
         help="Epoch directory: paper = the Rosetta paper's raw fractions (reproduces its "

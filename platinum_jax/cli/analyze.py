@@ -66,13 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("analysis", choices=_ANALYSES, help="which analysis to run")
     p.add_argument("data", type=Path, help="tidy scores CSV (model, benchmark, score, dates) or "
                    "an Epoch raw/ directory (read as stitch reads it)")
-    p.add_argument("--prepare", choices=("paper", "epoch"), default=None,
-                   help="Epoch directory: the paper's raw fractions (paper) or Epoch's Capabilities "
-                        "Index preparation (epoch: baseline-normalised, clipped to [0, 1], one model "
-                        "per release, 2023 on, at least 4 benchmarks); default epoch for the eci "
-                        "view, paper otherwise")
-    p.add_argument("--baselines", metavar="FILE", default=None,
-                   help="--prepare epoch: your own baseline table instead of the shipped one")
+    from ._scores import add_prepare_arguments
+
+    add_prepare_arguments(p, "default: epoch for the eci view of an Epoch directory, paper "
+                          "otherwise")
     p.add_argument("--out", type=Path, required=True,
                    help="output directory (created; must be empty unless --overwrite)")
     p.add_argument("--overwrite", action="store_true",

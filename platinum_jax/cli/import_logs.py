@@ -97,12 +97,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="keep models released on or after DATE (default 2022-11-01, or "
                    "2023-01-01 with --prepare epoch; 'none' keeps every model, those of unknown "
                    "date too)")
-    e.add_argument("--prepare", choices=("paper", "epoch"), default=None,
-                   help="the paper's raw fractions (paper, default) or Epoch's Capabilities "
-                   "Index preparation (epoch: baseline-normalised scores clipped to [0, 1], one "
-                   "subject per model release, supersession, best score per release)")
-    e.add_argument("--baselines", metavar="FILE", default=None,
-                   help="--prepare epoch: your own baseline table instead of the shipped one")
+    from ._scores import add_prepare_arguments
+
+    add_prepare_arguments(e)
     p.set_defaults(func=run)
 
 
@@ -116,12 +113,10 @@ def _epoch_options(args) -> dict:
             raise ValueError(f"{', '.join(given)} apply to the epoch format, not to "
                              f"{args.format}")
         return {}
-    options = {}
-    if args.prepare is not None:
-        options["prepare"] = args.prepare
+    from ._scores import resolve_prepare
+
+    options = {"prepare": resolve_prepare(args, True)}  # the --baselines rule with it
     if args.baselines is not None:
-        if args.prepare != "epoch":
-            raise ValueError("--baselines applies to --prepare epoch; add --prepare epoch")
         options["baselines"] = args.baselines
     if args.min_benchmarks is not None:
         if args.min_benchmarks < 1:

@@ -16,6 +16,7 @@ from ._common import add_anchor_arguments, anchor_from_args
 from ._runner import Preset, command_parser
 from ._scores import (
     DATA_HELP,
+    ECI_DEFAULT,
     add_duplicates_argument,
     add_min_benchmarks_argument,
     add_prepare_arguments,
@@ -103,7 +104,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra jittered starts; the lowest cost wins (default 0: the paper's start)")
     add_duplicates_argument(f)
     add_min_benchmarks_argument(f)
-    add_prepare_arguments(f, eci_default=True)
+    add_prepare_arguments(f, ECI_DEFAULT)
     f.add_argument("--clip", action="store_true",
                    help="clip scores outside [0, 1] instead of rejecting the file")
     f.add_argument("--components", choices=("error", "separate"), default="error",

@@ -275,11 +275,10 @@ def marginal_log_likelihood(problem: Problem, items, globals_, *, nodes: int = 6
 def _check_layout_memory(problem, dense, nodes: int, eap_nodes: int) -> None:
     """Refuse, before the layout is built, a marginal fit whose layout does not fit in memory
     (:mod:`platinum_jax._memory`)."""
-    from platinum_jax._memory import DENSE_CELLS, check_memory, marginal_bytes
+    from platinum_jax._memory import check_memory, dense_layout, marginal_bytes
 
     t = problem.table
-    cells = t.n_subjects * t.n_items
-    as_dense = cells <= DENSE_CELLS if dense is None else bool(dense)
+    as_dense = dense_layout(t.n_subjects, t.n_items, dense)
     streams = problem.model.name == "2pl" and problem.model.likelihood.name == "bernoulli"
     check_memory(
         marginal_bytes(t.n_subjects, t.n_items, t.n_responses, nodes=nodes,

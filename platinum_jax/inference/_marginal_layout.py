@@ -13,14 +13,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from platinum_jax._memory import DENSE_CELLS
+from platinum_jax._memory import dense_layout
 from platinum_jax.models import Binomial
 
 from ._problem import Problem
 
 __all__ = ["Counts", "SINGLE_TOL", "log_choose"]
 
-# Dense E-step when the subject x item matrix has at most DENSE_CELLS cells.
+# Dense E-step where dense_layout says so (at most DENSE_CELLS cells, by default).
 # Expected counts from a float32 product where that is exact in the inputs (see Counts), for
 # stopping tolerances at least SINGLE_TOL: float32 rounding moves an EM step by about 1e-7,
 # so tighter tolerances need the float64 product to be reachable.
@@ -68,7 +68,7 @@ class Counts:
         t = problem.table
         k, n = _counts(problem)
         cells = t.n_subjects * t.n_items
-        self.dense = cells <= DENSE_CELLS if dense is None else dense
+        self.dense = dense_layout(t.n_subjects, t.n_items, dense)
         d = problem.dtype
         self.n_subjects, self.n_items = t.n_subjects, t.n_items
         # Every cell observed once with one attempt and unit weight: N is all ones, and its
