@@ -31,14 +31,29 @@ def prior_dominated_globals(problem: Problem, theta: Theta, data: Data,
     if not checked:
         return []
     S, I, G = (jnp.asarray(t) for t in theta)  # noqa: E741
-
-    def curvature(scale):
-        return jax.hessian(lambda g: problem.objective(Theta(S, I, g), data, scale))
-
-    h_data, h_all = jax.jit(lambda g: (curvature(0.0)(g), curvature(1.0)(g)))(G)
+    h_data, h_all = _curvature_program(problem)(S, I, G, data)
     h_data, h_pen = np.diag(np.asarray(h_data)), np.diag(np.asarray(h_all - h_data))
     return [cols[k][1] for k in checked
             if h_pen[k] > 0 and h_pen[k] > ratio * max(float(h_data[k]), 0.0)]
+
+
+# The curvature programs by problem structure: every MAP fit runs the check, and a second fit
+# of the same structure (a refit, the sampler's start, a bootstrap) reuses the compiled one.
+_CURVATURE: dict = {}
+
+
+def _curvature_program(problem: Problem):
+    """``(S, I, G, data) -> (data Hessian, full Hessian)`` of the objective in the globals."""
+    from ._map import per_structure
+
+    def build(bare: Problem):
+        def curvature(S, I, G, data, scale):  # noqa: E741
+            return jax.hessian(lambda g: bare.objective(Theta(S, I, g), data, scale))(G)
+
+        return jax.jit(lambda S, I, G, data: (curvature(S, I, G, data, 0.0),  # noqa: E741
+                                              curvature(S, I, G, data, 1.0)))
+
+    return per_structure(_CURVATURE, problem, "prior_curvature", build)
 
 
 def warn_prior_dominated(problem: Problem, labels: list[str]) -> None:

@@ -58,6 +58,7 @@ def fit_map(
     theta0: Theta | None = None,
     solver: str = "lm",
     mesh=None,
+    checks: bool = True,
     **solver_options,
 ) -> Fit:
     """Penalised MAP fit of ``model`` to ``table`` by bipartite Levenberg-Marquardt, or by
@@ -75,6 +76,10 @@ def fit_map(
             :func:`~platinum_jax.inference._first_order.solve_first_order`).
         mesh: with ``solver="first_order"``, a 1-D :class:`jax.sharding.Mesh` (or ``True`` for
             one over every device) across which the responses are sharded.
+        checks: the checks that a wrong fit never reports success in silence: globals left to
+            their prior (``diagnostics["prior_dominated"]``, a warning) and, for a model that
+            ``extends()`` another, a fit of the nested model (``diagnostics["nested"]``).
+            ``False`` for a start point that nothing reports (the samplers' start).
         solver_options: ``max_steps``, ``gtol``, ``ftol``, ``xtol`` (Levenberg-Marquardt);
             ``max_steps``, ``gtol``, ``ftol``, ``memory`` (first order).
 
@@ -120,7 +125,7 @@ def fit_map(
     theta = Theta(*(np.asarray(t) for t in res.theta))
     from ._checks import nested_check, prior_dominated_globals, warn_prior_dominated
 
-    if solver == "lm" and mesh is None:
+    if checks and solver == "lm" and mesh is None:
         prior_bound = prior_dominated_globals(problem, theta, problem.data())
         if prior_bound:
             extra["prior_dominated"] = prior_bound
@@ -135,10 +140,10 @@ def fit_map(
                      "gradient_norm": float(res.gradient_norm), **extra},
     )
     base = problem.model.extends()
-    if base is not None and theta0 is None:
+    if checks and base is not None and theta0 is None:
         fit.diagnostics["nested"] = nested_check(
             fit, fit_map(base, problem.table, restarts=restarts, seed=seed, solver=solver,
-                         **solver_options))
+                         checks=False, **solver_options))
     return fit
 
 

@@ -38,35 +38,51 @@ __all__ = ["posterior_fit"]
 _BATCH = 256  # draws mapped forward at once: bounds the memory of draws x rows arrays
 
 
-def _push_forward(problem: Problem, key, flat: dict, data: Data, rows: bool):
-    lik = problem.model.likelihood
+# The push-forward programs by problem structure: a second posterior of the same model and
+# shapes (another seed, a refit in a sweep) reuses the compiled program.
+_PUSH: dict = {}
+
+
+def _push_program(problem: Problem, rows: bool):
+    """``((values, keys), data) -> what every draw implies`` (vmapped over draws), compiled."""
+    from ._map import per_structure
+
     n_i = problem.table.n_items
-    bi = data.item_index
-    count = jax.ops.segment_sum(jnp.ones_like(data.response), bi, num_segments=n_i)
-    log_n = jnp.log(data.trials) if lik.lattice else 0.0
 
-    def one(args):
-        values, k = args
-        theta, extras = _assemble(problem, values)
-        items = problem.item.natural(problem.item.unflatten(theta.items))
-        out = {"theta": tuple(theta), "extras": extras, "derived": dict(lik.derived(items))}
-        mu = problem.predict(theta, data.subject_index, bi)
-        lik_rows = problem.likelihood_rows(theta, data)
-        _, var = lik.moments(mu, data.trials, lik_rows)
-        out["noise_variance"] = jax.ops.segment_sum(var, bi, num_segments=n_i) / count
-        if rows:
-            out["y"] = lik.sample(k, mu, data.trials, lik_rows)
-            out["log_lik"] = problem.pointwise_log_lik(theta, data) + log_n
-        return out
+    def build(bare: Problem):
+        lik = bare.model.likelihood
 
+        def one(args, data):
+            values, k = args
+            bi = data.item_index
+            count = jax.ops.segment_sum(jnp.ones_like(data.response), bi, num_segments=n_i)
+            theta, extras = _assemble(bare, values)
+            items = bare.item.natural(bare.item.unflatten(theta.items))
+            out = {"theta": tuple(theta), "extras": extras, "derived": dict(lik.derived(items))}
+            mu = bare.predict(theta, data.subject_index, bi)
+            lik_rows = bare.likelihood_rows(theta, data)
+            _, var = lik.moments(mu, data.trials, lik_rows)
+            out["noise_variance"] = jax.ops.segment_sum(var, bi, num_segments=n_i) / count
+            if rows:
+                log_n = jnp.log(data.trials) if lik.lattice else 0.0
+                out["y"] = lik.sample(k, mu, data.trials, lik_rows)
+                out["log_lik"] = bare.pointwise_log_lik(theta, data) + log_n
+            return out
+
+        return jax.jit(jax.vmap(one, in_axes=(0, None)))
+
+    return per_structure(_PUSH, problem, ("push_forward", rows, n_i), build)
+
+
+def _push_forward(problem: Problem, key, flat: dict, data: Data, rows: bool):
+    run = _push_program(problem, rows)
     n = next(iter(flat.values())).shape[0]
     keys = jax.random.split(key, n)
     size = min(_BATCH, n)
-    run = jax.jit(jax.vmap(one))
     parts = []
     for start in range(0, n, size):  # equal blocks (the last padded): one compiled program
         take = np.minimum(np.arange(start, start + size), n - 1)
-        block = run(({k: v[take] for k, v in flat.items()}, keys[take]))
+        block = run(({k: v[take] for k, v in flat.items()}, keys[take]), data)
         keep = min(size, n - start)
         parts.append(jax.tree.map(lambda x, m=keep: np.asarray(x)[:m], block))
     return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)

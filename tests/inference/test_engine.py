@@ -353,3 +353,39 @@ def test_bootstrap_replicates_refit_on_their_resample_in_any_chunking(small_2pl)
     for k in range(reps):
         assert grad_norm(k, counts[k]) < 1e-5
         assert grad_norm(k, counts[(k + 1) % reps]) > 1e-2
+
+
+def test_a_second_fit_of_the_same_structure_compiles_nothing(no_compilation_cache):
+    """Every program a MAP fit (with its prior-dominance check) and a NUTS fit (with its MAP
+    start and the draws' push-forward) compile is kept: a second fit of the same table with
+    another seed compiles no program at all (counted by JAX's own compile events, with the
+    persistent cache off so that a load cannot hide one)."""
+    import warnings
+
+    import jax
+
+    from platinum_jax.inference import nuts
+
+    compiled = []
+    counting = [False]
+
+    def listen(event, duration, **_):
+        if counting[0] and event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    model = TwoPL()
+    table, _ = simulate(model, 30, 8, seed=21)
+
+    def both(table, seed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # short chains: the sampler says so
+            fit_map(model, table, seed=seed)
+            nuts(model, table, chains=1, warmup=20, samples=20, seed=seed, mass="diagonal",
+                 max_tree_depth=4)
+
+    both(table, 0)
+    counting[0] = True
+    both(table, 1)
+    counting[0] = False
+    assert compiled == [], f"{len(compiled)} program(s) compiled again"
