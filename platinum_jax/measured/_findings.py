@@ -160,7 +160,15 @@ def compute_findings(release, *, allow_missing: bool = False, n_resamples: int =
         tables["robustness_set2_gaps"] = hc.gaps
         summary["robustness_set2"] = hc.gaps[["gap_w_auto", "gap_w_aug", "frontier_n_math",
                                               "pct_math_dominated"]].round(3).to_dict("index")
+        without = hc.gaps.loc[hc.gaps["n_without_welfare"] > 0, "items_without_welfare"]
+        if len(without):  # left out of that rater's comparison, on record
+            summary["robustness_set2_items_without_welfare"] = without.to_dict()
         for rater, row in hc.gaps.iterrows():
+            if row["n_without_welfare"]:
+                notes.append(f"robustness set 2, rater {rater}: {row['n_without_welfare']} "
+                             "item(s) have no welfare on both axes (ranked from one "
+                             "perspective only, or on dropped concepts only) and are left out "
+                             f"of its comparison: {row['items_without_welfare']}")
             none = [f for f in ("math", "general") if row[f"n_{f}"] == 0]
             if none:
                 notes.append(f"robustness set 2, rater {rater}: no {' and no '.join(none)} "

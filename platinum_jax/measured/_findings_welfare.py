@@ -353,8 +353,10 @@ def welfare_robustness(loadings: pd.DataFrame, concept_scores: pd.DataFrame,
 class HeldoutCheck:
     """Robustness set 2. ``loading_mass``: per (rater, perspective), ``n_items`` and the % of
     top-k slots on kept GWAs in each quadrant (split at ``threshold``). ``gaps``: per rater,
-    math and general mean welfare per axis (raw units), the gaps, the frontier's make-up and
-    the % of math items a general item dominates."""
+    math and general mean welfare per axis (raw units), the gaps, the frontier's make-up, the
+    % of math items a general item dominates, and the items left out for want of a welfare on
+    both axes (``n_without_welfare``, ``items_without_welfare``: ranked from one perspective
+    only, or on dropped concepts only)."""
 
     loading_mass: pd.DataFrame
     gaps: pd.DataFrame
@@ -389,13 +391,19 @@ def heldout_rater_check(heldout: pd.DataFrame, concept_scores: pd.DataFrame, *,
             mass.append(dict(rater=rater, perspective=persp, n_items=rk["item"].nunique(),
                              **{q: 100.0 * float((slots == q).mean()) for q in QUADRANTS}))
         w = _welfare(mine[["item", "perspective", "rank", "concept_id"]], concept_scores,
-                     judge=None, top_k=top_k).dropna()
+                     judge=None, top_k=top_k)
+        # An item ranked from one perspective only (or on dropped concepts only) has no
+        # welfare on an axis: it leaves the comparison, counted in n_without_welfare.
+        gaps_w = w[["w_auto", "w_aug"]].isna().any(axis=1)
+        without = sorted(map(str, w.index[gaps_w]))
+        w = w[~gaps_w]
         w["family"] = mine.groupby("item")["family"].first().reindex(w.index)
         w = w[w["family"].isin(["math", "general"])]
         m, g = w[w["family"] == "math"], w[w["family"] == "general"]
         front = w[pareto_frontier(w)]
         gaps.append(dict(
-            rater=rater, n_math=len(m), n_general=len(g),
+            rater=rater, n_math=len(m), n_general=len(g), n_without_welfare=len(without),
+            items_without_welfare=", ".join(without),
             math_mean_w_auto=m["w_auto"].mean(), general_mean_w_auto=g["w_auto"].mean(),
             gap_w_auto=g["w_auto"].mean() - m["w_auto"].mean(),
             math_mean_w_aug=m["w_aug"].mean(), general_mean_w_aug=g["w_aug"].mean(),

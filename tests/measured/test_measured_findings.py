@@ -469,3 +469,23 @@ def test_cli_refuses_too_few_resamples_for_an_interval(tmp_path, capsys):
     fewest = welfare_frontier(welfare, n_resamples=100, seed=42).axes
     assert (fewest["gap_ci_lo"] <= fewest["gap_general_minus_math"]).all()
     assert (fewest["gap_general_minus_math"] <= fewest["gap_ci_hi"]).all()
+
+
+def test_heldout_items_without_welfare_are_counted_not_dropped(release):
+    """An item one rater ranked from one perspective only has no welfare on the other axis:
+    it leaves that rater's comparison on record (count and name), and the rest are compared
+    as they would be without it."""
+    rows = release.heldout
+    item = sorted(rows.loc[rows["rater"] == "A1", "item"].unique())[0]
+    one_sided = rows[~((rows["rater"] == "A1") & (rows["item"] == item)
+                       & (rows["perspective"] == "augmentation"))]
+    got = heldout_rater_check(one_sided, release.concept_scores).gaps
+    assert got.loc["A1", "n_without_welfare"] == 1
+    assert got.loc["A1", "items_without_welfare"] == str(item)
+    assert (got.drop(index="A1")["n_without_welfare"] == 0).all()
+    # the same as a check on the rankings without that item at all
+    without = rows[~((rows["rater"] == "A1") & (rows["item"] == item))]
+    ref = heldout_rater_check(without, release.concept_scores).gaps
+    for col in ("n_math", "n_general", "gap_w_auto", "gap_w_aug", "frontier_n"):
+        assert got.loc["A1", col] == pytest.approx(ref.loc["A1", col]), col
+    assert ref.loc["A1", "n_without_welfare"] == 0
