@@ -100,6 +100,14 @@ def pareto_frontier(points: pd.DataFrame, x: str = "w_auto", y: str = "w_aug") -
     return pd.Series(dominated_by(xy, xy) == 0, index=points.index, name="on_frontier")
 
 
+def _on_both_axes(w: pd.DataFrame) -> tuple[pd.DataFrame, pd.Index]:
+    """The rows of a welfare table with a welfare on both axes, and the index of the others
+    (an item ranked from one perspective only, or on dropped concepts only): comparisons need
+    both axes, and the callers put the others on record."""
+    gaps = w[["w_auto", "w_aug"]].isna().any(axis=1)
+    return w[~gaps], w.index[gaps]
+
+
 def _welfare(loadings, concept_scores, **options) -> pd.DataFrame:
     """:func:`welfare_table`, rounded to ``TIE_DECIMALS`` so that equal sums are equal."""
     return welfare_table(loadings, concept_scores, **options).round(TIE_DECIMALS)
@@ -338,11 +346,9 @@ def welfare_robustness(loadings: pd.DataFrame, concept_scores: pd.DataFrame,
         if scores is None or not (loadings["judge"] == judge).any():
             skipped.append(label)
             continue
-        var = welfare(judge, top_k, weighting, scores)
-        gaps = var[["w_auto", "w_aug"]].isna().any(axis=1)
-        if gaps.any():  # kept on record; dominance needs both axes
-            lacking[label] = int(gaps.sum())
-            var = var[~gaps]
+        var, missing = _on_both_axes(welfare(judge, top_k, weighting, scores))
+        if len(missing):  # kept on record; dominance needs both axes
+            lacking[label] = len(missing)
         rows.append(dict(variant=label, **_compare(default, var)))
     out = pd.DataFrame(rows).set_index("variant")
     out.attrs.update(skipped=skipped, items_without_welfare=lacking)
@@ -390,13 +396,9 @@ def heldout_rater_check(heldout: pd.DataFrame, concept_scores: pd.DataFrame, *,
             slots = rk.loc[rk["rank"] <= top_k, "concept_id"].map(quad).dropna()
             mass.append(dict(rater=rater, perspective=persp, n_items=rk["item"].nunique(),
                              **{q: 100.0 * float((slots == q).mean()) for q in QUADRANTS}))
-        w = _welfare(mine[["item", "perspective", "rank", "concept_id"]], concept_scores,
-                     judge=None, top_k=top_k)
-        # An item ranked from one perspective only (or on dropped concepts only) has no
-        # welfare on an axis: it leaves the comparison, counted in n_without_welfare.
-        gaps_w = w[["w_auto", "w_aug"]].isna().any(axis=1)
-        without = sorted(map(str, w.index[gaps_w]))
-        w = w[~gaps_w]
+        w, missing = _on_both_axes(_welfare(mine[["item", "perspective", "rank", "concept_id"]],
+                                            concept_scores, judge=None, top_k=top_k))
+        without = sorted(map(str, missing))  # counted in n_without_welfare
         w["family"] = mine.groupby("item")["family"].first().reindex(w.index)
         w = w[w["family"].isin(["math", "general"])]
         m, g = w[w["family"] == "math"], w[w["family"] == "general"]
