@@ -179,29 +179,41 @@ def eci_scale(
     *,
     anchors: Any = DEFAULT_ECI_ANCHORS,
     bootstrap: Any = None,
-    replicates: int = 100,
+    replicates: int | None = None,
     level: float = 0.90,
     min_benchmarks: int | None = None,
-    seed: int = 0,
+    seed: int | None = None,
 ) -> EciResult:
-    """Put a stitching fit on the ECI scale, with bootstrap intervals.
+    """Put a stitching fit on the ECI scale, with bootstrap intervals; or a Bayesian stitching
+    fit, with posterior intervals.
 
     Args:
-        fit: a :class:`~platinum_jax.stitching.StitchingFit` (any anchor, any penalty).
+        fit: a :class:`~platinum_jax.stitching.StitchingFit` (any anchor, any penalty), or a
+            :class:`~platinum_jax.stitching.BayesStitchingFit`: then every posterior draw is
+            mapped by its own anchors' capabilities, ``eci``/``edi``/``slope_eci`` are the
+            posterior medians of the mapped draws, ``lower``/``upper`` their equal-tailed
+            ``level`` interval, ``capability``/``difficulty``/``slope`` the posterior means,
+            ``offset``/``scale`` the medians of the per-draw map, and ``draws`` the ECI per
+            draw (``bootstrap``, ``replicates`` and ``seed`` do not apply and are refused).
         anchors: two ``(model, value)`` pairs (default Claude 3.5 Sonnet = 130, GPT-5 medium =
             150); names are matched after the loaders' whitespace normalisation.
         bootstrap: a bootstrap result of ``fit`` to reuse; when None, ``replicates`` refits are
-            run (Epoch's default: 100); ``replicates=0`` gives no intervals (NaN).
+            run (None: Epoch's default, 100); ``replicates=0`` gives no intervals (NaN).
         level: interval level (Epoch: 0.90).
         min_benchmarks: models scored on fewer benchmarks get ``shown = False`` (they stay in
             ``models`` and in the fit); None shows every model.
-        seed: random seed of the bootstrap.
+        seed: random seed of the bootstrap (None: 0).
     """
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1) (got {level!r}); Epoch uses 0.90")
     if min_benchmarks is not None and int(min_benchmarks) < 1:
         raise ValueError(f"min_benchmarks must be a positive integer or None (got {min_benchmarks})")
     (m_lo, v_lo), (m_hi, v_hi) = anchors = _check_anchors(fit, anchors)
+    if getattr(fit, "idata", None) is not None:
+        if bootstrap is not None or replicates is not None or seed is not None:
+            raise ValueError("a Bayesian fit's intervals come from its posterior draws; drop "
+                             "bootstrap, replicates and seed")
+        return _posterior_eci(fit, anchors, level, min_benchmarks)
     caps, bench = fit.capabilities, fit.benchmarks
     a, b = affine_from_anchors(caps.loc[m_lo, "capability"], caps.loc[m_hi, "capability"], v_lo, v_hi)
     a, b = float(a), float(b)
@@ -236,7 +248,8 @@ def eci_scale(
         },
         index=bench.index,
     )
-    boot = _resolve_bootstrap(fit, bootstrap, replicates, level, seed)
+    boot = _resolve_bootstrap(fit, bootstrap, 100 if replicates is None else replicates, level,
+                              0 if seed is None else seed)
     draws = None
     if boot is not None:
         c, d, _ = parameter_draws(boot)
@@ -251,6 +264,47 @@ def eci_scale(
         draws.index.name = "replicate"
     return EciResult(models, benches, a, b, anchors, float(level),
                      None if min_benchmarks is None else int(min_benchmarks), draws)
+
+
+def _posterior_eci(fit, anchors, level, min_benchmarks) -> EciResult:
+    """:func:`eci_scale` of a Bayesian stitching fit: each posterior draw on its own map."""
+    (m_lo, v_lo), (m_hi, v_hi) = anchors
+    post = fit.idata.posterior
+    models, benchmarks = list(fit.table.models), list(fit.table.benchmarks)
+
+    def draws(var, dim, names):
+        x = post[var].sel({dim: names}).stack(sample=("chain", "draw")).transpose("sample", dim)
+        return np.asarray(x.values, dtype=np.float64)
+
+    c = draws("capability", "model", models)
+    d, alpha = draws("difficulty", "benchmark", benchmarks), draws("slope", "benchmark", benchmarks)
+    i_lo, i_hi = models.index(m_lo), models.index(m_hi)
+    a_r, b_r = affine_from_anchors(c[:, i_lo], c[:, i_hi], v_lo, v_hi)
+    if np.any(b_r <= 0):
+        raise ValueError(
+            f"in {int(np.sum(b_r <= 0))} of {len(b_r)} posterior draws {m_lo!r} is more capable "
+            f"than {m_hi!r}, so the map would turn those draws upside down; choose anchor "
+            "models whose order the posterior settles")
+    eci, edi = a_r[:, None] + b_r[:, None] * c, a_r[:, None] + b_r[:, None] * d
+    q = [(1 - level) / 2, 0.5, (1 + level) / 2]
+    (lo, mid, hi), (dlo, dmid, dhi) = np.quantile(eci, q, axis=0), np.quantile(edi, q, axis=0)
+    n_bench = fit.table.data.groupby("model", observed=True)["benchmark"].nunique()
+    idx = pd.Index(models, name="model")
+    frame = pd.DataFrame(
+        {"capability": c.mean(axis=0), "eci": mid, "lower": lo, "upper": hi,
+         "n_benchmarks": n_bench.reindex(idx).fillna(0).astype(int).to_numpy(),
+         "release_date": fit.table.model_release_dates().reindex(idx).to_numpy(),
+         "anchor": idx.isin([m_lo, m_hi])}, index=idx)
+    frame["shown"] = True if min_benchmarks is None else frame["n_benchmarks"] >= int(min_benchmarks)
+    benches = pd.DataFrame(
+        {"difficulty": d.mean(axis=0), "edi": dmid, "lower": dlo, "upper": dhi,
+         "slope": alpha.mean(axis=0), "slope_eci": np.median(alpha / b_r[:, None], axis=0)},
+        index=pd.Index(benchmarks, name="benchmark"))
+    per_draw = pd.DataFrame(eci, columns=idx)
+    per_draw.index.name = "draw"
+    return EciResult(frame, benches, float(np.median(a_r)), float(np.median(b_r)), anchors,
+                     float(level), None if min_benchmarks is None else int(min_benchmarks),
+                     per_draw)
 
 
 def elo_scale(

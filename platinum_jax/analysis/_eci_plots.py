@@ -112,9 +112,13 @@ def plot_penalty_sweep(sweep: Any, axes: Any = None):
     return axes
 
 
-def plot_domain_index(result: Any, ax: Any = None):
-    """A basket's index against the full index, one point per model (the diagonal = agreement)."""
-    ax = _axes(ax, figsize=(6, 6))
+def plot_domain_index(result: Any, ax: Any = None, top_n: int = 10):
+    """A basket's index against the full index, one point per model (the diagonal = agreement).
+
+    ``ax``: one axes, or two: then the second shows the ``top_n`` largest differences basket -
+    full with their intervals (a domain index with a bootstrap), the models named."""
+    pair = ax is not None and np.ndim(ax) == 1 and len(ax) == 2
+    ax, bx = (ax[0], ax[1]) if pair else (_axes(ax, figsize=(6, 6)), None)
     m = result.models
     ax.scatter(m["full"], m["basket"], s=12, color="C4")
     lo, hi = np.nanmin(m[["full", "basket"]].to_numpy()), np.nanmax(m[["full", "basket"]].to_numpy())
@@ -122,7 +126,25 @@ def plot_domain_index(result: Any, ax: Any = None):
     ax.set_xlabel(f"full index ({result.units})")
     ax.set_ylabel(f"{result.name} index ({result.mode} mode)")
     ax.set_title(f"{result.name}: {len(result.benchmarks)} benchmarks, {len(m)} models")
-    return ax
+    if bx is None:
+        return ax
+    top = m.reindex(m["difference"].abs().sort_values(ascending=False).index).head(int(top_n))
+    y = np.arange(len(top))[::-1]
+    flagged = top["p_adjusted"].to_numpy() < 1 - result.level
+    for mask, color, label in ((flagged, "C3", "adjusted p below 1 - level"),
+                               (~flagged, "0.3", "not significant after adjustment")):
+        if mask.any():  # intervals drawn as they are (a bootstrap's need not hold its estimate)
+            part = top[mask]
+            if np.isfinite(part["difference_lower"]).any():
+                bx.hlines(y[mask], part["difference_lower"], part["difference_upper"],
+                          color=color, lw=1.0)
+            bx.plot(part["difference"], y[mask], "o", color=color, label=label)
+    bx.axvline(0.0, color="0.5", lw=0.8)
+    bx.set_yticks(y, [str(k) for k in top.index], fontsize=8)
+    bx.set_xlabel(f"{result.name} - full ({result.units})")
+    bx.set_title(f"largest differences ({100 * result.level:.0f}% intervals)")
+    bx.legend(fontsize=8, loc="best")
+    return ax, bx
 
 
 def plot_shapes(result: Any, axes: Any = None):

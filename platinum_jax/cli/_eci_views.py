@@ -29,8 +29,11 @@ HELP = """\
   penalty       refits over a grid of penalty strengths (--l2-grid; --penalty l2 and/or
                 log_slope): how capabilities, the trend per year and the forecast move
   baskets       a domain index on a benchmark subset (--basket NAMES or --basket-tag
-                math|coding with --raw-dir), --basket-mode project (benchmark parameters frozen
-                from the full fit) or refit
+                math|coding with --raw-dir; --basket-fresh keeps per model the benchmarks
+                released after it), --basket-mode project (benchmark parameters frozen
+                from the full fit) or refit; in project mode each model's subset - general
+                difference with a standard error, interval and p-value from --difference-draws
+                simulated refits, adjusted across models (--adjust holm|bh|none)
   shapes        trajectory shapes of the frontier (--shapes linear quadratic power logistic)
                 as NumPyro regressions with the bootstrap spread of each capability as
                 measurement error, ranked by PSIS-LOO (elpd differences, SEs, Pareto k);
@@ -65,12 +68,68 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="baskets: the benchmarks flagged is_math / is_coding (needs --raw-dir)")
     g.add_argument("--basket-mode", choices=("project", "refit"), default="project",
                    help="baskets: freeze benchmark parameters (project) or refit the subset")
+    g.add_argument("--basket-fresh", action="store_true",
+                   help="baskets: keep, for each model, only the basket benchmarks released after "
+                        "it (the uncontaminated subset; project mode; every release date needed). "
+                        "With --basket and --basket-tag absent, the basket is every benchmark")
+    g.add_argument("--difference-draws", type=int, default=200,
+                   help="baskets: simulated refits (a wild bootstrap of the fit) for the standard "
+                        "error, interval and p-value of each model's basket - full difference "
+                        "(default 200; 0 = none; project mode)")
+    g.add_argument("--adjust", choices=("holm", "bh", "none"), default="holm",
+                   help="baskets: adjustment of the subset - general p-values across models: "
+                        "holm (family-wise error, default), bh (false-discovery rate), none")
     g.add_argument("--shapes", nargs="+", choices=("linear", "quadratic", "power", "logistic"),
                    default=["linear", "quadratic", "power", "logistic"],
                    help="shapes: trajectory shapes to compare (default all four)")
     g.add_argument("--shape-warmup", type=int, default=500, help="shapes: NUTS warm-up steps")
     g.add_argument("--shape-samples", type=int, default=1000, help="shapes: NUTS draws per chain")
     g.add_argument("--shape-chains", type=int, default=4, help="shapes: NUTS chains")
+
+
+def add_eci_scale_arguments(group, *, replicates_help: str | None = None) -> None:
+    """``--scale raw|eci``, ``--eci-anchors``, ``--eci-level`` (and, for a point fit,
+    ``--eci-replicates`` with ``replicates_help``) of the fitting commands."""
+    group.add_argument("--scale", choices=("raw", "eci"), default="raw",
+                       help="raw: the fit's own scale only (default); eci: also the Epoch "
+                            "Capabilities Index beside it (eci, eci_lower, eci_upper in "
+                            "capabilities.csv; edi, edi_lower, edi_upper, slope_eci in "
+                            "benchmarks.csv); on an Epoch directory eci implies --prepare epoch "
+                            "unless --prepare paper")
+    group.add_argument("--eci-anchors", nargs=4,
+                       metavar=("MODEL_LO", "VALUE_LO", "MODEL_HI", "VALUE_HI"),
+                       help="--scale eci: the two anchor models and their values (default "
+                            "claude-3-5-sonnet-20240620 130 gpt-5-2025-08-07_medium 150)")
+    if replicates_help is not None:
+        group.add_argument("--eci-replicates", type=int, default=100, help=replicates_help)
+    group.add_argument("--eci-level", type=float, default=0.90,
+                       help="--scale eci: interval level (default 0.90)")
+
+
+def check_eci_scale_args(args, table) -> None:
+    """The ``--scale eci`` options checked before a fit: level, replicates, anchor names."""
+    if args.scale != "eci":
+        return
+    replicates = getattr(args, "eci_replicates", 0)
+    if replicates < 0 or replicates == 1:
+        raise ValueError(f"--eci-replicates must be 0 or at least 2 (got {replicates})")
+    if not 0 < args.eci_level < 1:
+        raise ValueError(f"--eci-level must be in (0, 1) (got {args.eci_level})")
+    for name, _ in eci_anchors_from_args(args):
+        table.model_position(" ".join(name.split()))
+
+
+def eci_columns(res):
+    """The ECI columns of an :class:`~platinum_jax.analysis.EciResult` as they join the
+    capabilities and benchmarks tables, and what the run records of the map."""
+    m = res.models[["eci", "lower", "upper"]].rename(
+        columns={"lower": "eci_lower", "upper": "eci_upper"})
+    b = res.benchmarks[["edi", "lower", "upper", "slope_eci"]].rename(
+        columns={"lower": "edi_lower", "upper": "edi_upper"})
+    info = {"eci_offset": res.offset, "eci_scale": res.scale,
+            "eci_anchors": [list(a) for a in res.anchors], "eci_level": res.level,
+            "eci_replicates": 0 if res.draws is None else len(res.draws)}
+    return m, b, info
 
 
 def eci_anchors_from_args(args):
@@ -190,8 +249,10 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
         an.plot_shapes(res, axes=axes)
         save(fig, out, "shapes.png")
     else:
-        if (args.basket is None) == (args.basket_tag is None):
-            raise ValueError("baskets needs exactly one of --basket NAMES or --basket-tag TAG")
+        if args.basket is not None and args.basket_tag is not None:
+            raise ValueError("baskets takes one of --basket NAMES or --basket-tag TAG, not both")
+        if args.basket is None and args.basket_tag is None and not args.basket_fresh:
+            raise ValueError("baskets needs --basket NAMES, --basket-tag TAG or --basket-fresh")
         names, label = args.basket, "basket"
         if args.basket_tag is not None:
             if raw_dir is None:
@@ -201,13 +262,30 @@ def run(args: argparse.Namespace, fit, table, out, save, raw_dir=None) -> int:
             names = an.basket_benchmarks(read_benchmark_info(raw_dir), args.basket_tag,
                                          available=fit.table.benchmarks)
             label = args.basket_tag
+        if args.basket_fresh:
+            label = "fresh" if args.basket_tag is None else f"fresh {label}"
+        draws = args.difference_draws if args.basket_mode == "project" else 0
+        if args.difference_draws < 0:
+            raise ValueError(f"--difference-draws must be >= 0 (got {args.difference_draws})")
+        if args.basket_mode == "refit" and args.difference_draws:
+            print("refit mode: no subset - general test (the refit's benchmark parameters are "
+                  "not the full fit's; use --basket-mode project for it)")
         res = an.domain_index(fit, names, mode=args.basket_mode, name=label,
-                              eci_anchors=anchors, bootstrap=boot, level=level)
+                              eci_anchors=anchors, bootstrap=boot, level=level,
+                              fresh=args.basket_fresh, difference_draws=draws,
+                              adjust=args.adjust, seed=args.seed)
         out.write("domain_index.csv", res.models.to_csv)
         print(f"{label} basket ({args.basket_mode} mode): {len(res.benchmarks)} benchmarks: "
               f"{', '.join(res.benchmarks)}")
         print(res.models.sort_values("basket", ascending=False).head(15).round(2).to_string())
-        fig, ax = plt.subplots(figsize=(6, 6))
-        an.plot_domain_index(res, ax=ax)
+        largest = res.models.reindex(
+            res.models["difference"].abs().sort_values(ascending=False).index).head(10)
+        cols = ["full", "basket", "difference", "difference_sd", "difference_lower",
+                "difference_upper", "p_value", "p_adjusted", "n_benchmarks"]
+        print(f"largest {label} - general differences ({100 * level:.0f}% intervals, p adjusted "
+              f"by {args.adjust}):")
+        print(largest[cols].round(3).to_string())
+        fig, axes = plt.subplots(1, 2, figsize=(13, 6))
+        an.plot_domain_index(res, ax=axes)
         save(fig, out, "domain_index.png")
     return 0

@@ -50,6 +50,8 @@ examples:
   platinum-jax analyze acceleration scores_long.csv --out results/accel \
       --capabilities results/trends/capabilities.csv     # reuse a fit, skip refitting
   platinum-jax analyze robustness scores_long.csv --out results/robust --anchors MMLU HellaSwag
+  platinum-jax analyze baskets scores_long.csv --out results/math --basket-tag math \
+      --raw-dir data/raw --difference-draws 400    # who is better on math than overall?
 """
 
 _ANALYSES = ("trends", "progress", "acceleration", "horizons", "robustness", *_VIEWS)

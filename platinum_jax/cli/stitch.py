@@ -123,27 +123,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="bootstrap replicates (default 1000)")
     u.add_argument("--seed", type=int, default=0,
                    help="random seed of the bootstrap resamples (default 0)")
-    e = p.add_argument_group("scale")
-    e.add_argument("--scale", choices=("raw", "eci"), default="raw",
-                   help="raw: the fit's own scale only (default); eci: also the Epoch "
-                        "Capabilities Index beside it (eci, eci_lower, eci_upper in "
-                        "capabilities.csv; edi, edi_lower, edi_upper, slope_eci in benchmarks.csv); "
-                        "on an Epoch directory eci implies --prepare epoch unless --prepare paper")
-    e.add_argument("--eci-anchors", nargs=4, metavar=("MODEL_LO", "VALUE_LO", "MODEL_HI", "VALUE_HI"),
-                   help="--scale eci: the two anchor models and their values (default "
-                        "claude-3-5-sonnet-20240620 130 gpt-5-2025-08-07_medium 150)")
-    e.add_argument("--eci-replicates", type=int, default=100,
-                   help="--scale eci: bootstrap refits for the index's intervals (default 100, as "
-                        "Epoch; 0 = none); with --uncertainty bootstrap its refits are reused")
-    e.add_argument("--eci-level", type=float, default=0.90,
-                   help="--scale eci: interval level (default 0.90)")
+    from ._eci_views import add_eci_scale_arguments
+
+    add_eci_scale_arguments(
+        p.add_argument_group("scale"),
+        replicates_help="--scale eci: bootstrap refits for the index's intervals (default 100, "
+                        "as Epoch; 0 = none); with --uncertainty bootstrap its refits are reused")
 
 
 def _eci_columns(fit, args, boot, caps, bench):
     """``caps``, ``bench`` with the ECI columns of :func:`platinum_jax.analysis.eci_scale` joined."""
     from platinum_jax.analysis import eci_scale
 
-    from ._eci_views import eci_anchors_from_args
+    from ._eci_views import eci_anchors_from_args, eci_columns
 
     if boot is None and args.eci_replicates:
         from platinum_jax.stitching import bootstrap
@@ -151,11 +143,7 @@ def _eci_columns(fit, args, boot, caps, bench):
         boot = bootstrap(fit, args.eci_replicates, seed=args.seed, level=args.eci_level, progress=True)
     res = eci_scale(fit, anchors=eci_anchors_from_args(args), bootstrap=boot, replicates=0,
                     level=args.eci_level)
-    m = res.models[["eci", "lower", "upper"]].rename(columns={"lower": "eci_lower", "upper": "eci_upper"})
-    b = res.benchmarks[["edi", "lower", "upper", "slope_eci"]].rename(
-        columns={"lower": "edi_lower", "upper": "edi_upper"})
-    info = {"eci_offset": res.offset, "eci_scale": res.scale, "eci_anchors": [list(a) for a in res.anchors],
-            "eci_level": res.level, "eci_replicates": 0 if res.draws is None else len(res.draws)}
+    m, b, info = eci_columns(res)
     return caps.join(m), bench.join(b), info
 
 
@@ -243,15 +231,9 @@ def _prepare(args: argparse.Namespace, table):
         table.model_position(name)
     if hasattr(anchor, "benchmark"):
         table.benchmark_position(anchor.benchmark)
-    if args.scale == "eci":
-        from ._eci_views import eci_anchors_from_args
+    from ._eci_views import check_eci_scale_args
 
-        if args.eci_replicates < 0 or args.eci_replicates == 1:
-            raise ValueError(f"--eci-replicates must be 0 or at least 2 (got {args.eci_replicates})")
-        if not 0 < args.eci_level < 1:
-            raise ValueError(f"--eci-level must be in (0, 1) (got {args.eci_level})")
-        for name, _ in eci_anchors_from_args(args):
-            table.model_position(" ".join(name.split()))
+    check_eci_scale_args(args, table)
     return table, anchor
 
 

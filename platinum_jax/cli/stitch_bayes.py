@@ -84,6 +84,9 @@ examples:
       a quicker Beta-likelihood run
   platinum-jax stitch-bayes raw/ --out bayes
       Epoch's raw/ directory as published (repeated runs reduced by max)
+  platinum-jax stitch-bayes raw/ --scale eci --out bayes
+      adds the Epoch Capabilities Index with posterior intervals (each draw mapped by its
+      own anchors' capabilities; Epoch's preparation, as stitch --scale eci)
   platinum-jax stitch-bayes big.csv --method svi --samples 2000 --out svi
       variational fit (AutoNormal) for tables too large for NUTS
   platinum-jax stitch-bayes big.csv --method svi --svi-guide lowrank --out svi
@@ -218,6 +221,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clip", action="store_true",
                    help="clip scores outside [0, 1] instead of rejecting the data")
     add_bayes_arguments(p)
+    from ._eci_views import add_eci_scale_arguments
+
+    add_eci_scale_arguments(p.add_argument_group(
+        "scale (the index's intervals: each posterior draw mapped by its own anchors)"))
 
 
 def _prepare(args: argparse.Namespace, table):
@@ -229,6 +236,9 @@ def _prepare(args: argparse.Namespace, table):
     from platinum_jax.design import load_weights_config
 
     _noise_options(args)  # a --pooled-below that does not apply is refused here
+    from ._eci_views import check_eci_scale_args
+
+    check_eci_scale_args(args, table)
     if args.warm_start is not None and args.method != "nuts":
         raise ValueError("--warm-start starts NUTS from an earlier NUTS run; --method svi has "
                          "no sampler to warm-start: drop it")
@@ -279,8 +289,20 @@ def _write(result, out, args: argparse.Namespace):
     fit, weights_cfg = result
     write_fit_files(out, fit.fit)  # what `fit --model rosetta_bayes` writes, then the paper's
     cols = ["mean", "sd", "hdi_3%", "hdi_97%", "r_hat", "ess_bulk", "ess_tail", "release_date"]
-    out.write("capabilities.csv", fit.capabilities[cols].to_csv)
-    out.write("benchmarks.csv", fit.benchmarks.to_csv)
+    caps, bench = fit.capabilities[cols], fit.benchmarks
+    if args.scale == "eci":
+        from platinum_jax.analysis import eci_scale
+
+        from ._eci_views import eci_anchors_from_args, eci_columns
+
+        res = eci_scale(fit, anchors=eci_anchors_from_args(args), level=args.eci_level)
+        m, b, _ = eci_columns(res)
+        caps, bench = caps.join(m), bench.join(b)
+        print(f"ECI from {len(res.draws)} posterior draws, each on its own map "
+              f"({100 * res.level:.0f}% intervals, median width "
+              f"{float(res.summary().loc['median_interval_width', 'value']):.2f} points)")
+    out.write("capabilities.csv", caps.to_csv)
+    out.write("benchmarks.csv", bench.to_csv)
     out.write("capabilities.png", lambda p: plot_posterior_capabilities(fit, path=p))
     out.write("ppc.png", lambda p: plot_ppc(fit, path=p))
     d = fit.diagnostics

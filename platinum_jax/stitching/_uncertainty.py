@@ -183,10 +183,13 @@ def laplace(fit: StitchingFit, level: float = 0.95, noise_scale: str | float = "
 
 class BootstrapResult(_Replicates):
     """Bootstrap replicates of a stitching fit: :class:`platinum_jax.stitching.BootstrapResult`
-    labelled by the fit's free parameters, its ``value`` the fit's estimate."""
+    labelled by the fit's free parameters, its ``value`` the fit's estimate. ``seed``: the seed
+    of the resampling weights (:func:`platinum_jax.inference.resample_counts`), so that a
+    statistic of the same resamples can be recomputed (None for replicates made otherwise)."""
 
-    def __init__(self, fit, thetas, costs, converged, level):
+    def __init__(self, fit, thetas, costs, converged, level, seed=None):
         super().__init__(fit, thetas, costs, converged, level, fit.theta, _index(fit))
+        self.seed = None if seed is None else int(seed)
 
 
 def bootstrap(fit: StitchingFit, replicates: int = 1000, *, seed: int = 0, level: float = 0.95,
@@ -202,4 +205,4 @@ def bootstrap(fit: StitchingFit, replicates: int = 1000, *, seed: int = 0, level
     out = layout_bootstrap(fit.engine, fit.layout, _index(fit), replicates, level=level,
                            max_steps=max_steps, seed=seed, chunk=chunk, block=block,
                            progress=progress)
-    return BootstrapResult(fit, out.thetas, out.costs, out.converged, level)
+    return BootstrapResult(fit, out.thetas, out.costs, out.converged, level, seed=seed)
