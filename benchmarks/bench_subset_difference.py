@@ -36,11 +36,8 @@ import time
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares, minimize_scalar
+from scipy.special import expit
 from scipy.stats import norm
-
-
-def _sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-z))
 
 
 def _expected_clipped(mu, s):
@@ -68,7 +65,7 @@ def world(rng, args, shifted: bool):
     moved = rng.choice(nm, args.shifted, replace=False) if shifted else np.array([], int)
     delta[moved] = args.shift
     mi, bi = np.nonzero(keep)
-    mu = _sigmoid(slope[bi] * (cap[mi] + delta[mi] * np.isin(bi, basket) - diff[bi]))
+    mu = expit(slope[bi] * (cap[mi] + delta[mi] * np.isin(bi, basket) - diff[bi]))
     y = np.clip(mu + args.noise * rng.standard_normal(mi.size), 0.0, 1.0)
     names = np.array([f"m{i:03d}" for i in range(nm)])
     benches = np.array([f"b{j:02d}" for j in range(nb)])
@@ -145,7 +142,7 @@ def scipy_difference(table, basket, l2, theta, scores):
         c, d, a = unpack(x)
         centre = np.mean(np.concatenate([c, d]))
         pen = np.sum((c - centre) ** 2) + np.sum((d - centre) ** 2) + np.sum(a[1:] ** 2)
-        return np.append(_sigmoid(a[bi] * (c[mi] - d[bi])) - y, np.sqrt(l2 * pen / n))
+        return np.append(expit(a[bi] * (c[mi] - d[bi])) - y, np.sqrt(l2 * pen / n))
 
     c, d, a = unpack(least_squares(resid, theta, xtol=1e-12, ftol=1e-12, gtol=1e-12).x)
     rows = np.isin(np.asarray(table.benchmarks)[bi], basket)
@@ -157,7 +154,7 @@ def scipy_difference(table, basket, l2, theta, scores):
         dd, aa, yy = d[bi[sel]], a[bi[sel]], y[sel]
 
         def f(x, aa=aa, dd=dd, yy=yy):
-            return 0.5 * np.sum((_sigmoid(aa * (x - dd)) - yy) ** 2) + 0.5 * l2 / n * (x - centre) ** 2
+            return 0.5 * np.sum((expit(aa * (x - dd)) - yy) ** 2) + 0.5 * l2 / n * (x - centre) ** 2
 
         out[k] = minimize_scalar(f, bracket=(c[k] - 1, c[k] + 1), tol=1e-12).x - c[k]
     return out

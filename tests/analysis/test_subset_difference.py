@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.optimize import least_squares, minimize_scalar
+from scipy.special import expit
 from scipy.stats import norm
 
 from platinum_jax import analysis as an
@@ -24,10 +25,6 @@ from platinum_jax.stitching import bootstrap, fit_stitching
 ANCHOR = BenchmarkAnchor("bench_00")
 BASKET = ["bench_02", "bench_04", "bench_05"]
 SEED, REPLICATES = 11, 40
-
-
-def _sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-z))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +49,7 @@ def _scipy_weighted_fit(table, l2, w, x0):
         c, d, a = unpack(x)
         centre = np.mean(np.concatenate([c, d]))
         pen = np.sum((c - centre) ** 2) + np.sum((d - centre) ** 2) + np.sum(np.delete(a, k) ** 2)
-        return np.append(np.sqrt(w) * (_sigmoid(a[bi] * (c[mi] - d[bi])) - y), np.sqrt(l2 * pen / n))
+        return np.append(np.sqrt(w) * (expit(a[bi] * (c[mi] - d[bi])) - y), np.sqrt(l2 * pen / n))
 
     sol = least_squares(resid, x0, xtol=1e-14, ftol=1e-14, gtol=1e-14)
     return unpack(sol.x)
@@ -70,7 +67,7 @@ def _scipy_projection(table, c, d, a, w, rho, rows):
         ww, dd, aa, yy = w[rows][sel], d[bi[sel]], a[bi[sel]], y[sel]
 
         def f(x, ww=ww, dd=dd, aa=aa, yy=yy):
-            return 0.5 * np.sum(ww * (_sigmoid(aa * (x - dd)) - yy) ** 2) + 0.5 * rho * (x - centre) ** 2
+            return 0.5 * np.sum(ww * (expit(aa * (x - dd)) - yy) ** 2) + 0.5 * rho * (x - centre) ** 2
 
         out[m] = minimize_scalar(f, bracket=(c[m] - 1, c[m] + 1), tol=1e-12).x
     return out
@@ -237,7 +234,7 @@ def _world(rng, n_models=60, n_benchmarks=12, basket=4, density=0.4, noise=0.04)
     keep[:, 0] = True
     keep[np.arange(n_models), n_benchmarks - 1 - rng.integers(basket, size=n_models)] = True
     mi, bi = np.nonzero(keep)
-    mu = _sigmoid(slope[bi] * (cap[mi] - diff[bi]))
+    mu = expit(slope[bi] * (cap[mi] - diff[bi]))
     lo, hi = -mu / noise, (1 - mu) / noise  # E clip(mu + noise Z, 0, 1) in closed form
     expected = (mu * (normal.cdf(hi) - normal.cdf(lo)) + noise * (normal.pdf(lo) - normal.pdf(hi))
                 + normal.sf(hi))
