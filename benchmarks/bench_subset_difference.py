@@ -214,10 +214,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
 
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
     from tqdm.auto import tqdm
+
+    from platinum_jax import enable_float64
+
+    enable_float64()
 
     rng = np.random.default_rng(args.seed)
     lines, t_all = [], time.perf_counter()
