@@ -93,8 +93,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                     "stay in one calibration fold")
     s.add_argument("--repeats", type=int, default=None,
                    help="draws per fold of a random design in --combined's calibration (3)")
+    s.add_argument("--scale", choices=("raw", "eci"), default="raw",
+                   help="eci: also each new model's ability on the Epoch Capabilities Index "
+                        "(eci, eci_sd, eci_lo, eci_hi), by the map that sends the fit's two "
+                        "anchor models to their values; a fit of the Rosetta model only. The "
+                        "interval holds the benchmarks and anchors at the fit (no refit)")
+    s.add_argument("--eci-anchors", nargs=4, metavar=("MODEL_LO", "VALUE_LO", "MODEL_HI", "VALUE_HI"),
+                   help="--scale eci: the fit's two anchor models and their values (default "
+                        "claude-3-5-sonnet-20240620 130 gpt-5-2025-08-07_medium 150)")
     _common(s)
     s.set_defaults(func=run_score)
+
+
+def _eci_map(args):
+    """``(a, b)`` of ``eci = a + b ability`` from the fit's two anchor models (``--scale eci``),
+    checked before anything is scored."""
+    import pandas as pd
+
+    from platinum_jax._names import UnknownNameError, close_matches_message
+
+    from ._eci_views import eci_anchors_from_args
+
+    subjects = pd.read_csv(f"{args.fit_dir}/subjects.csv", index_col=0)
+    if "capability" not in subjects.columns:
+        raise ValueError(f"--scale eci maps the Rosetta model's capabilities; {args.fit_dir} is a "
+                         "fit of another model (fit --model rosetta makes one)")
+    (m_lo, v_lo), (m_hi, v_hi) = eci_anchors_from_args(args)
+    for m in (m_lo, m_hi):
+        if m not in subjects.index:
+            raise UnknownNameError(close_matches_message("model", m, list(subjects.index))
+                                   + "; name the fit's anchor models with --eci-anchors")
+    c_lo, c_hi = float(subjects.loc[m_lo, "capability"]), float(subjects.loc[m_hi, "capability"])
+    if c_hi <= c_lo:
+        raise ValueError(f"--eci-anchors: {m_lo!r} = {v_lo:g} is more capable than {m_hi!r} = "
+                         f"{v_hi:g} in the fit; give the higher value to the stronger model")
+    b = (v_hi - v_lo) / (c_hi - c_lo)
+    return v_lo - b * c_lo, b
+
+
+def _on_eci_scale(scores, a: float, b: float):
+    """``scores`` with the ability and its interval on the ECI scale."""
+    if "ability" not in scores.columns:
+        raise ValueError("--scale eci maps the ability posterior, which the design-based "
+                         "estimate (--subset without --combined) does not give; drop --subset")
+    return scores.assign(eci=a + b * scores["ability"], eci_sd=b * scores["ability_sd"],
+                         eci_lo=a + b * scores["ability_lo"], eci_hi=a + b * scores["ability_hi"])
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -197,6 +240,9 @@ def run_score(args: argparse.Namespace) -> int:
     subset = (_read_subset(args.subset, probability=not args.combined) if args.subset
               else None)
     dispersion = "pearson" if args.dispersion is None else args.dispersion
+    eci_map = _eci_map(args) if args.scale == "eci" else None
+    if args.scale != "eci" and args.eci_anchors is not None:
+        raise ValueError("--eci-anchors applies to --scale eci; add --scale eci or drop it")
     bank = _bank(args, dispersion)
     responses = ResponseTable.read(args.responses)
     calibration = None
@@ -215,6 +261,8 @@ def run_score(args: argparse.Namespace) -> int:
         given = frame[frame["item"].isin(bank.items)][["subject", "item"]].astype(str)
         mdad = irt_mdad_subjects(bank, given, ability=scores["ability"])
         scores = scores.join(mdad[["mdad_ability", "mdad_score"]])
+    if eci_map is not None:
+        scores = _on_eci_scale(scores, *eci_map)
     with output_directory(args.out, "score", overwrite=args.overwrite) as out:
         path = out.write_text("scores.csv", scores.to_csv())
         if calibration is not None:

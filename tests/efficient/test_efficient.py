@@ -240,6 +240,9 @@ def test_subset_and_score_commands(tmp_path):
                  "--out", str(scores_dir)]) == 0
     scores = pd.read_csv(scores_dir / "scores.csv", index_col=0)
     assert len(scores) == 5 and (scores.n_observed == 6).all()
+    # the capabilities index is a map of the Rosetta model's capabilities, not of a 2PL's
+    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--scale", "eci",
+                 "--out", str(tmp_path / "eci")]) == 2
     assert ((scores.score_lo <= scores.score) & (scores.score <= scores.score_hi)).all()
     # The command's numbers are those of the library on the fit it read back.
     from platinum_jax.efficient._io import load_fit
