@@ -225,11 +225,16 @@ def read_epoch_prepared(raw_dir: str | Path, *, baselines: str | Path | None = N
     scores = scores.rename(columns={"model": "model_version"})
     unknown = sorted(set(scores["model_version"]) - set(groups.index))
     scores = scores.join(groups, on="model_version", how="inner")
+    early = undated = []
     if cutoff is not None:
+        early = sorted(set(scores.loc[scores["group_date"] < cutoff, "group"]))
+        undated = sorted(set(scores.loc[scores["group_date"].isna(), "group"]))
         scores = scores[scores["group_date"] >= cutoff]
+    n_rows = len(scores)
     for old, new in table["superseded_by"].dropna().items():
         with_new = set(scores.loc[scores["benchmark"] == new, "group"])
         scores = scores[~((scores["benchmark"] == old) & scores["group"].isin(with_new))]
+    superseded = n_rows - len(scores)
     n_bench = scores.groupby("group")["benchmark"].transform("nunique")
     dropped = sorted(set(scores.loc[n_bench < min_benchmarks, "group"]))
     scores = scores[n_bench >= min_benchmarks]
@@ -262,6 +267,13 @@ def read_epoch_prepared(raw_dir: str | Path, *, baselines: str | Path | None = N
     if unknown:
         notes.append(f"{len(unknown)} model version(s) missing from {VERSIONS_FILE} left out "
                      "(no model group or date)")
+    if early or undated:
+        notes.append(f"{len(early)} model group(s) released before {cutoff.date()} and "
+                     f"{len(undated)} of unknown release date left out (min_release_date; None "
+                     "keeps them)")
+    if superseded:
+        notes.append(f"{superseded} score(s) on a superseded benchmark left out where the model "
+                     "group also has its successor's score (the baseline table's superseded_by)")
     if dropped:
         shown = ", ".join(dropped[:10]) + (f", ... ({len(dropped) - 10} more)"
                                            if len(dropped) > 10 else "")
@@ -272,6 +284,7 @@ def read_epoch_prepared(raw_dir: str | Path, *, baselines: str | Path | None = N
     out.attrs.update(preparation="epoch", baselines=table.attrs["path"], clipped=clipped,
                      model_groups={str(k): str(groups.at[k, "group"]) for k in versions},
                      dropped_models=dropped, excluded_benchmarks=excluded,
+                     released_before=early, undated_models=undated, superseded_scores=superseded,
                      notes=notes)
     for note in notes:
         models = dropped if dropped and note.startswith(f"{len(dropped)} model group") else None

@@ -67,11 +67,15 @@ def _independent(raw: Path) -> pd.DataFrame:
     v["group"] = np.where(v["name"].isna(), v["version"],
                           np.where(many, v["name"] + " (" + day + ")", v["name"]))
     s = s.merge(v[["version", "group", "date"]], on="version")
+    cut = {"before": sorted(set(s.loc[s["date"] < "2023-01-01", "group"])),
+           "undated": sorted(set(s.loc[s["date"].isna(), "group"]))}
     s = s[s["date"] >= "2023-01-01"]
     keep = s.groupby("group")["benchmark"].nunique()
     s = s[s["group"].isin(keep[keep >= 4].index)]
     s = s.sort_values(["score", "version"], ascending=[False, True]).drop_duplicates(["group", "benchmark"])
-    return s.rename(columns={"group": "model"}).sort_values(KEYS).reset_index(drop=True)
+    out = s.rename(columns={"group": "model"}).sort_values(KEYS).reset_index(drop=True)
+    out.attrs.update(cut)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +93,12 @@ def test_matches_an_independent_pandas_reading_of_the_shipped_files(shipped, epo
     assert shipped["score"].between(0, 1).all()
     assert shipped.groupby("model")["benchmark"].nunique().min() >= 4
     assert (shipped["model_release_date"] >= "2023-01-01").all()
+    # what the date cut left out is counted and named, as the independent reading finds it
+    a = shipped.attrs
+    assert a["released_before"] == ref.attrs["before"] and a["undated_models"] == ref.attrs["undated"]
+    assert len(a["released_before"]) > 0
+    assert any(n.startswith(f"{len(ref.attrs['before'])} model group(s) released before 2023-01-01 "
+                            f"and {len(ref.attrs['undated'])} of unknown") for n in a["notes"])
 
 
 def test_shipped_preparation_reports_what_it_did(shipped):
