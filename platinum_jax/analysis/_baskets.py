@@ -314,48 +314,26 @@ def domain_index(
     full_value = full_map[0] + full_map[1] * fit.capabilities["capability"].reindex(idx)
     difference = basket - full_value
     sd = null = pd.Series(np.nan, index=idx)
-    z = np.nan
     if draws:
-        sd, null, z = _difference_test(fit, keep, ridge, level, idx, draws, seed, abs(full_map[1]))
+        sd, null = _difference_test(fit, keep, ridge, idx, draws, seed, abs(full_map[1]))
         null = null * np.sign(full_map[1])
     from scipy.stats import norm
 
+    from platinum_jax.compare import adjust_bh, adjust_holm
+
+    z = norm.ppf((1 + level) / 2)
     p = pd.Series(2 * norm.sf(np.abs(difference - null) / sd), index=idx)
+    adjusted = {"holm": adjust_holm, "bh": adjust_bh, "none": np.asarray}[adjust](p.to_numpy())
     models = pd.DataFrame(
         {"full": full_value, "basket": basket, "lower": lower.reindex(idx), "upper": upper.reindex(idx),
          "difference": difference, "difference_sd": sd, "difference_lower": difference - z * sd,
          "difference_upper": difference + z * sd, "null_difference": null.where(sd.notna()),
-         "p_value": p, "p_adjusted": pd.Series(_adjust_p_values(p.to_numpy(), adjust), index=idx),
+         "p_value": p, "p_adjusted": pd.Series(adjusted, index=idx),
          "n_benchmarks": counts.reindex(idx).astype(int)},
         index=idx,
     )
     return DomainIndex(models, str(name), mode, names, units, bool(fresh), adjust, float(level),
                        draws)
-
-
-def _adjust_p_values(p: np.ndarray, method: str = "holm") -> np.ndarray:
-    """p-values adjusted for testing them all: Holm's step-down (``"holm"``), Benjamini and
-    Hochberg's step-up (``"bh"``) or unchanged (``"none"``); NaN entries are not tests and
-    stay NaN."""
-    p = np.asarray(p, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    ok = np.isfinite(p)
-    m = int(ok.sum())
-    if m == 0 or method == "none":
-        return np.where(ok, p, np.nan)
-    q = p[ok]
-    order = np.argsort(q, kind="stable")
-    ranked = q[order]
-    if method == "holm":
-        adj = np.maximum.accumulate((m - np.arange(m)) * ranked)
-    elif method == "bh":
-        adj = np.minimum.accumulate((m / np.arange(1, m + 1) * ranked)[::-1])[::-1]
-    else:
-        raise ValueError(f"method must be one of {ADJUSTMENTS} (got {method!r})")
-    back = np.empty(m)
-    back[order] = np.minimum(adj, 1.0)
-    out[ok] = back
-    return out
 
 
 def _project_interval(fit, bootstrap, eci_anchors, mi, bi, y, keep, ridge, level, index):
@@ -418,11 +396,9 @@ def _null_draws(key, theta, mi, bi, yhat, resid, weight, inflate, basket, l2, rh
     return jax.lax.map(one, scores, batch_size=batch)
 
 
-def _difference_test(fit, keep, ridge, level, index, draws, seed, scale):
-    """``difference_sd``, ``null_difference`` and the p-value per model of ``index`` from
-    ``draws`` wild-bootstrap refits (module docstring); ``scale`` the units' factor."""
-    from scipy.stats import norm
-
+def _difference_test(fit, keep, ridge, index, draws, seed, scale):
+    """``difference_sd`` and ``null_difference`` per model of ``index`` from ``draws``
+    wild-bootstrap refits (module docstring); ``scale`` the units' factor."""
     if getattr(fit, "link", "sigmoid") != "sigmoid":
         raise ValueError(f"the difference's test projects with the sigmoid link; this fit uses "
                          f"{fit.link!r}")
@@ -457,4 +433,4 @@ def _difference_test(fit, keep, ridge, level, index, draws, seed, scale):
     null = scale * out[:, pos].mean(axis=0)
     outside = np.bincount(np.asarray(t.model_index)[~keep], minlength=t.n_models)[pos]
     sd = np.where(outside > 0, sd, np.nan)  # fitted alike on both sides: not a test
-    return pd.Series(sd, index=index), pd.Series(null, index=index), norm.ppf((1 + level) / 2)
+    return pd.Series(sd, index=index), pd.Series(null, index=index)
