@@ -22,6 +22,7 @@ diagnostics (:func:`summary_diagnostics`) cover every variable.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import jax
@@ -71,7 +72,15 @@ def _push_program(problem: Problem, rows: bool):
 
         return jax.jit(jax.vmap(one, in_axes=(0, None)))
 
-    return per_structure(_PUSH, problem, ("push_forward", rows, n_i), build)
+    # A reparameterisation is built from the rows (which benchmark each score is on) and the
+    # program closes over it: build it on the problem that has the table, and key the program
+    # by those rows too, so a table of the same sizes but other rows gets its own program.
+    rows_key = None
+    if _reparam(problem) is not None:
+        t = problem.table
+        rows_key = hashlib.sha256(np.ascontiguousarray(t.subject_index).tobytes()
+                                  + np.ascontiguousarray(t.item_index).tobytes()).hexdigest()
+    return per_structure(_PUSH, problem, ("push_forward", rows, n_i, rows_key), build)
 
 
 def _push_forward(problem: Problem, key, flat: dict, data: Data, rows: bool):

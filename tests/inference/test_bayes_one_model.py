@@ -153,3 +153,48 @@ def test_the_two_commands_write_the_same_posterior(tmp_path):
     sb_files = {p.name for p in (tmp_path / "sb").iterdir()}
     assert fit_files - {".platinum-jax-manifest.json"} <= sb_files
     assert {"capabilities.csv", "benchmarks.csv", "ppc.png"} <= sb_files - fit_files
+
+
+def test_a_reparameterised_posterior_of_rows_in_any_order(sparse_scores):
+    """NUTS of the Bayesian Rosetta model on a table whose rows are listed benchmark by
+    benchmark (as Epoch's scores_long.csv is): the sampler runs on the rows sorted by model and
+    the posterior is mapped forward there. Each draw's difficulty then follows the same draw's
+    sampled intercepts exactly as in the reparameterisation (D_b = mu_C + tau_C (zbar_b -
+    beta_b / exp(eta_b))), checked in NumPy; and a second table of the same sizes but other
+    rows gets its own push-forward, not the first table's."""
+    from platinum_jax.inference import nuts
+
+    frame = sparse_scores(seed=3).drop(columns=["n_items", "stderr"])
+    by_benchmark = frame.sort_values(["benchmark", "model"], ascending=[True, False])
+    table = ResponseTable.from_frame(by_benchmark)
+    assert not np.all(np.diff(table.subject_index) >= 0)  # not in the sampler's order
+    model = RosettaBayes(anchor=BenchmarkAnchor("b0"))
+
+    def fit(t):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return nuts(model, t, chains=1, warmup=30, samples=20, seed=0)
+
+    def check(post, t):
+        p = post.inference_data.posterior
+        z = p["capability_z"].values[0]  # (draws, free capabilities): all models are free
+        mu, tau = p["capability_mu"].values[0], p["capability_tau"].values[0]
+        slope, diff = p["slope"].values[0], p["difficulty"].values[0]
+        items = list(t.items)
+        free = [b for b in items if b != "b0"]
+        beta = p["intercept"].values[0]
+        for j, b in enumerate(free):
+            k = items.index(b)
+            on = np.asarray(t.item_index) == k
+            zbar = z[:, np.asarray(t.subject_index)[on]].mean(axis=1)
+            want = mu + tau * (zbar - beta[:, j] / (slope[:, k] * tau))
+            np.testing.assert_allclose(diff[:, k], want, rtol=1e-9, atol=1e-9)
+
+    check(fit(table), table)
+    # the same sizes, other rows: each model's scores moved to another benchmark
+    other = by_benchmark.assign(benchmark=by_benchmark["benchmark"].map(
+        {"b0": "b0", "b1": "b2", "b2": "b3", "b3": "b1"}))
+    other_table = ResponseTable.from_frame(other)
+    assert other_table.n_responses == table.n_responses
+    assert not np.array_equal(other_table.item_index, table.item_index)
+    check(fit(other_table), other_table)
