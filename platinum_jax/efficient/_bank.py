@@ -61,8 +61,9 @@ class ItemBank:
         return len(self.items)
 
     def variance(self, mu, trials):
-        """``Var(y | mu)`` of one response (a fraction of ``trials``), times ``phi``."""
-        return self.dispersion * _unit_variance(self.fit, mu, trials)
+        """``Var(y | mu)`` of one response (a fraction of ``trials``), times ``phi``; items
+        along the last axis of ``mu``."""
+        return self.dispersion * _unit_variance(self.fit, mu, trials, np.arange(self.n_items))
 
     def information(self, trials=None):
         """Fisher information of each item about the ability, ``I[g, i] = mu'^2 / Var(y)``,
@@ -73,9 +74,10 @@ class ItemBank:
 
     @property
     def likelihood_globals(self):
-        """The fit's global parameters that the likelihood reads (e.g. a noise or precision)."""
-        problem = self.fit.problem
-        return problem.split_globals(jnp.asarray(self.fit.theta.globals, self.mean.dtype))[1]
+        """The fit's parameters that the likelihood reads: its globals (e.g. a noise or
+        precision) and, for a likelihood with parameters per item (a noise scale per
+        benchmark), those of the bank's items, ``(N,)``, with a known standard error of 0."""
+        return _likelihood_theta(self.fit, np.arange(self.n_items), self.mean.dtype)
 
     def log_lik(self, y, trials, item_index, *, mean=None, lik_g=None, dispersion=None):
         """Log-likelihood of responses ``y`` (with ``trials``) on items ``item_index`` at every
@@ -85,8 +87,10 @@ class ItemBank:
         mean = self.mean if mean is None else mean
         lik_g = self.likelihood_globals if lik_g is None else lik_g
         dispersion = self.dispersion if dispersion is None else dispersion
+        per_item = _per_item_names(self.fit)
+        theta = {k: (v[item_index] if k in per_item else v) for k, v in lik_g.items()}
         lp = self.fit.problem.model.likelihood.log_prob(y[None], mean[:, item_index],
-                                                        trials[None], lik_g)
+                                                        trials[None], theta)
         return lp / dispersion
 
     def position(self, names) -> np.ndarray:
@@ -102,7 +106,28 @@ class ItemBank:
         return pos
 
 
-def _unit_variance(fit: Fit, mu, trials):
+def _per_item_names(fit: Fit) -> tuple[str, ...]:
+    """Keys of :func:`_likelihood_theta` that hold one value per item."""
+    return (*fit.problem.lik_item_names, "se")
+
+
+def _likelihood_theta(fit: Fit, item_index, dtype=None) -> dict:
+    """The likelihood's parameters at the fit's values: its raw globals and, at the items
+    ``item_index``, its per-item parameters and a known standard error of 0 (a new response
+    carries none)."""
+    problem = fit.problem
+    theta = dict(problem.split_globals(jnp.asarray(fit.theta.globals, dtype))[1])
+    item_index = np.asarray(item_index)
+    if problem.lik_item_names:
+        raw = problem.item.unflatten(jnp.asarray(fit.theta.items, dtype)[item_index])
+        theta.update({n: raw[n] for n in problem.lik_item_names})
+    theta["se"] = jnp.zeros(item_index.shape, dtype)
+    return theta
+
+
+def _unit_variance(fit: Fit, mu, trials, item_index):
+    """``Var(y | mu)`` at the fit's parameters, for responses to the items ``item_index``
+    (broadcast against ``mu``'s last axes)."""
     lik = fit.model.likelihood
     if isinstance(lik, Binomial):
         return mu * (1.0 - mu) / trials
@@ -112,11 +137,16 @@ def _unit_variance(fit: Fit, mu, trials):
         _, lik_g = fit.problem.split_globals(jnp.asarray(fit.theta.globals))
         sigma = lik.noise if lik.noise is not None else jnp.exp(lik_g["log_noise"])
         return jnp.full_like(mu, sigma ** 2)
-    raise ValueError(
-        f"efficient evaluation needs the response variance of the {lik.name!r} likelihood, "
-        "which it does not know; use a model fitted with the bernoulli, binomial or gaussian "
-        "likelihood"
-    )
+    # any other likelihood by its own moments (a noise scale per benchmark, a precision)
+    theta = _likelihood_theta(fit, item_index, jnp.result_type(mu))
+    try:
+        _, var = lik.moments(mu, trials, theta)
+    except (KeyError, NotImplementedError, TypeError) as exc:
+        raise ValueError(
+            f"efficient evaluation needs the response variance of the {lik.name!r} likelihood, "
+            f"and its moments() could not give it ({type(exc).__name__}: {exc}); use a model "
+            "fitted with the bernoulli, binomial or gaussian likelihood") from None
+    return jnp.broadcast_to(var, jnp.shape(mu))
 
 
 def response_range(model) -> tuple[float, float]:
@@ -144,7 +174,7 @@ def pearson_dispersion(fit: Fit) -> float:
     t = fit.table
     mu = fit.predict()
     trials = np.ones(t.n_responses) if t.trials is None else t.trials
-    var = np.asarray(_unit_variance(fit, jnp.asarray(mu), jnp.asarray(trials)))
+    var = np.asarray(_unit_variance(fit, jnp.asarray(mu), jnp.asarray(trials), t.item_index))
     w = np.ones(t.n_responses) if t.weight is None else t.weight
     ok = var > 0
     dof = float(w[ok].sum()) - fit.problem.n_free

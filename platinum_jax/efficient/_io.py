@@ -45,21 +45,30 @@ def _check_values(param, values: np.ndarray, index, source: str, label: str) -> 
 
 def _read_block(block, frame: pd.DataFrame, source: str, init=None) -> np.ndarray:
     """The raw values of ``block`` from its frame; entries the data fill (an item's group
-    position) come from ``init``, the problem's own values."""
-    out = []
-    for (name, label), _ in zip(block.columns(), range(block.size), strict=True):
+    position) come from ``init``, the problem's own values. A vector parameter's columns are
+    mapped back together, so that a transform that treats its entries differently (a
+    ceiling per entry) gets them in place."""
+    n = len(frame)
+    out = np.zeros((n, block.size))
+    labels = dict.fromkeys(name for name, _ in block.columns())
+    by_name = {name: [lab for nm, lab in block.columns() if nm == name] for name in labels}
+    for name, (a, b, shape) in block.slices().items():
         param = dict(block.decl)[name]
-        if param.data or (param.map_only and label not in frame.columns):
+        cols = by_name[name]
+        if param.data or (param.map_only and cols[0] not in frame.columns):
             # filled from the data, or a point-fit device a Bayesian fit does not report
-            out.append(np.asarray(init, np.float64)[..., len(out)] * np.ones(len(frame)))
+            out[:, a:b] = np.asarray(init, np.float64)[..., a:b] * np.ones((n, 1))
             continue
-        if label not in frame.columns:
-            raise ValueError(f"{source} lacks the column {label!r} of parameter {name!r}; was it "
-                             "written by `platinum-jax fit` with the same model?")
-        values = frame[label].to_numpy(np.float64)
-        _check_values(dict(block.decl)[name], values, frame.index, source, label)
-        out.append(dict(block.decl)[name].raw(values, f"{source}:{label}"))
-    return np.stack(out, axis=-1) if out else np.zeros((len(frame), 0))
+        lacking = [c for c in cols if c not in frame.columns]
+        if lacking:
+            raise ValueError(f"{source} lacks the column {lacking[0]!r} of parameter {name!r}; "
+                             "was it written by `platinum-jax fit` with the same model?")
+        values = frame[cols].to_numpy(np.float64)
+        for k, label in enumerate(cols):
+            _check_values(param, values[:, k], frame.index, source, label)
+        raw = param.raw(values.reshape((n, *shape)), f"{source}:{name}")
+        out[:, a:b] = np.asarray(raw, np.float64).reshape(n, b - a)
+    return out
 
 
 def load_fit(directory: str | Path, data: str | Path | ResponseTable | None = None) -> Fit:

@@ -96,7 +96,8 @@ def screen_items(
         solved = np.bincount(t.item_index, weights=y >= 1, minlength=n) / count
         failed = np.bincount(t.item_index, weights=y <= 0, minlength=n) / count
         mu = np.asarray(fit.predict(), np.float64)
-        var = bank.dispersion * np.asarray(_unit_variance(fit, mu, trials), np.float64)
+        var = bank.dispersion * np.asarray(_unit_variance(fit, mu, trials, t.item_index),
+                                           np.float64)
         e2 = (y - mu) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
             outfit = np.bincount(t.item_index, weights=np.where(var > 0, e2 / var, 0.0),

@@ -64,6 +64,11 @@ class Param:
             NumPyro; None means improper flat. Reading ``param.prior`` always gives the
             distribution (or None).
         transform: raw -> natural value (e.g. ``jnp.exp`` for a positive scale); None = identity.
+            A transform of your own that results are read back through (a fit's files, the
+            posterior of ``weights``) also needs its inverse: any callable with an ``inv``
+            method, such as a NumPyro transform
+            (``ComposeTransform([SigmoidTransform(), AffineTransform(0.0, c)])``: between 0
+            and ``c``).
         doc: what the parameter means, with its symbol.
         jitter: spread of random restarts around ``init``: raw + N(0, jitter^2), or with
             ``relative=True`` raw * exp(N(0, jitter^2)) (for scales and slopes).
@@ -99,8 +104,9 @@ class Param:
 
     def raw(self, natural, what: str = "the parameter"):
         """The raw value of a natural one (NumPy): the inverse of the package's transforms
-        (none, ``jnp.exp``, ``jax.nn.sigmoid``); any other transform is a ``ValueError``, as
-        a file of natural values cannot be mapped back through it."""
+        (none, ``jnp.exp``, ``jax.nn.sigmoid``) or the transform's own ``inv`` (a NumPyro
+        transform); any other transform is a ``ValueError``, as a file of natural values
+        cannot be mapped back through it."""
         import jax
 
         values = np.asarray(natural, np.float64)
@@ -111,7 +117,12 @@ class Param:
             return np.log(values)
         if f is jax.nn.sigmoid:
             return np.log(values) - np.log1p(-values)
-        raise ValueError(f"cannot map {what} back to its fitted scale (unknown transform {f!r})")
+        inv = getattr(f, "inv", None)
+        if callable(inv):
+            return np.asarray(inv(values), np.float64)
+        raise ValueError(f"cannot map {what} back to its fitted scale (transform {f!r} has no "
+                         "inverse): give the parameter a transform with an inv method, such "
+                         "as a NumPyro transform")
 
 
 @dataclass(frozen=True)
