@@ -122,9 +122,11 @@ def test_laplace_bootstrap_svi_and_nuts_run_and_nuts_converges(user, table):
     assert boot.diagnostics["replicates_converged"] >= 6
     var = svi(model, table, steps=300, draws=200, seed=0)
     assert np.isfinite(var.globals["value"]).all()
+    # NUTS on a world of 30 models (the command-line test's size): the sampler's defaults
+    small = ResponseTable.from_frame(_world(user, n_models=30))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        post = nuts(model, table, seed=0)  # the sampler's defaults
+        post = nuts(user.RosettaFloor.from_table(small, l2=L2), small, seed=0)
     d = post.diagnostics
     assert d["divergences"] == 0 and d["rhat_max"] <= 1.01, d
     # the least-squares placeholder noise is never sampled: NUTS samples the model's
@@ -174,7 +176,7 @@ def test_fit_weights_and_score_from_the_command_line(user, tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     frame = _world(user, seed=3, n_models=30)
     frame.to_csv("data.csv", index=False)
-    run = ["--l2", str(L2)]  # the sampler's defaults (4 chains, 500 warm-up, 1,000 draws)
+    run = ["--l2", str(L2)]  # the sampler's defaults: the Bayesian Rosetta model's (4 x 600 + 2,000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main(["fit", "data.csv", "--model", "mymodel:RosettaFloor", "--method", "nuts",
