@@ -57,3 +57,26 @@ def test_item_noise_reaches_variance_dispersion_and_posterior():
     post = np.exp(log_post - log_post.max())
     post /= post.sum()
     assert abs(out.loc["new", "ability"] - float(post @ grid)) < 1e-6
+
+
+def test_a_likelihood_by_its_own_moments_or_a_named_refusal():
+    """A beta likelihood's variance mu (1 - mu) / (1 + phi) at the fitted precision (NumPy);
+    ordered categories, which have no single expected response, are refused by name."""
+    import pytest
+
+    from platinum_jax.inference import fit_map, simulate
+    from platinum_jax.models import Beta, GradedResponse, TwoPL
+
+    model = TwoPL(likelihood=Beta())
+    table, _ = simulate(model, 40, 10, seed=1)
+    fit = fit_map(model, table)
+    bank = item_bank(fit, dispersion=1.0)
+    mu = np.asarray(bank.mean)
+    raw = fit.problem.split_globals(fit.theta.globals)[1]  # the likelihood's raw globals
+    phi = np.exp(float(np.asarray(raw["log_precision"])))
+    np.testing.assert_allclose(np.asarray(bank.variance(bank.mean, 1.0)),
+                               mu * (1 - mu) / (1 + phi), rtol=1e-10)
+    graded = GradedResponse(categories=3)
+    g_table, _ = simulate(graded, 40, 10, seed=1)
+    with pytest.raises(ValueError, match="probability per category"):
+        item_bank(fit_map(graded, g_table))
