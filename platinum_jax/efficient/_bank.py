@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from platinum_jax.inference import Fit
-from platinum_jax.models import Bernoulli, Binomial, Categorical, Gaussian
+from platinum_jax.models import Bernoulli, Binomial, Categorical
 
 __all__ = ["ItemBank", "item_bank", "pearson_dispersion", "response_range"]
 
@@ -129,21 +129,13 @@ def _unit_variance(fit: Fit, mu, trials, item_index):
     """``Var(y | mu)`` at the fit's parameters, for responses to the items ``item_index``
     (broadcast against ``mu``'s last axes)."""
     lik = fit.model.likelihood
-    if isinstance(lik, Binomial):
-        return mu * (1.0 - mu) / trials
-    if isinstance(lik, Bernoulli):
-        return mu * (1.0 - mu)
-    if isinstance(lik, Gaussian):
-        _, lik_g = fit.problem.split_globals(jnp.asarray(fit.theta.globals))
-        sigma = lik.noise if lik.noise is not None else jnp.exp(lik_g["log_noise"])
-        return jnp.full_like(mu, sigma ** 2)
     if isinstance(lik, Categorical):
         raise ValueError(
             f"efficient evaluation reads one expected response per item, and the {lik.name!r} "
             "likelihood (ordered categories) has a probability per category; fit the items "
             "with a bernoulli or binomial likelihood (e.g. k-of-n pass counts) to score "
             "subsets")
-    # any other likelihood by its own moments (a noise scale per benchmark, a precision)
+    # every likelihood by its own moments (a noise scale per benchmark, a precision)
     theta = _likelihood_theta(fit, item_index, jnp.result_type(mu))
     try:
         _, var = lik.moments(mu, trials, theta)
