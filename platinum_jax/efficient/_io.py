@@ -66,8 +66,14 @@ def _read_block(block, frame: pd.DataFrame, source: str, init=None) -> np.ndarra
         values = frame[cols].to_numpy(np.float64)
         for k, label in enumerate(cols):
             _check_values(param, values[:, k], frame.index, source, label)
-        raw = param.raw(values.reshape((n, *shape)), f"{source}:{name}")
-        out[:, a:b] = np.asarray(raw, np.float64).reshape(n, b - a)
+        raw = np.asarray(param.raw(values.reshape((n, *shape)), f"{source}:{name}"),
+                         np.float64).reshape(n, b - a)
+        if not np.isfinite(raw).all():  # a value outside the range of the model's transform
+            k = int(np.flatnonzero(~np.isfinite(raw).all(axis=0))[0])
+            raise ValueError(f"{source}, column {cols[k]}: a value lies outside the range of "
+                             f"parameter {name!r}'s transform; the file was edited or damaged: "
+                             "refit with `platinum-jax fit ... --overwrite`")
+        out[:, a:b] = raw
     return out
 
 

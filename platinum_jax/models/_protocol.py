@@ -65,8 +65,8 @@ class Param:
             distribution (or None).
         transform: raw -> natural value (e.g. ``jnp.exp`` for a positive scale); None = identity.
             A transform of your own that results are read back through (a fit's files, the
-            posterior of ``weights``) also needs its inverse: any callable with an ``inv``
-            method, such as a NumPyro transform
+            posterior of ``weights``) also needs its inverse: a callable whose ``inv``
+            attribute maps back, such as a NumPyro transform
             (``ComposeTransform([SigmoidTransform(), AffineTransform(0.0, c)])``: between 0
             and ``c``).
         doc: what the parameter means, with its symbol.
@@ -121,7 +121,7 @@ class Param:
         if callable(inv):
             return np.asarray(inv(values), np.float64)
         raise ValueError(f"cannot map {what} back to its fitted scale (transform {f!r} has no "
-                         "inverse): give the parameter a transform with an inv method, such "
+                         "inverse): give the parameter a transform whose inv maps back, such "
                          "as a NumPyro transform")
 
 

@@ -195,6 +195,15 @@ def test_fit_weights_and_score_from_the_command_line(user, tmp_path, monkeypatch
     scores = pd.read_csv("s/scores.csv", index_col=0)
     assert list(scores.index) == ["new00", "new01"]
     assert ((scores["score"] > 0) & (scores["score"] < 1)).all()
+    # the floors are read back through the model's own transform: a 2-option floor above its
+    # ceiling of 1/2 (an edited file) is named, not mapped to NaN
+    shutil.copytree("f", "edited")
+    glob = pd.read_csv("edited/globals.csv", index_col=0)
+    glob.loc["floor[1]", "value"] = 0.7
+    glob.to_csv("edited/globals.csv")
+    capsys.readouterr()
+    assert main(["score", "edited", "new.csv", "--data", "data.csv", "--out", "s2"]) == 2
+    assert "floor[1]" in capsys.readouterr().err and not Path("s2").exists()
 
 
 def test_the_models_command_lists_built_in_and_registered_models(tmp_path, monkeypatch, capsys):
