@@ -113,7 +113,7 @@ def test_a_floor_the_data_cannot_see_is_named(user):
     assert fit.diagnostics["prior_dominated"] == ["floor[2]"]
 
 
-def test_laplace_bootstrap_svi_and_nuts_run_and_nuts_converges(user, table):
+def test_laplace_bootstrap_and_svi_run(user, table):
     model = user.RosettaFloor.from_table(table, l2=L2)
     point = fit_map(model, table)
     lap = laplace(point, draws=400)
@@ -122,26 +122,7 @@ def test_laplace_bootstrap_svi_and_nuts_run_and_nuts_converges(user, table):
     assert boot.diagnostics["replicates_converged"] >= 6
     var = svi(model, table, steps=300, draws=200, seed=0)
     assert np.isfinite(var.globals["value"]).all()
-    # NUTS on a world of 30 models (the command-line test's size): the sampler's defaults
-    small = ResponseTable.from_frame(_world(user, n_models=30))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        post = nuts(user.RosettaFloor.from_table(small, l2=L2), small, seed=0)
-    d = post.diagnostics
-    assert d["divergences"] == 0 and d["rhat_max"] <= 1.01, d
-    # the least-squares placeholder noise is never sampled: NUTS samples the model's
-    # sampling_model, the Bayesian Rosetta model with the floors (a noise per benchmark)
-    assert isinstance(post.model, user.RosettaFloorBayes)
-    assert post.model.item_groups == model.item_groups
-    assert 0.03 < np.exp(post.globals.loc["noise_log_mu", "value"]) < 0.05  # truth 0.04
-    # A posterior mean is not the MAP: a floor trades against the capabilities' scale, whose
-    # marginal is skewed, and the free-response floor's truth, 0, is its bound. The recovery
-    # to Laplace's standard errors is the MAP test's; here the ordering of the formats and 0.1.
-    floors = _floors(post, user)
-    for fmt, truth in TRUE_FLOOR.items():
-        assert abs(floors[fmt] - truth) < 0.1, (fmt, floors[fmt], truth)
-    order = sorted(TRUE_FLOOR, key=TRUE_FLOOR.get)
-    assert sorted(floors, key=floors.get) == order
+    # NUTS: the command-line test below (fit --method nuts, the sampler's defaults)
 
 
 def test_a_bayesian_fit_never_samples_a_placeholder_noise(table):
@@ -171,7 +152,8 @@ def test_a_user_model_is_recorded_by_its_path_and_found_again(user, tmp_path):
 
 def test_fit_weights_and_score_from_the_command_line(user, tmp_path, monkeypatch, capsys):
     """The model in the user's own file (mymodel.py beside the data) on the command line:
-    fit by NUTS, then weights and score find it again from fit.json."""
+    fit by NUTS at the sampler's defaults, converging on a world whose floors are known, then
+    weights and score find it again from fit.json."""
     shutil.copy(FIXTURE, tmp_path / "mymodel.py")
     monkeypatch.chdir(tmp_path)
     frame = _world(user, seed=3, n_models=30)
@@ -182,9 +164,24 @@ def test_fit_weights_and_score_from_the_command_line(user, tmp_path, monkeypatch
         assert main(["fit", "data.csv", "--model", "mymodel:RosettaFloor", "--method", "nuts",
                      *run, "--out", "f"]) == 0
         summary = json.loads(Path("f/fit.json").read_text())
-        # the model NUTS sampled, RosettaFloor's sampling_model, recorded by its import path
+        # the least-squares placeholder noise is never sampled: NUTS samples the model's
+        # sampling_model, the Bayesian Rosetta model with the floors (a noise per benchmark),
+        # recorded by its import path
         assert summary["model_config"]["class"] == "mymodel:RosettaFloorBayes"
         assert summary["model_config"]["options"]["likelihood"]["class"].endswith(":NoisyGaussian")
+        want = user.RosettaFloor.from_table(ResponseTable.from_frame(frame)).item_groups
+        assert tuple(summary["model_config"]["options"]["item_groups"]) == want
+        d = summary["diagnostics"]
+        assert d["divergences"] == 0 and d["rhat_max"] <= 1.01 and d["warmup"] == 600, d
+        glob = pd.read_csv("f/globals.csv", index_col=0)["value"]
+        assert 0.03 < np.exp(glob["noise_log_mu"]) < 0.05  # truth 0.04
+        # A posterior mean is not the MAP: a floor trades against the capabilities' scale,
+        # whose marginal is skewed, and the free-response floor's truth, 0, is its bound. The
+        # recovery to Laplace's standard errors is the MAP test's; here 0.1 and the ordering.
+        floors = {f: float(glob[f"floor[{k}]"]) for k, f in enumerate(user.FORMATS)}
+        for fmt, truth in TRUE_FLOOR.items():
+            assert abs(floors[fmt] - truth) < 0.1, (fmt, floors[fmt], truth)
+        assert sorted(floors, key=floors.get) == sorted(TRUE_FLOOR, key=TRUE_FLOOR.get)
         assert main(["weights", "f", "--target", "GPQA diamond", "--out", "w"]) == 0
         assert len(pd.read_csv("w/weights.csv")) == len(BENCHMARKS)
         new = frame[frame["model"].isin(["m00", "m01"])].assign(
