@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from platinum_jax.inference import Fit
+from platinum_jax.inference import Fit, Theta
 from platinum_jax.models import Bernoulli, Binomial, Categorical
 
 __all__ = ["ItemBank", "item_bank", "pearson_dispersion", "response_range"]
@@ -112,17 +112,13 @@ def _per_item_names(fit: Fit) -> tuple[str, ...]:
 
 
 def _likelihood_theta(fit: Fit, item_index, dtype=None) -> dict:
-    """The likelihood's parameters at the fit's values: its raw globals and, at the items
-    ``item_index``, its per-item parameters and a known standard error of 0 (a new response
-    carries none)."""
-    problem = fit.problem
-    theta = dict(problem.split_globals(jnp.asarray(fit.theta.globals, dtype))[1])
+    """The likelihood's parameters at the fit's values for responses to the items
+    ``item_index`` (:meth:`~platinum_jax.inference.Problem.likelihood_at`), with a known
+    standard error of 0 (a new response carries none)."""
     item_index = np.asarray(item_index)
-    if problem.lik_item_names:
-        raw = problem.item.unflatten(jnp.asarray(fit.theta.items, dtype)[item_index])
-        theta.update({n: raw[n] for n in problem.lik_item_names})
-    theta["se"] = jnp.zeros(item_index.shape, dtype)
-    return theta
+    theta = Theta(fit.theta.subjects, jnp.asarray(fit.theta.items, dtype),
+                  jnp.asarray(fit.theta.globals, dtype))
+    return fit.problem.likelihood_at(theta, item_index, jnp.zeros(item_index.shape, dtype))
 
 
 def _unit_variance(fit: Fit, mu, trials, item_index):

@@ -50,11 +50,10 @@ def _read_block(block, frame: pd.DataFrame, source: str, init=None) -> np.ndarra
     ceiling per entry) gets them in place."""
     n = len(frame)
     out = np.zeros((n, block.size))
-    labels = dict.fromkeys(name for name, _ in block.columns())
-    by_name = {name: [lab for nm, lab in block.columns() if nm == name] for name in labels}
+    labels = [label for _, label in block.columns()]  # one per flat entry, in block order
     for name, (a, b, shape) in block.slices().items():
         param = dict(block.decl)[name]
-        cols = by_name[name]
+        cols = labels[a:b]
         if param.data or (param.map_only and cols[0] not in frame.columns):
             # filled from the data, or a point-fit device a Bayesian fit does not report
             out[:, a:b] = np.asarray(init, np.float64)[..., a:b] * np.ones((n, 1))

@@ -286,16 +286,22 @@ class Problem:
             se = jnp.zeros((), self.dtype)
         return {**lik_g, "se": se}
 
-    def likelihood_rows(self, theta: Theta, data: Data) -> dict:
-        """:meth:`likelihood_theta` of every row at once (arrays over rows where they vary)."""
+    def likelihood_at(self, theta: Theta, item_index, se) -> dict:
+        """:meth:`likelihood_theta` of rows on the items ``item_index`` (any shape) at once,
+        with known standard errors ``se``: the raw globals, and the per-item parameters at
+        those items."""
         _, lik_g = self.split_globals(theta[2])
         if self.lik_item_names:
-            raw = self.item.unflatten(theta[1][data.item_index])
+            raw = self.item.unflatten(theta[1][item_index])
             lik_g = {**lik_g, **{n: raw[n] for n in self.lik_item_names}}
+        return {**lik_g, "se": se}
+
+    def likelihood_rows(self, theta: Theta, data: Data) -> dict:
+        """:meth:`likelihood_theta` of every row at once (arrays over rows where they vary)."""
         se = data.se
         if se is None:
             se = jnp.zeros_like(data.response)
-        return {**lik_g, "se": se}
+        return self.likelihood_at(theta, data.item_index, se)
 
     def row_loss(self, s_row, i_row, g, y, n, se=None):
         theta = self.likelihood_theta(i_row, g, se)
@@ -314,12 +320,8 @@ class Problem:
     def moments(self, theta: Theta, subject_index, item_index, trials=None):
         """Expected response and its variance per row (the likelihood's moments at ``mu``)."""
         mu = self.predict(theta, subject_index, item_index)
-        _, lik_g = self.split_globals(theta[2])
-        if self.lik_item_names:
-            raw = self.item.unflatten(theta[1][item_index])
-            lik_g = {**lik_g, **{n: raw[n] for n in self.lik_item_names}}
         # Rows given by position carry no known standard error: 0, as everywhere it is unknown.
-        lik_g["se"] = jnp.zeros((), jnp.result_type(mu))
+        lik_g = self.likelihood_at(theta, item_index, jnp.zeros((), jnp.result_type(mu)))
         return self.model.likelihood.moments(mu, trials, lik_g)
 
     def expected(self, theta: Theta, subject_index, item_index, trials=None):
