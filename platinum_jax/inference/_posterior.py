@@ -85,6 +85,8 @@ def _push_program(problem: Problem, rows: bool):
 
 def _push_forward(problem: Problem, key, flat: dict, data: Data, rows: bool):
     run = _push_program(problem, rows)
+    # host arrays: a block is then a NumPy slice, not one gather dispatched per site
+    flat = {k: np.asarray(v) for k, v in flat.items()}
     n = next(iter(flat.values())).shape[0]
     keys = jax.random.split(key, n)
     size = min(_BATCH, n)

@@ -35,43 +35,38 @@ def posterior_summary(
     is the model or benchmark label ('' for scalars).  Constant entries (anchors) get NaN
     diagnostics; so does everything when ``with_diagnostics`` is false (e.g. SVI draws).
     """
-    import arviz as az
+    from ._convergence import convergence, hdi
 
     post = idata.posterior
     # Sampling coordinates (attrs role "coordinate") repeat what the parameters show.
     names = (list(var_names) if var_names is not None else
              [v for v in post.data_vars if post[v].attrs.get("role") != "coordinate"])
+    sample_dims = ("chain", "draw")
+    # every entry of every variable as one (chain, draw, k) array: the diagnostics of all of
+    # them are a few array operations (ArviZ 0.x loops over entries in Python)
+    blocks = [post[v].transpose(*sample_dims, ...).values for v in names]
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    flat = np.concatenate([b.reshape(n_chain, n_draw, -1) for b in blocks], axis=2) \
+        if blocks else np.zeros((n_chain, n_draw, 0))
+    lo_all, hi_all = hdi(flat, HDI_PROB)
+    if with_diagnostics:
+        rh_all, eb_all, et_all = convergence(flat)
     rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", (FutureWarning, RuntimeWarning))
-        hdi = az.hdi(post[names], hdi_prob=HDI_PROB)
-        several_chains = post.sizes["chain"] > 1  # R-hat compares chains: none for one
-        if with_diagnostics:
-            rhat = az.rhat(post[names]) if several_chains else None
-            ess_b = az.ess(post[names], method="bulk")
-            ess_t = az.ess(post[names], method="tail")
-    for var in names:
+    at = 0
+    for var, block in zip(names, blocks, strict=True):
         x = post[var]
-        sample_dims = ("chain", "draw")
-        mean = x.mean(sample_dims).values.reshape(-1)
-        sd = (
-            x.std(sample_dims, ddof=1).values.reshape(-1)
-            if x.sizes["chain"] * x.sizes["draw"] > 1
-            else np.zeros_like(mean)
-        )
-        lo = hdi[var].sel(hdi="lower").values.reshape(-1)
-        hi = hdi[var].sel(hdi="higher").values.reshape(-1)
+        width = int(np.prod(block.shape[2:], dtype=int))
+        cut = slice(at, at + width)
+        at += width
+        mean = block.mean(axis=(0, 1)).reshape(-1)
+        sd = (block.std(axis=(0, 1), ddof=1).reshape(-1) if n_chain * n_draw > 1
+              else np.zeros_like(mean))
+        lo, hi = lo_all[cut], hi_all[cut]
         other = [d for d in x.dims if d not in sample_dims]
         labels = ([",".join(str(x[d].values[k]) for d, k in zip(other, ix, strict=True))
                    for ix in np.ndindex(*(x.sizes[d] for d in other))] if other else [""])
         if with_diagnostics:
-            rh = (
-                rhat[var].values.reshape(-1).astype(float)
-                if rhat is not None
-                else np.full(mean.shape, np.nan)
-            )
-            eb = ess_b[var].values.reshape(-1).astype(float)
-            et = ess_t[var].values.reshape(-1).astype(float)
+            rh, eb, et = rh_all[cut], eb_all[cut], et_all[cut]
         else:
             rh = eb = et = np.full(mean.shape, np.nan)
         fixed = sd == 0
