@@ -123,54 +123,12 @@ def _entries(x):
     return np.ascontiguousarray(np.moveaxis(x, 2, 0))
 
 
-def _valid(x, min_chains=1):
-    """Entries with finite draws only, and enough chains and draws to diagnose."""
+def _valid(x):
+    """Entries with finite draws only, and enough draws to diagnose."""
     ok = np.isfinite(x).all(axis=(1, 2))
-    if x.shape[2] < 4 or x.shape[1] < min_chains:
+    if x.shape[2] < 4:
         ok[:] = False
     return ok
-
-
-def rhat_rank(x) -> np.ndarray:
-    """Rank-normalised split R-hat of each entry, the larger of the bulk (normal scores of
-    the split chains) and the tail (normal scores of the distance from the median): ``(k,)``,
-    NaN where it is undefined (one chain, fewer than 4 draws, non-finite draws)."""
-    x = _entries(x)
-    ok = _valid(x, min_chains=2)
-    out = np.full(x.shape[0], np.nan)
-    if not ok.any():
-        return out
-    s = _split(x[ok])
-    bulk = _rhat(_z_scale(s))
-    folded = np.abs(s - np.median(s.reshape(s.shape[0], -1), axis=1)[:, None, None])
-    out[ok] = np.maximum(bulk, _rhat(_z_scale(folded)))
-    return out
-
-
-def ess_bulk(x) -> np.ndarray:
-    """Bulk effective sample size (of the normal scores of the split chains): ``(k,)``."""
-    x = _entries(x)
-    ok = _valid(x)
-    out = np.full(x.shape[0], np.nan)
-    if ok.any():
-        out[ok] = _ess(_z_scale(_split(x[ok])))
-    return out
-
-
-def ess_tail(x, prob: float = 0.05) -> np.ndarray:
-    """Tail effective sample size: the smaller ESS of the indicators ``x <= q`` at the
-    ``prob`` and ``1 - prob`` quantiles (R's type 7): ``(k,)``."""
-    x = _entries(x)
-    ok = _valid(x)
-    out = np.full(x.shape[0], np.nan)
-    if not ok.any():
-        return out
-    y = x[ok]
-    q = np.quantile(y.reshape(y.shape[0], -1), [prob, 1.0 - prob], axis=1)[:, :, None, None]
-    lo = _ess(_split((y <= q[0]).astype(float)))
-    hi = _ess(_split((y <= q[1]).astype(float)))
-    out[ok] = np.minimum(lo, hi)
-    return out
 
 
 def hdi(x, prob: float) -> tuple[np.ndarray, np.ndarray]:
@@ -187,10 +145,13 @@ def hdi(x, prob: float) -> tuple[np.ndarray, np.ndarray]:
     return flat[rows, first], flat[rows, first + inc]
 
 
-def convergence(x, chains_needed: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(rhat_rank, ess_bulk, ess_tail)`` of every entry of ``(chains, draws, k)`` in one pass
-    (the bulk R-hat and the bulk ESS share the normal scores of the split chains); R-hat is
-    NaN with fewer than ``chains_needed`` chains."""
+def convergence(x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rhat_rank, ess_bulk, ess_tail)`` of every entry of ``(chains, draws, k)`` in one pass:
+    the rank-normalised split R-hat (the larger of the bulk, normal scores of the split chains,
+    and the tail, normal scores of the distance from the median; NaN with one chain), the bulk
+    ESS (of the same normal scores) and the tail ESS (the smaller ESS of the indicators
+    ``x <= q`` at the 5% and 95% quantiles, R's type 7). Entries with non-finite draws, or
+    fewer than 4 draws, get NaN."""
     e = _entries(x)
     k = e.shape[0]
     rh, eb, et = (np.full(k, np.nan) for _ in range(3))
@@ -201,10 +162,25 @@ def convergence(x, chains_needed: int = 2) -> tuple[np.ndarray, np.ndarray, np.n
     s = _split(y)
     z = _z_scale(s)
     eb[ok] = _ess(z)
-    if e.shape[1] >= chains_needed:
+    if e.shape[1] >= 2:  # R-hat compares chains
         folded = np.abs(s - np.median(s.reshape(s.shape[0], -1), axis=1)[:, None, None])
         rh[ok] = np.maximum(_rhat(z), _rhat(_z_scale(folded)))
     q = np.quantile(y.reshape(y.shape[0], -1), [0.05, 0.95], axis=1)[:, :, None, None]
     et[ok] = np.minimum(_ess(_split((y <= q[0]).astype(float))),
                         _ess(_split((y <= q[1]).astype(float))))
     return rh, eb, et
+
+
+def rhat_rank(x) -> np.ndarray:
+    """The R-hat of :func:`convergence`."""
+    return convergence(x)[0]
+
+
+def ess_bulk(x) -> np.ndarray:
+    """The bulk ESS of :func:`convergence`."""
+    return convergence(x)[1]
+
+
+def ess_tail(x) -> np.ndarray:
+    """The tail ESS of :func:`convergence`."""
+    return convergence(x)[2]
