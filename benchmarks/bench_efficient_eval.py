@@ -18,7 +18,10 @@ random, random; ``--repeats`` draws of the random ones) and estimator it reports
   (:func:`platinum_jax.efficient.irt_mdad` at the held-out models' mean ability, 5% level,
   80% power, in points) and ``below_mdad``: the share of pairs of held-out models whose true
   accuracies differ by less than it (pairs the subset cannot be expected to separate);
-* ``width_pts``: mean interval width.
+* ``width_pts``: mean interval width;
+* ``cal_coverage`` (``combined`` rows): the calibration's own estimate of its coverage, the
+  share of calibration models held by the interval calibrated on the other folds (what
+  ``platinum-jax score`` writes to calibration.json), beside ``coverage90``, the realised one.
 
 Estimators: ``irt`` (observed items plus the item model's prediction for the rest; interval
 widened by :func:`platinum_jax.efficient.interval_scale`, calibrated by refitting without each
@@ -235,7 +238,8 @@ def evaluate(frame, held, label, args, times, oracle, groups):
                 times["combined"].append(time.perf_counter() - t)
                 rows.append(row(method, k, "combined", rep, com.score, com.score_lo,
                                 com.score_hi, mdad, bias_sd=bias.bias_sd,
-                                absolute_form=float(bias.form == "absolute")))
+                                absolute_form=float(bias.form == "absolute"),
+                                cal_coverage=bias.coverage))
                 if method in ("random", "stratified"):
                     ast = assisted_scores(bank, sub, sel).reindex(truth.index)
                     rows.append(row(method, k, "assisted", rep, ast.score, ast.score_lo,
@@ -313,7 +317,8 @@ def _adaptive(bank, banks, test, truth, budget, k_label, cap, args, row, label):
     return [row("cat", k_label, "irt", 0, est.score, est.score_lo, est.score_hi, mdad,
                 scale=scale, **extra),
             row("cat", k_label, "combined", 0, com.score, com.score_lo, com.score_hi, mdad,
-                bias_sd=bias.bias_sd, absolute_form=float(bias.form == "absolute"), **extra)]
+                bias_sd=bias.bias_sd, absolute_form=float(bias.form == "absolute"),
+                cal_coverage=bias.coverage, **extra)]
 
 
 def main() -> int:
@@ -386,7 +391,7 @@ def main() -> int:
         if args.rows is not None:
             pd.DataFrame(rows).to_csv(args.rows, index=False)
     res = pd.DataFrame(rows)
-    cols = ["mae_pts", "coverage90", "absolute_form", "kendall_tau", "mdad_pts", "below_mdad", "width_pts",
+    cols = ["mae_pts", "coverage90", "cal_coverage", "absolute_form", "kendall_tau", "mdad_pts", "below_mdad", "width_pts",
             "items_used", "max_exposure", "max_exposure_sim", "overlap"]
     table = (res.groupby(["split", "k", "method", "estimator"], sort=False)
              [[c for c in cols if c in res]].mean().round(3))

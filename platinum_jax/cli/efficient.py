@@ -28,29 +28,32 @@ Estimate the ability and the full-benchmark score (mean response over every item
 of new subjects from their responses on any items of the fit, with intervals, and write
 OUT/scores.csv. RESPONSES is a long CSV or Parquet file (subject, item, response[, trials]).
 
-The ability posterior is computed exactly on a grid with the items held at the fit; the score
-adds the observed responses to the predicted rest (with the finite-item term). Real responses
-usually vary more than the likelihood says: with --data (the fit's responses) the variance is
-scaled by Pearson's dispersion, or give --dispersion (1 = the likelihood taken at its word).
+By default (--estimator combined) the score is the combined estimate (`combined_scores`): the
+item model's prediction plus the observed residuals, shrunk by an empirical-Bayes weight, for
+any design. Its bias spread and its 90% interval are calibrated on the fit's own models
+(--data, the responses the fit was made from), held out the way new models differ from them:
+the models that answered every item are split into --folds folds, each group of models kept
+in one fold, the item model is refitted without each fold, and the fold's models are scored
+by the same procedure replayed: the subset's method and size (--subset) or, without it, an
+adaptive test as long as the median test of the subjects that left items unseen. The groups:
+  --groups CSV          subject,group (e.g. families or release periods)
+  a column of --data    family or base_model (whole families together), else release_date or
+                        date (the models in --folds blocks of release dates, so that the
+                        newest fold is scored by a bank of older models)
+  --groups random       models at random: intervals that hold for models like the fit's,
+                        not for new families or later releases
+With none of these the run stops and says so. The interval is split-conformal, studentised or
+one width for all, whichever covers the left-out folds better; OUT/calibration.json records
+the grouping, the choice and the calibration's own coverage on each left-out fold. A subject
+that answered every item has its exact score (its mean response), an interval of width 0.
 
-With --subset (the subset.csv of `platinum-jax subset`, drawn by --method random or
-stratified) the score is the model-assisted estimate instead: the item model's prediction over
-every item plus the design-weighted mean residual of the drawn items, with a design-based
-interval (finite-population corrected). It stays unbiased when the item model is wrong about a
-new subject; every subject must have answered every item of the subset.
-
-With --combined the score is the combined estimate (`combined_scores`): the item model's
-prediction plus the observed residuals, shrunk by an empirical-Bayes weight, for any design.
-Its bias spread and its interval are calibrated on the fit's own models (--data): the models
-that answered every item are split into --folds folds (whole --groups together, e.g. families
-or release periods, so that the folds differ as much as new models will), the item model is
-refitted without each fold, and the fold's models are scored by the same selection procedure
-replayed: the subset's --method and size (--subset, any method; --repeats draws of the random
-ones) or, without --subset, an adaptive test as long as the median test of the subjects that
-left items unseen (each subject's answered items weighed equally). The interval is
-split-conformal, studentised or one width for all, whichever covers the left-out folds better;
-OUT/calibration.json records the choice. A subject that answered every item has its exact
-score (its mean response), an interval of width 0; when all did, nothing is calibrated.
+--estimator item-model gives the ability posterior's interval (exact on a grid, items held at
+the fit, variance scaled by Pearson's dispersion from --data or by --dispersion): it holds when
+the item model is right about the new subjects, which new model families often break, and it
+is not calibrated on anything. --estimator assisted with --subset (drawn by --method random or
+stratified) gives the model-assisted estimate: the item model's prediction over every item
+plus the design-weighted mean residual of the drawn items, with a design-based interval
+(finite-population corrected); every subject must have answered every item of the subset.
 """
 
 
@@ -81,18 +84,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="over-dispersion factor phi (default: Pearson's from --data)")
     s.add_argument("--interval", type=float, default=0.9, help="interval probability (0.9)")
     s.add_argument("--seed", type=int, default=0, help="random seed of the draws (default 0)")
-    s.add_argument("--subset", help="subset.csv of `platinum-jax subset` (random or stratified): "
-                                    "score with the model-assisted estimate; with --combined, "
-                                    "any method: the design to calibrate")
-    s.add_argument("--combined", action="store_true",
-                   help="the combined estimate with intervals calibrated on the fit's models "
-                        "(needs --data)")
+    s.add_argument("--estimator", choices=ESTIMATORS, default="combined",
+                   help="combined (default: calibrated on the fit's models, needs --data), "
+                        "item-model (the model's own interval, uncalibrated) or assisted "
+                        "(design-based, needs a random or stratified --subset)")
+    s.add_argument("--subset", help="subset.csv of `platinum-jax subset`: the design to "
+                                    "calibrate (combined) or to weigh the residuals by "
+                                    "(assisted)")
     s.add_argument("--folds", type=int, default=None,
-                   help="calibration folds of --combined (default 5)")
-    s.add_argument("--groups", help="CSV of subject,group for --combined: each group's models "
-                                    "stay in one calibration fold")
+                   help="calibration folds of the combined estimate (default 5)")
+    s.add_argument("--groups", help="the calibration folds' groups: a CSV of subject,group, "
+                                    "or 'random' (default: the family, base_model, "
+                                    "release_date or date column of --data)")
     s.add_argument("--repeats", type=int, default=None,
-                   help="draws per fold of a random design in --combined's calibration (3)")
+                   help="draws per fold of a random design in the calibration (default 3)")
     s.add_argument("--scale", choices=("raw", "eci"), default="raw",
                    help="eci: also each new model's ability on the Epoch Capabilities Index "
                         "(eci, eci_sd, eci_lo, eci_hi), by the map that sends the fit's two "
@@ -103,6 +108,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "claude-3-5-sonnet-20240620 130 gpt-5-2025-08-07_medium 150)")
     _common(s)
     s.set_defaults(func=run_score)
+
+
+ESTIMATORS = ("combined", "item-model", "assisted")
+# Columns of --data that name how the fit's models differ from new ones, in order of use:
+# lineage first (a new family is the larger departure), then release time.
+FAMILY_COLUMNS = ("family", "base_model")
+DATE_COLUMNS = ("release_date", "date")
 
 
 def _eci_map(args):
@@ -223,31 +235,42 @@ def run_subset(args: argparse.Namespace) -> int:
 def run_score(args: argparse.Namespace) -> int:
     if not 0 < args.interval < 1:
         raise ValueError(f"--interval must lie strictly between 0 and 1 (got {args.interval})")
-    if args.dispersion is None and not args.data:
-        raise ValueError("give --data (the responses the fit was made from, for Pearson's "
-                         "dispersion) or --dispersion (1 takes the likelihood at its word)")
     from platinum_jax._outputs import output_directory
     from platinum_jax.data import ResponseTable
     from platinum_jax.efficient import assisted_scores, estimate_scores
 
+    combined = args.estimator == "combined"
     given = [f"--{n}" for n in ("folds", "groups", "repeats") if getattr(args, n) is not None]
-    if given and not args.combined:
-        raise ValueError(f"{', '.join(given)} only apply to --combined; add --combined or "
-                         "drop them")
-    if args.combined and not args.data:
-        raise ValueError("--combined calibrates on the fit's own models; give --data, the "
-                         "responses the fit was made from")
-    subset = (_read_subset(args.subset, probability=not args.combined) if args.subset
+    if given and not combined:
+        raise ValueError(f"{', '.join(given)} calibrate the combined estimate; drop them or "
+                         f"drop --estimator {args.estimator}")
+    if combined and not args.data:
+        raise ValueError("the default estimator (combined) calibrates its interval on the fit's "
+                         "own models: give --data, the responses the fit was made from. "
+                         "Without them, --estimator item-model --dispersion PHI gives the item "
+                         "model's own interval, which nothing calibrates")
+    if args.dispersion is None and not args.data:
+        raise ValueError("give --data (the responses the fit was made from, for Pearson's "
+                         "dispersion) or --dispersion (1 takes the likelihood at its word)")
+    if args.estimator == "assisted" and not args.subset:
+        raise ValueError("--estimator assisted weighs the residuals of a drawn subset: give "
+                         "--subset (a subset.csv of `platinum-jax subset --method random` or "
+                         "stratified)")
+    if args.estimator == "item-model" and args.subset:
+        raise ValueError("--estimator item-model scores from every answered item; --subset "
+                         "applies to combined and assisted: drop it or choose one of those")
+    subset = (_read_subset(args.subset, probability=not combined) if args.subset
               else None)
     dispersion = "pearson" if args.dispersion is None else args.dispersion
     eci_map = _eci_map(args) if args.scale == "eci" else None
     if args.scale != "eci" and args.eci_anchors is not None:
         raise ValueError("--eci-anchors applies to --scale eci; add --scale eci or drop it")
+    groups = _calibration_groups(args) if combined else None
     bank = _bank(args, dispersion)
     responses = ResponseTable.read(args.responses)
     calibration = None
-    if args.combined:
-        scores, calibration = _combined(args, bank, responses, subset, dispersion)
+    if combined:
+        scores, calibration = _combined(args, bank, responses, subset, dispersion, groups)
     elif subset is not None:
         scores = assisted_scores(bank, responses, subset, interval=args.interval)
     else:
@@ -262,6 +285,11 @@ def run_score(args: argparse.Namespace) -> int:
         mdad = irt_mdad_subjects(bank, given, ability=scores["ability"])
         scores = scores.join(mdad[["mdad_ability", "mdad_score"]])
     if eci_map is not None:
+        if "ability" in scores.columns and "ability_sd" not in scores.columns:
+            # the combined estimate corrects the score, not the ability: the index maps the
+            # ability posterior of the items each subject answered
+            post = estimate_scores(bank, responses, interval=args.interval, seed=args.seed)
+            scores = scores.join(post[["ability_sd", "ability_lo", "ability_hi"]])
         scores = _on_eci_scale(scores, *eci_map)
     with output_directory(args.out, "score", overwrite=args.overwrite) as out:
         path = out.write_text("scores.csv", scores.to_csv())
@@ -275,17 +303,79 @@ def run_score(args: argparse.Namespace) -> int:
         print(f"combined estimate: {calibration['note']} (calibration.json)")
     elif calibration is not None:
         print(f"combined estimate calibrated on {calibration['calibration_models']} models in "
-              f"{calibration['folds']} folds ({calibration['method']}, k = "
-              f"{calibration['k']}): bias_sd {calibration['bias_sd']:.4g}, "
-              f"{calibration['form']} interval (calibration.json)")
+              f"{calibration['folds']} folds grouped {calibration['grouping']} "
+              f"({calibration['method']}, k = {calibration['k']}): bias_sd "
+              f"{calibration['bias_sd']:.4g}, {calibration['form']} interval covering "
+              f"{calibration['calibration_coverage']:.0%} of the left-out folds' models at "
+              f"{args.interval:.0%} (calibration.json)")
+    elif args.estimator == "item-model":
+        print("item-model intervals: the model's own, not calibrated on held-out models (the "
+              "default estimator, combined, is)")
     return 0
 
 
-def _combined(args, bank, responses, subset, dispersion):
+def _calibration_groups(args):
+    """``(groups, how)``: each of the fit's models' calibration group (None: random folds) and
+    how they were formed, from ``--groups`` or a column of ``--data``; refused when neither
+    names one and ``--groups random`` was not given. Read before any refit, so that a run
+    without them stops at once."""
+    import pandas as pd
+
+    from platinum_jax.data import ResponseTable
+
+    if args.groups == "random":
+        return None, "at random (--groups random)"
+    if args.groups:
+        try:
+            g = pd.read_csv(args.groups, dtype=str)
+            groups = g.set_index("subject")["group"]
+        except (FileNotFoundError, KeyError, ValueError) as err:
+            raise ValueError(f"--groups {args.groups}: cannot read a CSV with columns subject, "
+                             f"group ({err})") from err
+        if groups.isna().any() or groups.index.duplicated().any():
+            raise ValueError(f"--groups {args.groups}: give every subject one group (empty or "
+                             "repeated subjects found)")
+        return groups, f"by {args.groups}"
+    path = args.data
+    raw = (pd.read_parquet(path) if str(path).lower().endswith((".parquet", ".pq"))
+           else pd.read_csv(path))
+    names = ResponseTable.checked_frame(raw, name=f"--data {path}")["subject"].to_numpy()
+    for col in FAMILY_COLUMNS + DATE_COLUMNS:
+        if col not in raw.columns:
+            continue
+        values = raw[col]
+        if col in DATE_COLUMNS:
+            values = pd.to_datetime(values, errors="coerce", format="mixed")
+        if values.isna().any():
+            i = int(values.isna().to_numpy().argmax())
+            raise ValueError(f"--data {path}, column {col}: row {i + 2} has no "
+                             f"{'readable date' if col in DATE_COLUMNS else 'value'} "
+                             f"({raw[col].iat[i]!r}); fill it, or pass --groups")
+        per = pd.Series(values.to_numpy(), index=names)
+        clash = per.groupby(level=0).nunique() > 1
+        if clash.any():
+            raise ValueError(f"--data {path}, column {col}: subject {clash.index[clash][0]!r} "
+                             f"has more than one {col}; give each subject one, or pass "
+                             "--groups")
+        per = per[~per.index.duplicated()]
+        if col in FAMILY_COLUMNS:
+            return per.astype(str), f"by {col} (column of --data)"
+        folds = 5 if args.folds is None else args.folds
+        order = per.sort_values(kind="stable").index
+        blocks = pd.Series((pd.RangeIndex(len(order)) * folds // len(order)).astype(str),
+                           index=order)
+        return blocks, f"by {col} (column of --data: {folds} blocks of release dates)"
+    raise ValueError(
+        f"--data {path} names no family, base_model, release_date or date column, and no "
+        "--groups was given: the calibration cannot hold the fit's models out the way new "
+        "models differ from them. Add such a column, pass --groups CSV (subject,group), or "
+        "--groups random for folds at random (intervals that hold for models like the fit's)")
+
+
+def _combined(args, bank, responses, subset, dispersion, grouping):
     """``combined_scores`` calibrated by ``fit_bias_sd`` on cross-fitted banks of the fit's
     models, replaying the subset's method (or an adaptive test of the median length)."""
     import numpy as np
-    import pandas as pd
 
     from platinum_jax.efficient import combined_scores, cross_fitted_banks, fit_bias_sd
 
@@ -311,21 +401,16 @@ def _combined(args, bank, responses, subset, dispersion):
                             note=f"every subject answered all {bank.n_items} items, so each "
                             "score is its mean response, exactly: the intervals have width 0 "
                             "and no calibration was run")
-    groups = None
-    if args.groups:
-        try:
-            g = pd.read_csv(args.groups, dtype=str)
-            groups = g.set_index("subject")["group"]
-        except (FileNotFoundError, KeyError, ValueError) as err:
-            raise ValueError(f"--groups {args.groups}: cannot read a CSV with columns subject, "
-                             f"group ({err})") from err
+    groups, how = grouping
     banks = cross_fitted_banks(bank.fit.model, bank.fit.table, folds=folds,
                                dispersion=dispersion, groups=groups, seed=args.seed)
     cal = fit_bias_sd(banks, k, method=method, repeats=repeats, interval=args.interval,
                       seed=args.seed)
     scores = combined_scores(bank, responses, subset, interval=args.interval, **cal.options)
     info = dict(method=method, k=k, folds=folds, repeats=repeats, interval=args.interval,
+                grouping=how,
                 calibration_models=int(sum(t.subject.nunique() for _, t in banks)),
+                calibration_coverage=float(cal.coverage),
                 bias_sd=cal.bias_sd, form=cal.form, scale=cal.scale,
                 fixed_sd=None if cal.form == "studentised" else cal.fixed_sd,
                 fold_coverage=None if cal.fold_coverage is None

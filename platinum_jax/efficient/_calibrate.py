@@ -160,6 +160,9 @@ class BiasFit:
         fold_coverage: coverage of each form on each calibration fold, calibrated on the
             other folds (rows: folds; columns: the two forms); None with one fold.
         interval: the interval probability calibrated.
+        coverage: the chosen form's cross-conformal coverage: the share of calibration
+            models whose interval, calibrated on the other folds, holds their score (the
+            calibration's own estimate of its coverage on new groups); NaN with one fold.
     """
 
     bias_sd: float
@@ -170,6 +173,7 @@ class BiasFit:
     fixed_sd: float = float("nan")
     fold_coverage: pd.DataFrame | None = None
     interval: float = 0.9
+    coverage: float = float("nan")
 
     @property
     def options(self) -> dict:
@@ -193,9 +197,10 @@ def _choose_form(abs_z, abs_err, se, fold, interval: float):
     is below and above the median: a studentised interval whose sds mean something covers
     both halves alike, a single width over-covers the precise half and under-covers the other.
     The form whose cell coverages stray least from ``interval`` (mean absolute deviation over
-    folds x halves) wins, the studentised on a tie. Returns the form and the coverage table
-    (rows: folds; columns: the two forms, all subjects)."""
-    cover, dev = {}, {}
+    folds x halves) wins, the studentised on a tie. Returns the form, the coverage table
+    (rows: folds; columns: the two forms, all subjects) and the chosen form's coverage over
+    every subject."""
+    cover, dev, pooled = {}, {}, {}
     folds = np.unique(fold)
     high = se > np.median(se)
     for name, x in (("studentised", abs_z), ("absolute", abs_err)):
@@ -203,10 +208,12 @@ def _choose_form(abs_z, abs_err, se, fold, interval: float):
         for f in folds:
             inside[fold == f] = x[fold == f] <= _conformal_quantile(x[fold != f], interval)
         cover[name] = [float(inside[fold == f].mean()) for f in folds]
+        pooled[name] = float(inside.mean())
         cells = [inside[(fold == f) & (high == h)] for f in folds for h in (False, True)]
         dev[name] = np.mean([abs(c.mean() - interval) for c in cells if len(c)])
     table = pd.DataFrame(cover, index=pd.Index(folds, name="fold"))
-    return ("absolute" if dev["absolute"] < dev["studentised"] else "studentised"), table
+    form = "absolute" if dev["absolute"] < dev["studentised"] else "studentised"
+    return form, table, pooled[form]
 
 
 def fit_bias_sd(
@@ -277,10 +284,11 @@ def fit_bias_sd(
     z = err / se
     q_norm = norm.ppf(0.5 + interval / 2)
     scale = _conformal_quantile(np.abs(z), interval) / q_norm
-    form, cover = ((("studentised", None)) if len(banks) < 2
-                   else _choose_form(np.abs(z), np.abs(err), se, fold, interval))
+    form, cover, coverage = (("studentised", None, float("nan")) if len(banks) < 2
+                             else _choose_form(np.abs(z), np.abs(err), se, fold, interval))
     fixed = (_conformal_quantile(np.abs(err), interval) / q_norm if form == "absolute"
              else float("nan"))
     return BiasFit(bias_sd=best, scale=scale,
                    cv=pd.Series(mae, index=pd.Index(taus, name="bias_sd"), name="mae"), z=z,
-                   form=form, fixed_sd=fixed, fold_coverage=cover, interval=interval)
+                   form=form, fixed_sd=fixed, fold_coverage=cover, interval=interval,
+                   coverage=coverage)

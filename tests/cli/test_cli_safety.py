@@ -144,6 +144,7 @@ def test_score_refuses_responses_the_model_cannot_give(fitted, tmp_path, capsys,
     fit_dir, _ = fitted
     new = _new_subjects(tmp_path / "new.csv", values, trials=trials)
     assert main(["score", str(fit_dir), str(new), "--dispersion", "1",
+                 "--estimator", "item-model",
                  "--out", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
     assert "new.csv, column response" in err and says in err, err
@@ -168,6 +169,7 @@ def test_rosetta_scores_in_percent_are_refused_by_fit_and_score(tmp_path, capsys
         capsys.readouterr().err
     assert main(["fit", str(frac), *rosetta, "--out", str(tmp_path / "f")]) == 0
     assert main(["score", str(tmp_path / "f"), str(tmp_path / "pct.csv"), "--dispersion", "1",
+                 "--estimator", "item-model",
                  "--out", str(tmp_path / "s")]) == 2
     assert "divide by 100" in capsys.readouterr().err
 
@@ -184,14 +186,14 @@ def test_score_subset_refuses_samples_that_are_not_random(fitted, tmp_path, caps
         answers = frame[frame.item.isin(chosen.index) & frame.subject.isin(["m0", "m1"])]
         answers.to_csv(tmp_path / "a.csv", index=False)
         assert main(["score", str(fit_dir), str(tmp_path / "a.csv"), "--data", str(data),
-                     "--subset", str(out / "subset.csv"), "--out", str(tmp_path / f"s_{method}")
+                     "--estimator", "assisted", "--subset", str(out / "subset.csv"), "--out", str(tmp_path / f"s_{method}")
                      ]) == code
     err = capsys.readouterr().err
     assert "--method fisher, not a probability sample" in err
     legacy = pd.read_csv(tmp_path / "random" / "subset.csv").drop(columns="method")
     legacy.to_csv(tmp_path / "legacy.csv", index=False)
     assert main(["score", str(fit_dir), str(tmp_path / "a.csv"), "--data", str(data),
-                 "--subset", str(tmp_path / "legacy.csv"), "--out", str(tmp_path / "s2")]) == 2
+                 "--estimator", "assisted", "--subset", str(tmp_path / "legacy.csv"), "--out", str(tmp_path / "s2")]) == 2
     assert "does not record how its items were chosen" in capsys.readouterr().err
 
 
@@ -208,6 +210,7 @@ def test_a_damaged_discrimination_is_named_by_subset_and_score(fitted, tmp_path,
     new = _new_subjects(tmp_path / "new.csv", [[1, 0, 1, 1]])
     assert main(["subset", str(copy), "--k", "3", "--out", str(tmp_path / "a")]) == 2
     assert main(["score", str(copy), str(new), "--dispersion", "1",
+                 "--estimator", "item-model",
                  "--out", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err
     assert err.count("items.csv, column discrimination") == 2 and "q5" in err, err
@@ -239,8 +242,9 @@ def test_score_intervals_stay_in_the_response_range(fitted, tmp_path):
     drawn = pd.read_csv(tmp_path / "sub" / "subset.csv")["item"].tolist()
     values = [[1, 1, 1], [0, 0, 0], [1, 0, 1], [0, 1, 0]]
     new = _new_subjects(tmp_path / "new.csv", values, items=drawn)
-    for extra, name in (([], "plain"), (["--subset", str(tmp_path / "sub" / "subset.csv")],
-                                         "assisted")):
+    for extra, name in ((["--estimator", "item-model"], "plain"),
+                        (["--estimator", "assisted", "--subset",
+                          str(tmp_path / "sub" / "subset.csv")], "assisted")):
         assert main(["score", str(fit_dir), str(new), "--dispersion", "3", *extra,
                      "--out", str(tmp_path / name)]) == 0
         s = pd.read_csv(tmp_path / name / "scores.csv", index_col=0)
@@ -257,6 +261,7 @@ def test_score_reports_each_subjects_mdad_from_its_items(fitted, tmp_path):
     fit_dir, _ = fitted
     new = _new_subjects(tmp_path / "new.csv", [[1, 0, 1, 1], [0, 0, 1, 0]])
     assert main(["score", str(fit_dir), str(new), "--dispersion", "1",
+                 "--estimator", "item-model",
                  "--out", str(tmp_path / "s")]) == 0
     s = pd.read_csv(tmp_path / "s" / "scores.csv", index_col=0)
     items = pd.read_csv(fit_dir / "items.csv", index_col=0).loc[["q0", "q1", "q2", "q3"]]

@@ -212,7 +212,7 @@ def test_unknown_items_are_named(world):
         estimate_scores(bank, bad)
 
 
-def test_subset_and_score_commands(tmp_path):
+def test_subset_and_score_commands(tmp_path, capsys):
     table, truth = simulate(TwoPL(), 60, 25, seed=11)
     data = tmp_path / "responses.csv"
     table.to_frame()[["subject", "item", "response"]].to_csv(data, index=False)
@@ -237,7 +237,10 @@ def test_subset_and_score_commands(tmp_path):
     scores_dir = tmp_path / "scores"
     assert main(["score", str(fit_dir), str(path), "--out", str(scores_dir)]) == 2  # no phi
     assert main(["score", str(fit_dir), str(path), "--data", str(data),
-                 "--out", str(scores_dir)]) == 0
+                 "--out", str(scores_dir)]) == 2  # the default calibrates: no grouping named
+    assert "no family, base_model, release_date or date column" in capsys.readouterr().err
+    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--estimator",
+                 "item-model", "--out", str(scores_dir)]) == 0
     scores = pd.read_csv(scores_dir / "scores.csv", index_col=0)
     assert len(scores) == 5 and (scores.n_observed == 6).all()
     # the capabilities index is a map of the Rosetta model's capabilities, not of a 2PL's
@@ -257,8 +260,9 @@ def test_subset_and_score_commands(tmp_path):
                  "--out", str(tmp_path / "r")]) == 0
     drawn = pd.read_csv(tmp_path / "r" / "subset.csv", index_col=0)
     frame[frame.item.isin(drawn.index)].to_csv(path, index=False)
-    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--subset",
-                 str(tmp_path / "r" / "subset.csv"), "--out", str(tmp_path / "as")]) == 0
+    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--estimator",
+                 "assisted", "--subset", str(tmp_path / "r" / "subset.csv"),
+                 "--out", str(tmp_path / "as")]) == 0
     written = pd.read_csv(tmp_path / "as" / "scores.csv", index_col=0)
     lib = assisted_scores(item_bank(fit), ResponseTable.read(path), drawn)
     assert written.score.to_numpy() == pytest.approx(lib.score.to_numpy(), abs=1e-9)

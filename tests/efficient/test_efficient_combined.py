@@ -171,8 +171,9 @@ def test_the_interval_form_is_chosen_by_coverage_on_left_out_folds():
     n, folds = 600, np.repeat(np.arange(4), 150)
     sd = np.exp(rng.uniform(np.log(0.005), np.log(0.5), n))
     honest = sd * rng.standard_normal(n)  # the sd is each error's own spread
-    form, cover = _choose_form(np.abs(honest / sd), np.abs(honest), sd, folds, 0.9)
+    form, cover, pooled = _choose_form(np.abs(honest / sd), np.abs(honest), sd, folds, 0.9)
     assert form == "studentised" and cover.shape == (4, 2)
+    assert pooled == pytest.approx(cover["studentised"].mean(), abs=1e-12)  # equal folds
     assert (cover["studentised"] - 0.9).abs().max() < 0.07
     blind = 0.03 * rng.standard_normal(n)  # one spread, whatever the sd says
     assert _choose_form(np.abs(blind / sd), np.abs(blind), sd, folds, 0.9)[0] == "absolute"
@@ -197,7 +198,7 @@ def test_a_fixed_sd_gives_every_subject_one_width(world):
 
 def test_score_combined_command_against_a_synthetic_truth(world, tmp_path):
     """Fit on 60 subjects of the 2PL world, score 40 others from a 10-item random subset
-    with ``score --combined``: the estimate must beat the subset's plain mean against the new
+    with ``score`` (the combined estimate is the default): the estimate must beat the subset's plain mean against the new
     subjects' realised mean over all 25 items, its 90% intervals must hold most of them, and
     the command must write what the library gives for the calibration it recorded."""
     import json
@@ -216,10 +217,13 @@ def test_score_combined_command_against_a_synthetic_truth(world, tmp_path):
     seen.to_csv(path, index=False)
     base = ["score", str(fit_dir), str(path), "--subset", str(tmp_path / "sub" / "subset.csv")]
     out = tmp_path / "scores"
-    assert main(base + ["--combined", "--out", str(out)]) == 2  # needs --data
-    assert main(base + ["--folds", "3", "--data", str(data), "--out", str(out)]) == 2
-    assert main(base + ["--combined", "--folds", "2", "--repeats", "2", "--dispersion", "1",
-                        "--data", str(data), "--out", str(out)]) == 0
+    assert main(base + ["--out", str(out)]) == 2  # the default calibrates: needs --data
+    assert main(base + ["--folds", "3", "--estimator", "assisted", "--data", str(data),
+                        "--out", str(out)]) == 2  # calibration options on another estimator
+    assert main(base + ["--folds", "2", "--data", str(data), "--out", str(out)]) == 2  # no groups
+    assert not out.exists()
+    assert main(base + ["--folds", "2", "--repeats", "2", "--dispersion", "1", "--groups",
+                        "random", "--data", str(data), "--out", str(out)]) == 0
     scores = pd.read_csv(out / "scores.csv", index_col=0)
     truth = new.groupby("subject").response.mean().reindex(scores.index)
     plain = seen.groupby("subject").response.mean().reindex(scores.index)
@@ -229,6 +233,7 @@ def test_score_combined_command_against_a_synthetic_truth(world, tmp_path):
     cal = json.loads((out / "calibration.json").read_text())
     assert (cal["method"], cal["k"], cal["folds"]) == ("random", 10, 2)
     assert cal["form"] in ("studentised", "absolute")
+    assert cal["grouping"] == "at random (--groups random)"
     # the written scores are the library's for the recorded calibration
     bank = item_bank(load_fit(fit_dir, str(data)), dispersion=1.0)
     assert cal["calibration_models"] == 60  # every old subject answered every item
@@ -283,8 +288,8 @@ def test_score_combined_when_the_new_subjects_answered_every_item(world, fitted_
     new = _part(world[2], slice(120, 140))
     path = tmp_path / "new.csv"
     new.to_csv(path, index=False)
-    base = ["score", str(fit_dir), str(path), "--combined", "--folds", "2", "--repeats", "1",
-            "--dispersion", "1", "--data", str(data)]
+    base = ["score", str(fit_dir), str(path), "--folds", "2", "--repeats", "1",
+            "--dispersion", "1", "--groups", "random", "--data", str(data)]
     assert main(base + ["--out", str(tmp_path / "all")]) == 0
     assert "each score is its mean response, exactly" in capsys.readouterr().out
     scores = pd.read_csv(tmp_path / "all" / "scores.csv", index_col=0)
@@ -310,3 +315,64 @@ def test_score_combined_when_the_new_subjects_answered_every_item(world, fitted_
     np.testing.assert_allclose(scores.score[full], truth[full], atol=1e-12)
     assert (scores.score_hi[full] == scores.score_lo[full]).all()
     assert (scores.score_hi[~full] > scores.score_lo[~full]).all()
+
+
+def test_score_calibrates_on_folds_grouped_by_a_column_of_the_data(world, fitted_2pl, tmp_path,
+                                                                   capsys):
+    """Without --groups, the default calibration holds the fit's models out by the family
+    column of --data (else by blocks of its release dates): calibration.json names the
+    grouping and its coverage, and both equal the library's calibration with those groups.
+    A subject given two families, or a date that cannot be read, is refused by name."""
+    import json
+
+    from platinum_jax.cli import main
+    from platinum_jax.efficient import cross_fitted_banks, fit_bias_sd
+    from platinum_jax.efficient._io import load_fit
+
+    data, fit_dir = fitted_2pl
+    old = pd.read_csv(data)
+    names = sorted(old.subject.unique())
+    family = pd.Series([f"f{j % 4}" for j in range(len(names))], index=names)
+    released = pd.Series(pd.date_range("2024-01-01", periods=len(names)).to_numpy()[::-1],
+                         index=names)  # the first names released last
+    new = _part(world[2], slice(120, 132))
+    asked = sorted(new.item.unique())[::5]  # 5 items each: an adaptive test's length 5
+    path = tmp_path / "new.csv"
+    new[new.item.isin(asked)].to_csv(path, index=False)
+    model = load_fit(fit_dir).model
+    table = ResponseTable.from_frame(old)
+
+    def run(column, values, out):
+        tagged = tmp_path / f"{out}.csv"
+        old.assign(**{column: old.subject.map(values)}).to_csv(tagged, index=False)
+        code = main(["score", str(fit_dir), str(path), "--data", str(tagged), "--folds", "2",
+                     "--repeats", "1", "--dispersion", "1", "--out", str(tmp_path / out)])
+        return code, capsys.readouterr()
+
+    blocks = pd.Series(np.where(np.argsort(np.argsort(released.to_numpy())) < 30, "0", "1"),
+                       index=names)  # the 30 earliest and the 30 latest
+    for column, values, groups, how in (
+            ("family", family, family, "by family (column of --data)"),
+            ("release_date", released.dt.strftime("%Y-%m-%d"), blocks,
+             "by release_date (column of --data: 2 blocks of release dates)")):
+        code, printed = run(column, values, column)
+        assert code == 0, printed.err
+        cal = json.loads((tmp_path / column / "calibration.json").read_text())
+        assert (cal["grouping"], cal["method"], cal["k"]) == (how, "cat", 5)
+        assert how in printed.out and "of the left-out folds' models" in printed.out
+        banks = cross_fitted_banks(model, table, folds=2, dispersion=1.0, groups=groups)
+        lib = fit_bias_sd(banks, 5, method="cat", repeats=1)
+        assert (cal["bias_sd"], cal["form"]) == (lib.bias_sd, lib.form)
+        assert cal["calibration_coverage"] == pytest.approx(lib.coverage, abs=1e-12)
+        assert 0 < cal["calibration_coverage"] <= 1
+    two = old.subject.map(family).where(old.index != old.index[-1], "other")  # last row
+    tagged = tmp_path / "clash.csv"
+    old.assign(family=two.to_numpy()).to_csv(tagged, index=False)
+    assert main(["score", str(fit_dir), str(path), "--data", str(tagged),
+                 "--out", str(tmp_path / "clash")]) == 2
+    assert f"subject {old.subject.iloc[-1]!r} has more than one family" in capsys.readouterr().err
+    old.assign(date=["not a date"] + ["2024-01-01"] * (len(old) - 1)).to_csv(tagged, index=False)
+    assert main(["score", str(fit_dir), str(path), "--data", str(tagged),
+                 "--out", str(tmp_path / "clash")]) == 2
+    assert "column date: row 2 has no readable date" in capsys.readouterr().err
+    assert not (tmp_path / "clash").exists()

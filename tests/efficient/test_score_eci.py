@@ -34,13 +34,20 @@ def test_a_new_model_on_the_eci_scale(tmp_path, capsys):
     new[["subject", "item", "response"]].to_csv(path, index=False)
     out = tmp_path / "scores"
     anchors = ["--eci-anchors", lo, "100", hi, "150"]
-    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--scale", "eci",
+    assert main(["score", str(fit_dir), str(path), "--data", str(data),
+                 "--estimator", "item-model", "--scale", "eci",
                  *anchors, "--out", str(out)]) == 0
     scores = pd.read_csv(out / "scores.csv", index_col=0)
     a, b = np.linalg.solve([[1.0, caps[lo]], [1.0, caps[hi]]], [100.0, 150.0])
     for col, src in (("eci", "ability"), ("eci_lo", "ability_lo"), ("eci_hi", "ability_hi")):
         np.testing.assert_allclose(scores[col], a + b * scores[src], rtol=1e-12)
     np.testing.assert_allclose(scores["eci_sd"], b * scores["ability_sd"], rtol=1e-12)
+    # the default (combined) estimate calibrates the score; the index maps the same ability
+    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--groups", "random",
+                 "--folds", "2", "--scale", "eci", *anchors, "--out", str(tmp_path / "c")]) == 0
+    combined = pd.read_csv(tmp_path / "c" / "scores.csv", index_col=0)
+    for col in ("eci", "eci_sd", "eci_lo", "eci_hi"):
+        np.testing.assert_allclose(combined[col], scores[col], rtol=1e-9)
     # the same map as the stitching fit's index, and the new copies land by their originals
     fit = fit_stitching(table, BenchmarkAnchor("bench_00"))
     eci = an.eci_scale(fit, anchors=((lo, 100.0), (hi, 150.0)), replicates=0)
@@ -49,11 +56,13 @@ def test_a_new_model_on_the_eci_scale(tmp_path, capsys):
         row = scores.loc[f"new_{m}"]
         assert row["eci_lo"] <= eci.models.loc[m, "eci"] <= row["eci_hi"]
     # wrong anchors and a wrong order are named before anything is scored
-    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--scale", "eci",
+    assert main(["score", str(fit_dir), str(path), "--data", str(data),
+                 "--estimator", "item-model", "--scale", "eci",
                  "--eci-anchors", "no_such_model", "100", hi, "150",
                  "--out", str(tmp_path / "x")]) == 2
     assert "no_such_model" in capsys.readouterr().err
-    assert main(["score", str(fit_dir), str(path), "--data", str(data), "--scale", "eci",
+    assert main(["score", str(fit_dir), str(path), "--data", str(data),
+                 "--estimator", "item-model", "--scale", "eci",
                  "--eci-anchors", hi, "100", lo, "150", "--out", str(tmp_path / "y")]) == 2
     assert "stronger model" in capsys.readouterr().err
     assert main(["score", str(fit_dir), str(path), "--data", str(data), *anchors,

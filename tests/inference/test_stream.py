@@ -346,7 +346,7 @@ def test_a_streamed_fit_directory_is_read_as_any_fit(tmp_path, capsys):
     frame.to_csv(csv, index=False)
     assert main(["subset", str(out), "--k", "4", "--method", "random", "--data", str(csv),
                  "--out", str(tmp_path / "sub")]) == 0
-    assert main(["score", str(out), str(csv), "--data", str(csv),
+    assert main(["score", str(out), str(csv), "--data", str(csv), "--estimator", "item-model",
                  "--out", str(tmp_path / "score")]) == 0
     assert main(["cat", str(csv), "--items", str(out / "items.csv"), "--budget", "4",
                  "--out", str(tmp_path / "cat")]) == 0

@@ -86,7 +86,7 @@ def test_fit_weights_and_score_from_the_command_line(tmp_path):
     new.to_csv(tmp_path / "new.csv", index=False)
     s_dir = tmp_path / "score"
     assert main(["score", str(fit_dir), str(tmp_path / "new.csv"), "--data", str(data),
-                 "--out", str(s_dir)]) == 0
+                 "--estimator", "item-model", "--out", str(s_dir)]) == 0
     scores = pd.read_csv(s_dir / "scores.csv", index_col=0)
     assert list(scores.index) == ["new0000", "new0001"]
     # both answered every item: the full-benchmark score is their observed mean

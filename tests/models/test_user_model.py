@@ -188,7 +188,8 @@ def test_fit_weights_and_score_from_the_command_line(user, tmp_path, monkeypatch
             model=lambda d: d["model"].str.replace("m", "new"))
         new[new["benchmark"].isin(["MMLU", "GSM8K", "Winogrande"])].to_csv("new.csv",
                                                                              index=False)
-        assert main(["score", "f", "new.csv", "--data", "data.csv", "--out", "s"]) == 0
+        assert main(["score", "f", "new.csv", "--data", "data.csv", "--estimator", "item-model",
+                     "--out", "s"]) == 0
     scores = pd.read_csv("s/scores.csv", index_col=0)
     assert list(scores.index) == ["new00", "new01"]
     assert ((scores["score"] > 0) & (scores["score"] < 1)).all()
@@ -199,7 +200,8 @@ def test_fit_weights_and_score_from_the_command_line(user, tmp_path, monkeypatch
     glob.loc["floor[1]", "value"] = 0.7
     glob.to_csv("edited/globals.csv")
     capsys.readouterr()
-    assert main(["score", "edited", "new.csv", "--data", "data.csv", "--out", "s2"]) == 2
+    assert main(["score", "edited", "new.csv", "--data", "data.csv", "--estimator",
+                 "item-model", "--out", "s2"]) == 2
     assert "floor[1]" in capsys.readouterr().err and not Path("s2").exists()
 
 
