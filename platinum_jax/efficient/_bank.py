@@ -140,7 +140,8 @@ def _unit_variance(fit: Fit, mu, trials, item_index):
             f"efficient evaluation needs the response variance of the {lik.name!r} likelihood, "
             f"and its moments() could not give it ({type(exc).__name__}: {exc}); use a model "
             "fitted with the bernoulli, binomial or gaussian likelihood") from None
-    return jnp.broadcast_to(var, jnp.shape(mu))
+    # at least mu's shape: trials of their own (one per subject, say) add leading axes
+    return jnp.broadcast_to(var, jnp.broadcast_shapes(jnp.shape(mu), jnp.shape(var)))
 
 
 def response_range(model) -> tuple[float, float]:

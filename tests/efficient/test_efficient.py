@@ -418,3 +418,32 @@ def test_assisted_score_names_bad_input(world):
         assisted_scores(bank, ResponseTable.from_frame(part), sel.drop(columns="weight"))
     with pytest.raises(ValueError, match="interval"):
         assisted_scores(bank, ResponseTable.from_frame(part), sel, interval=1.0)
+
+
+def test_binomial_responses_of_several_subjects_are_scored_as_each_alone():
+    """Pass counts of ten samples (a binomial likelihood): the unseen items' variance is
+    ``phi mu (1 - mu) / n`` with each subject's own ``n``, checked against NumPy, and scoring
+    subjects together gives each the ability posterior and score it gets alone (the variance
+    of several subjects' trials once failed to broadcast)."""
+    from platinum_jax.models import Binomial
+
+    model = TwoPL(likelihood=Binomial())
+    table, truth = simulate(model, 40, 20, seed=4, trials=10)
+    bank = item_bank(Fit(problem=Problem(model, table), method="truth", theta=truth),
+                     dispersion=2.0)
+    mu = np.asarray(bank.mean)
+    n = np.array([10.0, 4.0, 1.0])
+    var = np.asarray(bank.variance(bank.mean[None], n[:, None, None]))
+    np.testing.assert_allclose(var, 2.0 * mu[None] * (1 - mu[None]) / n[:, None, None],
+                               rtol=1e-12)
+    frame = table.to_frame()[["subject", "item", "response", "trials"]]
+    some = frame[frame.item.isin(sorted(frame.item.unique())[:8])
+                 & frame.subject.isin(["s00", "s01", "s02"])].copy()
+    some.loc[some.subject == "s01", "trials"] = 4.0  # another subject, another n
+    some.loc[some.subject == "s01", "response"] = np.round(
+        some.loc[some.subject == "s01", "response"] * 4) / 4
+    together = estimate_scores(bank, ResponseTable.from_frame(some))
+    for name, part in some.groupby("subject"):
+        alone = estimate_scores(bank, ResponseTable.from_frame(part))
+        for col in ("ability", "ability_sd", "score"):
+            assert together.loc[name, col] == pytest.approx(alone.loc[name, col], abs=1e-12)
