@@ -107,7 +107,9 @@ def interval_scale(
             :class:`~platinum_jax.efficient.AdaptiveTest` with budget ``k`` and no exposure
             control) or an :class:`~platinum_jax.efficient.AdaptiveTest` whose rules
             (randomesque, Sympson-Hetter parameters, content groups) are run on each fold's
-            bank with budget ``k``; the adaptive tests' scores are those of
+            bank with budget ``k`` (each fold's models tested as new test-takers are, the hard
+            cap ``max_exposure`` left out: it counts a population's tests, not one
+            taker's); the adaptive tests' scores are those of
             :func:`~platinum_jax.efficient.estimate_scores` from the items asked.
         interval: the interval probability to calibrate.
         seed: seed of the random subsets (``seed + fold``).
@@ -131,8 +133,12 @@ def _calibration_subset(bank, test, k: int, method, seed: int):
     """The calibration fold's responses on the items ``method`` gives it, and the subset
     frame (None for adaptive tests, whose items differ per subject)."""
     if isinstance(method, AdaptiveTest) or method == "cat":
+        # The fold's models are tested as new test-takers are, one by one with the
+        # Sympson-Hetter lottery: the hard cap counts tests over a population simulated
+        # together, which a fold of a few models is not (a 10% cap would let each item go to
+        # one of ten models, and refuse longer tests)
         rules = (AdaptiveTest(bank, budget=k) if isinstance(method, str)
-                 else _with(method, bank=bank, budget=k))
+                 else _with(method, bank=bank, budget=k, max_exposure=None))
         run = simulate_adaptive(rules, ResponseTable.from_frame(test, name="a calibration "
                                                                 "fold"), seed=seed)
         asked = test.merge(run.trace[["subject", "item"]], on=["subject", "item"])

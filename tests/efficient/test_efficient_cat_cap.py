@@ -107,3 +107,32 @@ def test_cat_command_meets_the_cap_or_refuses(tmp_path, capsys):
         assert re.search(rule, err)
         assert "raise the cap to at least" in err
         assert not bad.exists() or not any(bad.iterdir())
+
+
+def test_a_capped_test_is_calibrated_on_folds_of_a_few_models(world):
+    """Calibration replays an exposure-controlled test on each fold's models as new
+    test-takers are tested, one by one with the Sympson-Hetter lottery: the hard cap, which
+    counts a population's tests, would let each item go to one of a fold's nine models, room
+    for 40 administrations where their five-item tests need 45. The replay's items are those of the lottery alone."""
+    from dataclasses import replace
+
+    from platinum_jax.efficient import fit_bias_sd, interval_scale
+    from platinum_jax.efficient._calibrate import _calibration_subset
+
+    table, bank = world
+    cat = sympson_hetter(AdaptiveTest(bank, budget=BUDGET), table, cap=0.2, iterations=3)
+    frame = table.to_frame()
+    folds = [frame[frame.subject.isin(table.subjects[j:j + 9])] for j in (0, 9)]
+    with pytest.raises(ValueError, match="cannot be met on 9 test-takers"):
+        simulate_adaptive(cat, ResponseTable.from_frame(folds[0]), seed=0)
+    asked, _ = _calibration_subset(bank, folds[0], BUDGET, cat, seed=0)
+    alone = simulate_adaptive(replace(cat, max_exposure=None),
+                              ResponseTable.from_frame(folds[0]), seed=0)
+    got = asked.to_frame().sort_values(["subject", "item"])[["subject", "item"]]
+    want = alone.trace[["subject", "item"]].sort_values(["subject", "item"])
+    np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
+    banks = [(bank, f) for f in folds]
+    scale, z = interval_scale(banks, BUDGET, method=cat)
+    assert len(z) == 18 and np.isfinite(scale) and scale > 0
+    fitted = fit_bias_sd(banks, BUDGET, method=cat)
+    assert len(fitted.z) == 18 and 0 <= fitted.coverage <= 1
