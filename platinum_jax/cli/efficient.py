@@ -30,12 +30,13 @@ OUT/scores.csv. RESPONSES is a long CSV or Parquet file (subject, item, response
 
 By default (--estimator combined) the score is the combined estimate (`combined_scores`): the
 item model's prediction plus the observed residuals, shrunk by an empirical-Bayes weight, for
-any design. Its bias spread and its 90% interval are calibrated on the fit's own models
-(--data, the responses the fit was made from), held out the way new models differ from them:
-the models that answered every item are split into --folds folds, each group of models kept
-in one fold, the item model is refitted without each fold, and the fold's models are scored
-by the same procedure replayed: the subset's method and size (--subset) or, without it, an
-adaptive test as long as the median test of the subjects that left items unseen. The groups:
+any design. Its bias spread and its interval (--interval, 90% by default) are calibrated on
+the fit's own models (--data, the responses the fit was made from), held out the way new
+models differ from them: the models that answered every item are split into --folds folds,
+each group of models kept in one fold, the item model is refitted without each fold, and the
+fold's models are scored by the same procedure replayed: the subset's method and size
+(--subset) or, without it, an adaptive test as long as the median test of the subjects that
+left items unseen. The groups:
   --groups CSV          subject,group (e.g. families or release periods)
   a column of --data    family or base_model (whole families together), else release_date or
                         date (the models in --folds blocks of release dates, so that the
@@ -79,7 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("fit_dir", metavar="FIT_DIR", help="directory written by `platinum-jax fit`")
     s.add_argument("responses", metavar="RESPONSES", help="the new subjects' responses")
-    s.add_argument("--data", help="the responses the fit was made from (Pearson's dispersion)")
+    s.add_argument("--data", help="the responses the fit was made from: the calibration "
+                        "models of the default estimator, and Pearson's dispersion")
     s.add_argument("--dispersion", type=float, default=None,
                    help="over-dispersion factor phi (default: Pearson's from --data)")
     s.add_argument("--interval", type=float, default=0.9, help="interval probability (0.9)")
