@@ -94,12 +94,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                     "calibrate (combined) or to weigh the residuals by "
                                     "(assisted)")
     s.add_argument("--folds", type=int, default=None,
-                   help="calibration folds of the combined estimate (default 5)")
+                   help=f"calibration folds of the combined estimate (default {FOLDS})")
     s.add_argument("--groups", help="the calibration folds' groups: a CSV of subject,group, "
                                     "or 'random' (default: the family, base_model, "
                                     "release_date or date column of --data)")
     s.add_argument("--repeats", type=int, default=None,
-                   help="draws per fold of a random design in the calibration (default 3)")
+                   help=f"draws per fold of a random design in the calibration (default "
+                        f"{REPEATS})")
     s.add_argument("--scale", choices=("raw", "eci"), default="raw",
                    help="eci: also each new model's ability on the Epoch Capabilities Index "
                         "(eci, eci_sd, eci_lo, eci_hi), by the map that sends the fit's two "
@@ -113,6 +114,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 ESTIMATORS = ("combined", "item-model", "assisted")
+# The calibration's defaults: folds (also the number of release-date blocks) and draws a fold.
+FOLDS, REPEATS = 5, 3
 # Columns of --data that name how the fit's models differ from new ones, in order of use:
 # lineage first (a new family is the larger departure), then release time.
 FAMILY_COLUMNS = ("family", "base_model")
@@ -362,7 +365,7 @@ def _calibration_groups(args):
         per = per[~per.index.duplicated()]
         if col in FAMILY_COLUMNS:
             return per.astype(str), f"by {col} (column of --data)"
-        folds = 5 if args.folds is None else args.folds
+        folds = FOLDS if args.folds is None else args.folds
         order = per.sort_values(kind="stable").index
         blocks = pd.Series((pd.RangeIndex(len(order)) * folds // len(order)).astype(str),
                            index=order)
@@ -381,8 +384,8 @@ def _combined(args, bank, responses, subset, dispersion, grouping):
 
     from platinum_jax.efficient import combined_scores, cross_fitted_banks, fit_bias_sd
 
-    folds = 5 if args.folds is None else args.folds
-    repeats = 3 if args.repeats is None else args.repeats
+    folds = FOLDS if args.folds is None else args.folds
+    repeats = REPEATS if args.repeats is None else args.repeats
     if subset is not None:
         method, k = str(subset["method"].iloc[0]), len(subset)
         partial = k < bank.n_items  # every subject answers the subset's items, no others
