@@ -1,7 +1,9 @@
 """Efficient evaluation on LiveCodeBench code generation, validated on models it never saw.
 
 Two held-out splits of the 72 models that answered the 400 code-generation problems every
-model answered: by release date (models released on or after ``--split-date`` are new) and by
+model answered: by date (models whose date is on or after ``--split-date`` are new; the date
+is LiveCodeBench's own per model, ``release_date_ms`` of ``models.csv``, which is not always
+the public release: Claude-3-Opus carries 2023-04-30) and by
 model family (whole families, e.g. every OpenAI or every Qwen-derived model, are held out, so
 no model's variants sit on both sides; the family of each model is read from its name by
 ``FAMILIES``). For each split the item model (2PL, binomial pass@1 over the samples behind each
