@@ -95,6 +95,35 @@ def _natural_globals(problem: Problem, g) -> dict:
     return problem.glob.natural(problem.glob.unflatten(g))
 
 
+def _fill(flat, shape, entries):
+    """The flat block ``flat`` (of ``shape``) with each ``(positions, values)`` of ``entries``
+    put in place. When the sites cover the whole block, each a range of whole columns (every
+    entity's entries of a parameter free: the usual case), the block is their columns side by
+    side: no scatter in the potential, and no gather in its gradient."""
+    n = int(np.prod(shape))
+    rows = shape[0] if len(shape) else 1
+    width = n // max(rows, 1)
+    spans = []
+    for pos, v in entries:
+        cols = np.unique(np.asarray(pos) % max(width, 1))
+        a, b = (int(cols[0]), int(cols[-1]) + 1) if len(cols) else (0, 0)
+        whole = (np.arange(rows)[:, None] * width + np.arange(a, b)[None]).ravel()
+        if len(cols) != b - a or not np.array_equal(np.asarray(pos), whole):
+            spans = None
+            break
+        spans.append((a, b, v))
+    if spans is not None and entries:
+        spans.sort(key=lambda t: t[0])
+        edges = [t[0] for t in spans] + [spans[-1][1]]
+        if edges[0] == 0 and edges[-1] == width and all(
+                spans[j][1] == spans[j + 1][0] for j in range(len(spans) - 1)):
+            return jnp.concatenate([jnp.asarray(v, flat.dtype).reshape(rows, b - a)
+                                    for a, b, v in spans], axis=1).ravel()
+    for pos, v in entries:
+        flat = flat.at[pos].set(v)
+    return flat
+
+
 def _assemble(problem: Problem, values: dict):
     """Sampled values -> full raw blocks and the reparameterisation's extras.
 
@@ -123,6 +152,7 @@ def _assemble(problem: Problem, values: dict):
         if bid == 2:
             blocks[2] = blocks[2].at[pos].set(values[site])
     glob = _natural_globals(problem, blocks[2])
+    placed: dict[int, list] = {0: [], 1: []}
     for site, bid, p, pos, centred in sites:
         if bid == 2:
             continue
@@ -130,7 +160,9 @@ def _assemble(problem: Problem, values: dict):
         if centred is not None:
             loc, scale = glob[p.prior.loc], glob[p.prior.scale]
             v = jnp.where(centred, v, loc + scale * v)
-        blocks[bid] = blocks[bid].at[pos].set(v)
+        placed[bid].append((pos, v))
+    for bid, entries in placed.items():
+        blocks[bid] = _fill(blocks[bid], shapes[bid], entries)
     theta = Theta(*(b.reshape(s) for b, s in zip(blocks, shapes, strict=True)))
     return theta, extras
 

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.stats.norm import logpdf as normal
 
-from ._reparam import RosettaReparameterisation
+from ._reparam import RosettaReparameterisation, _take
 
 __all__ = ["ScaledNoiseReparameterisation", "extended", "hyper_log_prob", "hyper_sample",
            "noise_intercept_prior", "scaled_noise_constants", "score_counts"]
@@ -133,7 +133,7 @@ def noise_intercept_prior(priors, *, centred, scaled, beta_hat, k, free_difficul
             nu_, s_ = nu[..., None], s[..., None]
             lp += jnp.sum(jnp.where(c, normal(r, nu_, s_), normal(r, 0.0, 1.0)), axis=-1)
             x = jnp.where(c, r, nu_ + s_ * r)
-            scale = kk * jnp.exp(x[..., fd])
+            scale = kk * jnp.exp(_take(x, fd, axis=-1))
             beta = jnp.where(sc, bh + scale * delta, delta)
             lp += jnp.sum(normal(beta, p.intercept_loc, p.intercept_scale)
                           + jnp.where(sc, jnp.log(scale), 0.0), axis=-1)
@@ -170,7 +170,7 @@ class ScaledNoiseReparameterisation(RosettaReparameterisation):
         s = jnp.exp(log_s)
         x = jnp.where(np.asarray(self.centred, dtype=bool), r, nu + s * r)
         fd = np.asarray(self.free_difficulty, dtype=int)
-        scale = np.asarray(self.k) * jnp.exp(x[fd])
+        scale = np.asarray(self.k) * jnp.exp(_take(x, fd))
         beta = jnp.where(np.asarray(self.scaled, dtype=bool),
                          np.asarray(self.beta_hat) + scale * delta, delta)
         out = super().parameters({**values, "intercept": beta})

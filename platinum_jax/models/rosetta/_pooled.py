@@ -122,11 +122,19 @@ class PooledNoiseReparameterisation(RosettaReparameterisation):
         v = values["noise"]
         nu, log_s = v[0], v[1]
         s = jnp.exp(log_s)
-        x = jnp.full((self.n_benchmarks,), 1.0, jnp.result_type(v)) * nu  # pooled: nu
-        x = x.at[np.flatnonzero(np.asarray(self.centred, dtype=bool))].set(v[2:])
+        dtype = jnp.result_type(v)
+        centred = np.flatnonzero(np.asarray(self.centred, dtype=bool))
         offset = np.flatnonzero(self._offset_mask())
+        pooled = np.setdiff1d(np.arange(self.n_benchmarks), np.r_[centred, offset])
+        parts = [v[2:], jnp.full((len(pooled),), 1.0, dtype) * nu]  # pooled: nu
         if len(offset):
-            x = x.at[offset].set(nu + s * values["noise_offset"])
+            parts.insert(1, nu + s * values["noise_offset"])
+        # the benchmarks' order from the parts': a constant permutation matrix (a product,
+        # where two scatters and their gathers in the gradient cost more)
+        order = np.r_[centred, offset, pooled].astype(int)
+        to_benchmarks = np.zeros((self.n_benchmarks, len(order)))
+        to_benchmarks[order, np.arange(len(order))] = 1.0
+        x = jnp.asarray(to_benchmarks, dtype) @ jnp.concatenate(parts)
         out = super().parameters(values)
         return {**out, "noise_log_mu": nu, "noise_log_tau": s, "noise_log_sigma": x}
 

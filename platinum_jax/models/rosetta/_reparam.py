@@ -82,15 +82,8 @@ class RosettaReparameterisation(Reparameterisation):
             out[site] = [("free_capability", free_c)]
         return out
 
-    def _per_benchmark_mean(self, values):
-        bi = jnp.asarray(self.benchmark_index)
-        total = jax.ops.segment_sum(values, bi, num_segments=self.n_benchmarks)
-        count = np.bincount(np.asarray(self.benchmark_index), minlength=self.n_benchmarks)
-        return total / np.maximum(count, 1)
-
     def parameters(self, values):
         p = self.priors
-        mi, bi = jnp.asarray(self.model_index), jnp.asarray(self.benchmark_index)
         free_c = np.asarray(self.free_capability, dtype=int)
         free_d = np.asarray(self.free_difficulty, dtype=int)
         free_s = np.asarray(self.free_slope, dtype=int)
@@ -101,6 +94,8 @@ class RosettaReparameterisation(Reparameterisation):
         else:
             z_c = values["capability_z"]
         dtype = jnp.result_type(z_c)
+        means = jnp.asarray(benchmark_means(self.benchmark_index, self.model_index,
+                                            self.n_benchmarks, self.n_models), dtype)
         if self.anchor_benchmark is None:
             mu_c, tau_c = values["capability_mu"], values["capability_tau"]
         else:
@@ -113,17 +108,75 @@ class RosettaReparameterisation(Reparameterisation):
             tau_c = jnp.exp(p.log_slope_loc + p.log_slope_scale * values["anchor_slope_z"]) \
                 / alpha_a
             # Every capability is free under a benchmark anchor, so z_c covers all models.
-            on_anchor = bi == k
-            z_bar_a = jnp.sum(jnp.where(on_anchor, z_c[mi], 0.0)) / jnp.sum(on_anchor)
+            z_bar_a = means[k] @ z_c
             mu_c = d_a - tau_c * z_bar_a + values["anchor_intercept"] / alpha_a
-        capability = jnp.asarray(self.fixed_capability, dtype).at[free_c].set(mu_c + tau_c * z_c)
+        capability = _place(self.fixed_capability, free_c, mu_c + tau_c * z_c, dtype)
         # Standardised form: alpha_b (C_m - D_b) = exp(eta_b) (z_m - zbar_b) + beta_b.
-        slope = jnp.asarray(self.fixed_slope, dtype).at[free_s].set(
-            jnp.exp(p.log_slope_loc + p.log_slope_scale * values["slope_z"]) / tau_c)
-        z_bar = self._per_benchmark_mean(((capability - mu_c) / tau_c)[mi])
-        std_slope = (slope * tau_c)[free_d]  # exp(eta_b), or the anchor's alpha tau_C
-        difficulty = jnp.asarray(self.fixed_difficulty, dtype).at[free_d].set(
-            mu_c + tau_c * (z_bar[free_d] - values["intercept"] / std_slope))
+        slope = _place(self.fixed_slope, free_s,
+                       jnp.exp(p.log_slope_loc + p.log_slope_scale * values["slope_z"]) / tau_c,
+                       dtype)
+        z_bar = means @ ((capability - mu_c) / tau_c)
+        std_slope = _take(slope * tau_c, free_d)  # exp(eta_b), or the anchor's alpha tau_C
+        difficulty = _place(self.fixed_difficulty, free_d,
+                            mu_c + tau_c * (_take(z_bar, free_d) - values["intercept"] / std_slope),
+                            dtype)
         extra = {"capability_z": z_c} if self.polar else {}
         return {"capability": capability, "difficulty": difficulty, "slope": slope,
                 "capability_mu": mu_c, "capability_tau": tau_c, **extra}
+
+
+def benchmark_means(benchmark_index, model_index, n_benchmarks: int, n_models: int) -> np.ndarray:
+    """``(n_benchmarks, n_models)``: row ``b`` averages a per-model vector over benchmark
+    ``b``'s rows (a model counted once per row; 0 for a benchmark without rows). A constant of
+    the table: the mean over rows is then one small product instead of a gather over the rows
+    and a scatter back, and so is its gradient."""
+    count = np.zeros((n_benchmarks, n_models))
+    np.add.at(count, (np.asarray(benchmark_index), np.asarray(model_index)), 1.0)
+    return count / np.maximum(count.sum(1, keepdims=True), 1.0)
+
+
+def _runs(idx: np.ndarray) -> list[tuple[int, int]] | None:
+    """``idx`` (static, strictly increasing) as ``[(start, stop), ...]`` runs of consecutive
+    entries, or None when it is not increasing or has many runs (a gather is then simpler)."""
+    idx = np.asarray(idx, dtype=int)
+    if len(idx) == 0 or np.any(np.diff(idx) <= 0):
+        return None
+    cut = np.flatnonzero(np.diff(idx) != 1) + 1
+    starts, stops = np.r_[0, cut], np.r_[cut, len(idx)]
+    if len(starts) > 8:
+        return None
+    return [(int(idx[a]), int(idx[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
+
+
+def _take(x, idx, axis: int = 0):
+    """``x[idx]`` along ``axis`` for static ``idx``: slices when it is a few runs (no gather
+    in the gradient program)."""
+    runs = _runs(idx)
+    if runs is None:
+        return jnp.take(x, np.asarray(idx, dtype=int), axis=axis)
+    if runs == [(0, x.shape[axis])]:
+        return x
+    return jnp.concatenate([jax.lax.slice_in_dim(x, a, b, axis=axis) for a, b in runs],
+                           axis=axis)
+
+
+def _place(fixed, idx, values, dtype):
+    """``fixed`` with ``values`` at the static positions ``idx``: the values themselves when
+    ``idx`` covers every entry, slices and constants when it is a few runs, else a scatter."""
+    fixed = np.asarray(fixed)
+    runs = _runs(idx)
+    if runs is None:
+        return jnp.asarray(fixed, dtype).at[np.asarray(idx, dtype=int)].set(values)
+    values = jnp.asarray(values, dtype)
+    if runs == [(0, len(fixed))]:
+        return values
+    pieces, at, used = [], 0, 0
+    for a, b in runs:
+        if a > at:
+            pieces.append(jnp.asarray(fixed[at:a], dtype))
+        pieces.append(values[used:used + b - a])
+        used += b - a
+        at = b
+    if at < len(fixed):
+        pieces.append(jnp.asarray(fixed[at:], dtype))
+    return jnp.concatenate(pieces)
