@@ -114,8 +114,7 @@ def _fill(flat, shape, entries):
         spans.append((a, b, v))
     if spans is not None and entries:
         spans.sort(key=lambda t: t[0])
-        edges = [t[0] for t in spans] + [spans[-1][1]]
-        if edges[0] == 0 and edges[-1] == width and all(
+        if spans[0][0] == 0 and spans[-1][1] == width and all(
                 spans[j][1] == spans[j + 1][0] for j in range(len(spans) - 1)):
             return jnp.concatenate([jnp.asarray(v, flat.dtype).reshape(rows, b - a)
                                     for a, b, v in spans], axis=1).ravel()
