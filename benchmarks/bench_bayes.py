@@ -21,6 +21,11 @@ low-rank mass matrix at target 0.9 with 1,000 + 1,500 draws (the settings tried 
 comparison was set up). The peers are the ``bench`` extra (``pip install -e '.[bench]'``):
 PyMC and nutpie 0.16.8.
 
+Our fits compile into the package's program cache (:func:`platinum_jax.enable_compilation_cache`),
+so a second run of the same shapes loads its programs: ``compile_s`` in our lines says which
+happened. For a run with our programs compiled afresh, point ``PLATINUM_JAX_CACHE`` at an empty
+directory (``docs/benchmarks.md`` records both).
+
     python benchmarks/bench_bayes.py                     # scores_long.csv and raw/, every peer
     python benchmarks/bench_bayes.py --quick             # scores_long.csv, short runs
     python benchmarks/bench_bayes.py --tables csv --skip pymc
