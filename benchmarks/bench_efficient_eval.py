@@ -331,7 +331,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--split-date", default="2023-08-30",
-                    help="models released on or after this date are held out (date split)")
+                    help="models whose date (LiveCodeBench's, models.csv) is on or after this "
+                         "date are held out (date split)")
     ap.add_argument("--family-share", type=float, default=0.3,
                     help="share of the models the family split holds out (whole families)")
     ap.add_argument("--repeats", type=int, default=40, help="draws of the random methods")
